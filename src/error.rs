@@ -1,0 +1,218 @@
+//! Errors: a rejection names the rule it enforces, a refusal says what this
+//! reader will not interpret, and everything else is I/O or usage.
+//!
+//! The rule names are the public implementation's (`ztensor` crate, `Rule`),
+//! so results can be compared file by file with its conformance corpus.
+
+use std::fmt;
+
+/// The rule a rejected file breaks. Each cites the section of the zTensor v2
+/// spec (Draft 4) that makes it a MUST.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// Shorter than magic plus footer, 48 bytes (§2.1).
+    FileTooSmall,
+    /// The first eight bytes are not the magic (§2.2).
+    HeaderMagic,
+    /// The last eight bytes are not the magic (§2.2).
+    FooterMagic,
+    /// The footer version is not 2 (§2.3).
+    Version,
+    /// The manifest blob lies outside the data region, or a data shard's
+    /// footer does not zero offset and hash (§2.3, §7.2).
+    ManifestBounds,
+    /// The manifest is longer than 1 GiB (§3.1).
+    ManifestTooLarge,
+    /// The manifest bytes do not hash to the footer's XXH3-64 (§2.3).
+    ManifestHash,
+    /// The manifest is not well-formed CBOR, or uses an item the format
+    /// forbids: tags, indefinite lengths, undefined, trailing bytes (§3.1).
+    CborSyntax,
+    /// Well-formed CBOR that is not in deterministic encoding: a head or a
+    /// float wider than needed, a NaN other than f97e00, unsorted keys (§3.1).
+    CborDeterminism,
+    /// A map repeats a key (§3.1).
+    CborDuplicateKey,
+    /// An item deeper than 32 levels from the manifest root (§3.1).
+    CborDepth,
+    /// A field is missing, of the wrong type, or out of range (§3).
+    Schema,
+    /// An object, part or attribute name breaks §3.5.
+    Name,
+    /// Rank above 64 or an element count that overflows u64 (§3.3).
+    Shape,
+    /// A blob offset is not a multiple of 4096 or is below 4096 (§2.4).
+    BlobAlignment,
+    /// A blob runs past the data region of its file (§2.4).
+    BlobBounds,
+    /// Two blobs in one file overlap without being identical (§2.4, §3.6.4).
+    BlobOverlap,
+    /// A part names a shard the table does not declare (§3.4, §7.1).
+    ShardRef,
+    /// A shard name is outside `[A-Za-z0-9._-]{1,64}` or starts with `.` (§7.1).
+    ShardName,
+    /// Object metadata breaks its layout's rules (§5.1, §5.2).
+    LayoutRule,
+    /// Decoded data breaks its layout's or logical type's content rules
+    /// (bool bytes, f4_e2m1 padding nibble, sparse indices) (§5.2, App. A).
+    LayoutData,
+    /// A dense part's decoded size is not the size function of its element
+    /// count (§5.1).
+    DenseSize,
+    /// Stored bytes break their encoding profile (§5.3).
+    Encoding,
+    /// Decoded bytes do not hash to the part's digest (§3.4).
+    Digest,
+    /// A resolved shard is not the file the table describes (§7.1, §7.3).
+    ShardIdentity,
+}
+
+impl Rule {
+    /// The rule's name as printed and as used in the corpus table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::FileTooSmall => "FileTooSmall",
+            Rule::HeaderMagic => "HeaderMagic",
+            Rule::FooterMagic => "FooterMagic",
+            Rule::Version => "Version",
+            Rule::ManifestBounds => "ManifestBounds",
+            Rule::ManifestTooLarge => "ManifestTooLarge",
+            Rule::ManifestHash => "ManifestHash",
+            Rule::CborSyntax => "CborSyntax",
+            Rule::CborDeterminism => "CborDeterminism",
+            Rule::CborDuplicateKey => "CborDuplicateKey",
+            Rule::CborDepth => "CborDepth",
+            Rule::Schema => "Schema",
+            Rule::Name => "Name",
+            Rule::Shape => "Shape",
+            Rule::BlobAlignment => "BlobAlignment",
+            Rule::BlobBounds => "BlobBounds",
+            Rule::BlobOverlap => "BlobOverlap",
+            Rule::ShardRef => "ShardRef",
+            Rule::ShardName => "ShardName",
+            Rule::LayoutRule => "LayoutRule",
+            Rule::LayoutData => "LayoutData",
+            Rule::DenseSize => "DenseSize",
+            Rule::Encoding => "Encoding",
+            Rule::Digest => "Digest",
+            Rule::ShardIdentity => "ShardIdentity",
+        }
+    }
+
+    /// Every rule, for documentation and the corpus table.
+    pub const ALL: [Rule; 25] = [
+        Rule::FileTooSmall,
+        Rule::HeaderMagic,
+        Rule::FooterMagic,
+        Rule::Version,
+        Rule::ManifestBounds,
+        Rule::ManifestTooLarge,
+        Rule::ManifestHash,
+        Rule::CborSyntax,
+        Rule::CborDeterminism,
+        Rule::CborDuplicateKey,
+        Rule::CborDepth,
+        Rule::Schema,
+        Rule::Name,
+        Rule::Shape,
+        Rule::BlobAlignment,
+        Rule::BlobBounds,
+        Rule::BlobOverlap,
+        Rule::ShardRef,
+        Rule::ShardName,
+        Rule::LayoutRule,
+        Rule::LayoutData,
+        Rule::DenseSize,
+        Rule::Encoding,
+        Rule::Digest,
+        Rule::ShardIdentity,
+    ];
+
+    /// Parses a rule name as printed by [`Rule::name`].
+    pub fn from_name(s: &str) -> Option<Rule> {
+        Rule::ALL.into_iter().find(|r| r.name() == s)
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything that can go wrong in ztfs.
+#[derive(Debug)]
+pub enum Error {
+    /// The file breaks a MUST of the format and is rejected.
+    Reject { rule: Rule, detail: String },
+    /// The file is valid, but this reader will not interpret something it
+    /// holds: an unknown encoding, logical type, layout or digest algorithm.
+    /// A refusal, never a reinterpretation (§4.2, §5.2, §5.3).
+    Unsupported(String),
+    /// A name the caller asked for does not exist.
+    NotFound(String),
+    /// A file that is not zTensor v2 but is recognisably something else.
+    Foreign(String),
+    /// The caller asked for something that makes no sense.
+    Usage(String),
+    /// The operating system failed us.
+    Io { context: String, source: std::io::Error },
+}
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A rejection under `rule`.
+    pub fn reject(rule: Rule, detail: impl Into<String>) -> Error {
+        Error::Reject {
+            rule,
+            detail: detail.into(),
+        }
+    }
+
+    /// An I/O error with what we were doing.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// The rule, when this is a rejection.
+    pub fn rule(&self) -> Option<Rule> {
+        match self {
+            Error::Reject { rule, .. } => Some(*rule),
+            _ => None,
+        }
+    }
+
+    /// The process exit code for this error: 1 for a file that is rejected
+    /// or refused, 2 for usage and I/O.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Reject { .. } => 1,
+            Error::Unsupported(_) => 1,
+            Error::Foreign(_) => 1,
+            // Asking for an object the file does not have is the caller's mistake.
+            Error::NotFound(_) => 2,
+            Error::Usage(_) => 2,
+            Error::Io { .. } => 2,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Reject { rule, detail } => write!(f, "rejected ({rule}): {detail}"),
+            Error::Unsupported(s) => write!(f, "refused: {s}"),
+            Error::NotFound(s) => write!(f, "not found: {s}"),
+            Error::Foreign(s) => f.write_str(s),
+            Error::Usage(s) => f.write_str(s),
+            Error::Io { context, source } => write!(f, "{context}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,2 @@
+//! The format layer: pure bytes in, typed values out. No files, no mmap.
+pub mod cbor;
