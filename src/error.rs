@@ -156,7 +156,12 @@ pub enum Error {
     /// The caller asked for something that makes no sense.
     Usage(String),
     /// The operating system failed us.
-    Io { context: String, source: std::io::Error },
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+    /// An error that has already been printed; only its exit code remains.
+    Reported(Box<Error>),
 }
 
 /// Result with [`Error`].
@@ -183,6 +188,7 @@ impl Error {
     pub fn rule(&self) -> Option<Rule> {
         match self {
             Error::Reject { rule, .. } => Some(*rule),
+            Error::Reported(e) => e.rule(),
             _ => None,
         }
     }
@@ -198,6 +204,7 @@ impl Error {
             Error::NotFound(_) => 2,
             Error::Usage(_) => 2,
             Error::Io { .. } => 2,
+            Error::Reported(e) => e.exit_code(),
         }
     }
 }
@@ -211,6 +218,7 @@ impl fmt::Display for Error {
             Error::Foreign(s) => f.write_str(s),
             Error::Usage(s) => f.write_str(s),
             Error::Io { context, source } => write!(f, "{context}: {source}"),
+            Error::Reported(e) => e.fmt(f),
         }
     }
 }

@@ -1,5 +1,17 @@
 //! ztfs: read zTensor v2 model files exactly, and mount them as directory trees.
+//!
+//! Layers, each using only those before it: `format` (pure bytes to typed
+//! values), `store` (files and maps), `model` (a validated root and its
+//! shards), `decode` (the bytes a part denotes), `read` (whole-part
+//! operations), `report` (text and JSON about a model), `cli`.
 #![deny(unsafe_code)]
 
+pub mod cli;
+pub mod decode;
+pub mod digest;
 pub mod error;
 pub mod format;
+pub mod model;
+pub mod read;
+pub mod report;
+pub mod store;

@@ -1,3 +1,26 @@
-fn main() {
-    println!("Hello, world!");
+use std::process::ExitCode;
+
+use clap::Parser;
+use ztfs::cli::{self, Cli};
+use ztfs::error::Error;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let file = cli
+        .command
+        .file()
+        .map(|f| format!("{}: ", f.display()))
+        .unwrap_or_default();
+    match cli::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Error::Io { ref source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            if !matches!(e, Error::Reported(_)) {
+                eprintln!("ztfs: {file}{e}");
+            }
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
 }

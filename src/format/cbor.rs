@@ -1,11 +1,49 @@
 //! Strict deterministic CBOR (RFC 8949 §4.2.1 as zTensor v2 §3.1 narrows it).
 //!
-//! INTERFACE STUB: the decoder, encoder and their tests are being written.
+//! [`parse`] decodes one item that must span the whole input and accepts
+//! only the deterministic encoding of it, so every accepted input is the
+//! unique encoding of its value and [`encode`] gives back the same bytes.
+//! It rejects, each under its [`Rule`]:
+//!
+//! * `CborSyntax`: truncated input, trailing bytes, reserved additional
+//!   information (28–30), indefinite lengths and the break byte (31), any
+//!   tag, any simple value but false, true and null, invalid UTF-8 text, and
+//!   a declared length or count the remaining input cannot hold;
+//! * `CborDeterminism`: a head longer than its argument needs (lengths and
+//!   counts included), a NaN other than `f9 7e00`, an f32 that f16 holds
+//!   exactly, an f64 that f32 holds exactly, map keys out of order;
+//! * `CborDuplicateKey`: two equal keys in one map;
+//! * `CborDepth`: an item deeper than [`MAX_DEPTH`], the root being depth 0.
+//!
+//! Key order is the bytewise order of the encoded keys, checked on the input
+//! bytes themselves, so it holds for keys of any type. Within one head,
+//! reserved and indefinite forms are reported before non-shortest ones.
+//!
+//! What it does not do: it knows nothing of the manifest schema, and it does
+//! not check the 1 GiB manifest cap (the caller does, before parsing).
+//!
+//! Invariants handed on: text and bytes borrow from the input; maps keep
+//! the input order, which is the deterministic order; every declared length
+//! was checked against the remaining input before anything was allocated,
+//! and recursion is bounded by [`MAX_DEPTH`], so hostile input can neither
+//! exhaust memory ahead of its own size nor overflow the stack.
 
-use crate::error::Result;
+use std::cmp::Ordering;
+
+use crate::error::{Error, Result, Rule};
 
 /// Deepest item allowed, counted from the root item at depth 0 (§3.1).
 pub const MAX_DEPTH: usize = 32;
+
+/// Most elements reserved up front for one array or map, in elements.
+///
+/// A count already checked against the remaining input still allows one
+/// element slot (32 bytes) per input byte at each of 32 levels; past this
+/// cap a container grows as its items actually arrive.
+const MAX_PREALLOC_ITEMS: usize = 4096;
+
+/// The only NaN deterministic encoding allows, as f16 bits (`f9 7e00`).
+const CANONICAL_NAN_F16: u16 = 0x7e00;
 
 /// A decoded CBOR item, borrowing text and bytes from the input.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,15 +69,1006 @@ pub enum Value<'a> {
     Float(f64),
 }
 
+impl<'a> Value<'a> {
+    /// The text of a text string.
+    pub fn as_text(&self) -> Option<&'a str> {
+        match self {
+            Value::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value of an unsigned integer.
+    pub fn as_uint(&self) -> Option<u64> {
+        match self {
+            Value::Uint(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// The entries of a map, in order.
+    pub fn as_map(&self) -> Option<&[(Value<'a>, Value<'a>)]> {
+        match self {
+            Value::Map(entries) => Some(entries),
+            _ => None,
+        }
+    }
+
+    /// The elements of an array.
+    pub fn as_array(&self) -> Option<&[Value<'a>]> {
+        match self {
+            Value::Array(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// The value under the text key `key`, when this is a map that has it.
+    /// A linear scan: meant for the small maps of a schema, not for
+    /// looking names up in a map of a million objects.
+    pub fn get(&self, key: &str) -> Option<&Value<'a>> {
+        self.as_map()?
+            .iter()
+            .find(|(k, _)| k.as_text() == Some(key))
+            .map(|(_, v)| v)
+    }
+
+    /// The name of this item's type, for messages: "unsigned integer",
+    /// "negative integer", "byte string", "text string", "array", "map",
+    /// "boolean", "null" or "float".
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Uint(_) => "unsigned integer",
+            Value::Nint(_) => "negative integer",
+            Value::Bytes(_) => "byte string",
+            Value::Text(_) => "text string",
+            Value::Array(_) => "array",
+            Value::Map(_) => "map",
+            Value::Bool(_) => "boolean",
+            Value::Null => "null",
+            Value::Float(_) => "float",
+        }
+    }
+}
+
+/// The deterministic order of two text keys: the order of their encoded
+/// bytes, which is shorter first, then bytewise (`"b" < "aa"`).
+pub fn text_key_cmp(a: &str, b: &str) -> Ordering {
+    a.len()
+        .cmp(&b.len())
+        .then_with(|| a.as_bytes().cmp(b.as_bytes()))
+}
+
 /// Decodes one item that must span all of `bytes`.
 pub fn parse(bytes: &[u8]) -> Result<Value<'_>> {
-    let _ = bytes;
-    todo!()
+    let mut decoder = Decoder {
+        input: bytes,
+        pos: 0,
+    };
+    let value = decoder.item(0)?;
+    if decoder.pos != bytes.len() {
+        return Err(Error::reject(
+            Rule::CborSyntax,
+            format!(
+                "{} trailing bytes after the root item, from offset {} to {}",
+                bytes.len() - decoder.pos,
+                decoder.pos,
+                bytes.len()
+            ),
+        ));
+    }
+    Ok(value)
 }
 
 /// Encodes `value` in deterministic form: shortest heads, map entries in the
 /// order given (callers sort), floats in the shortest exact width.
 pub fn encode(value: &Value<'_>, out: &mut Vec<u8>) {
-    let _ = (value, out);
-    todo!()
+    match value {
+        Value::Uint(n) => put_head(out, 0, *n),
+        Value::Nint(n) => put_head(out, 1, *n),
+        Value::Bytes(b) => {
+            put_head(out, 2, b.len() as u64);
+            out.extend_from_slice(b);
+        }
+        Value::Text(s) => {
+            put_head(out, 3, s.len() as u64);
+            out.extend_from_slice(s.as_bytes());
+        }
+        Value::Array(items) => {
+            put_head(out, 4, items.len() as u64);
+            for item in items {
+                encode(item, out);
+            }
+        }
+        Value::Map(entries) => {
+            put_head(out, 5, entries.len() as u64);
+            for (k, v) in entries {
+                encode(k, out);
+                encode(v, out);
+            }
+        }
+        Value::Bool(false) => out.push(0xf4),
+        Value::Bool(true) => out.push(0xf5),
+        Value::Null => out.push(0xf6),
+        Value::Float(x) => put_float(out, *x),
+    }
+}
+
+/// Writes the shortest head for `major` and `arg`.
+fn put_head(out: &mut Vec<u8>, major: u8, arg: u64) {
+    let mt = major << 5;
+    if arg < 24 {
+        out.push(mt | arg as u8);
+    } else if arg <= 0xff {
+        out.extend_from_slice(&[mt | 24, arg as u8]);
+    } else if arg <= 0xffff {
+        out.push(mt | 25);
+        out.extend_from_slice(&(arg as u16).to_be_bytes());
+    } else if arg <= 0xffff_ffff {
+        out.push(mt | 26);
+        out.extend_from_slice(&(arg as u32).to_be_bytes());
+    } else {
+        out.push(mt | 27);
+        out.extend_from_slice(&arg.to_be_bytes());
+    }
+}
+
+/// Writes `x` in the narrowest width that holds it exactly; NaN as `f9 7e00`.
+fn put_float(out: &mut Vec<u8>, x: f64) {
+    if x.is_nan() {
+        out.push(0xf9);
+        out.extend_from_slice(&CANONICAL_NAN_F16.to_be_bytes());
+    } else if let Some(h) = f16_bits_exact(x) {
+        out.push(0xf9);
+        out.extend_from_slice(&h.to_be_bytes());
+    } else if f64::from(x as f32) == x {
+        out.push(0xfa);
+        out.extend_from_slice(&(x as f32).to_bits().to_be_bytes());
+    } else {
+        out.push(0xfb);
+        out.extend_from_slice(&x.to_bits().to_be_bytes());
+    }
+}
+
+/// The value of the IEEE 754 binary16 number with bits `h`, exactly.
+fn f16_to_f64(h: u16) -> f64 {
+    let sign = u64::from(h >> 15) << 63;
+    let exp = u64::from((h >> 10) & 0x1f);
+    let frac = u64::from(h & 0x3ff);
+    let magnitude = match exp {
+        // Subnormal: frac * 2^-24, a product exact in f64.
+        0 => frac as f64 * f64::from_bits((1023 - 24) << 52),
+        0x1f if frac == 0 => f64::INFINITY,
+        0x1f => f64::NAN,
+        _ => f64::from_bits(((exp + 1023 - 15) << 52) | (frac << 42)),
+    };
+    f64::from_bits(sign | magnitude.to_bits())
+}
+
+/// The binary16 bits of `x` when f16 holds `x` exactly (NaN never does).
+fn f16_bits_exact(x: f64) -> Option<u16> {
+    let bits = x.to_bits();
+    let sign = ((bits >> 48) & 0x8000) as u16;
+    let exp = ((bits >> 52) & 0x7ff) as i64;
+    let frac = bits & ((1 << 52) - 1);
+    if exp == 0x7ff {
+        return (frac == 0).then_some(sign | 0x7c00);
+    }
+    if exp == 0 {
+        // Zero, or an f64 subnormal, far below the smallest f16.
+        return (frac == 0).then_some(sign);
+    }
+    let e = exp - 1023;
+    if (-14..=15).contains(&e) {
+        // f16 normal: the 42 fraction bits f16 lacks must be zero.
+        let fits = frac & ((1 << 42) - 1) == 0;
+        return fits.then_some(sign | (((e + 15) as u16) << 10) | (frac >> 42) as u16);
+    }
+    if (-24..=-15).contains(&e) {
+        // f16 subnormal k * 2^-24: the significand shifted right by 28 - e.
+        let significand = frac | (1 << 52);
+        let shift = (28 - e) as u32;
+        let fits = significand & ((1 << shift) - 1) == 0;
+        return fits.then_some(sign | (significand >> shift) as u16);
+    }
+    None
+}
+
+/// A cursor over the input. Recursion depth is bounded by [`MAX_DEPTH`].
+struct Decoder<'a> {
+    input: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Decoder<'a> {
+    fn remaining(&self) -> usize {
+        self.input.len() - self.pos
+    }
+
+    /// Takes `n` bytes belonging to the item that starts at `start`.
+    fn take(&mut self, n: usize, start: usize) -> Result<&'a [u8]> {
+        if n > self.remaining() {
+            return Err(Error::reject(
+                Rule::CborSyntax,
+                format!(
+                    "input ends at offset {} inside the item at offset {start}",
+                    self.input.len()
+                ),
+            ));
+        }
+        let bytes = &self.input[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(bytes)
+    }
+
+    /// Takes an `n`-byte big-endian number of the item at `start`.
+    fn be(&mut self, n: usize, start: usize) -> Result<u64> {
+        let bytes = self.take(n, start)?;
+        Ok(bytes.iter().fold(0, |acc, &b| (acc << 8) | u64::from(b)))
+    }
+
+    fn item(&mut self, depth: usize) -> Result<Value<'a>> {
+        let start = self.pos;
+        if depth > MAX_DEPTH {
+            return Err(Error::reject(
+                Rule::CborDepth,
+                format!(
+                    "item at offset {start} is at depth {depth}, past the limit of {MAX_DEPTH}"
+                ),
+            ));
+        }
+        let initial = self.take(1, start)?[0];
+        let info = initial & 0x1f;
+        match initial >> 5 {
+            6 => Err(Error::reject(
+                Rule::CborSyntax,
+                format!("tag at offset {start} (initial byte {initial:#04x})"),
+            )),
+            7 => self.simple(info, start),
+            major => {
+                let arg = self.argument(initial, start)?;
+                match major {
+                    0 => Ok(Value::Uint(arg)),
+                    1 => Ok(Value::Nint(arg)),
+                    2 => Ok(Value::Bytes(self.string(arg, start)?)),
+                    3 => self.text(arg, start),
+                    4 => self.array(arg, start, depth),
+                    _ => self.map(arg, start, depth),
+                }
+            }
+        }
+    }
+
+    /// Reads the argument of a major 0–5 head, requiring the shortest form.
+    fn argument(&mut self, initial: u8, start: usize) -> Result<u64> {
+        let (arg, min) = match initial & 0x1f {
+            info @ 0..=23 => return Ok(u64::from(info)),
+            24 => (self.be(1, start)?, 24),
+            25 => (self.be(2, start)?, 0x100),
+            26 => (self.be(4, start)?, 0x1_0000),
+            27 => (self.be(8, start)?, 0x1_0000_0000),
+            info => {
+                let what = if info == 31 {
+                    "indefinite length"
+                } else {
+                    "reserved additional information"
+                };
+                return Err(Error::reject(
+                    Rule::CborSyntax,
+                    format!("{what} at offset {start} (initial byte {initial:#04x})"),
+                ));
+            }
+        };
+        if arg < min {
+            return Err(Error::reject(
+                Rule::CborDeterminism,
+                format!(
+                    "non-shortest head at offset {start}: argument {arg} encoded in {} bytes",
+                    self.pos - start - 1
+                ),
+            ));
+        }
+        Ok(arg)
+    }
+
+    /// Checks a declared count of items, each at least `unit` bytes long,
+    /// against the remaining input, before anything is allocated for them.
+    fn count(&self, declared: u64, unit: usize, what: &str, start: usize) -> Result<usize> {
+        let room = (self.remaining() / unit) as u64;
+        if declared > room {
+            return Err(Error::reject(
+                Rule::CborSyntax,
+                format!(
+                    "{what} at offset {start} declares {declared} items, more than the {} bytes left can hold",
+                    self.remaining()
+                ),
+            ));
+        }
+        Ok(declared as usize)
+    }
+
+    fn string(&mut self, len: u64, start: usize) -> Result<&'a [u8]> {
+        let len = self.count(len, 1, "string", start)?;
+        self.take(len, start)
+    }
+
+    fn text(&mut self, len: u64, start: usize) -> Result<Value<'a>> {
+        let bytes = self.string(len, start)?;
+        match std::str::from_utf8(bytes) {
+            Ok(s) => Ok(Value::Text(s)),
+            Err(e) => Err(Error::reject(
+                Rule::CborSyntax,
+                format!(
+                    "invalid utf-8 in the text string at offset {start}, at offset {}",
+                    self.pos - bytes.len() + e.valid_up_to()
+                ),
+            )),
+        }
+    }
+
+    fn array(&mut self, count: u64, start: usize, depth: usize) -> Result<Value<'a>> {
+        let n = self.count(count, 1, "array", start)?;
+        let mut items = Vec::with_capacity(n.min(MAX_PREALLOC_ITEMS));
+        for _ in 0..n {
+            items.push(self.item(depth + 1)?);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn map(&mut self, count: u64, start: usize, depth: usize) -> Result<Value<'a>> {
+        let n = self.count(count, 2, "map", start)?;
+        let mut entries: Vec<(Value<'a>, Value<'a>)> =
+            Vec::with_capacity(n.min(MAX_PREALLOC_ITEMS));
+        let mut prev_key = (0, 0);
+        for i in 0..n {
+            let key_start = self.pos;
+            let key = self.item(depth + 1)?;
+            let key_span = (key_start, self.pos);
+            if i > 0 {
+                self.check_key_order(prev_key, key_span, &entries[i - 1].0, &key)?;
+            }
+            prev_key = key_span;
+            let value = self.item(depth + 1)?;
+            entries.push((key, value));
+        }
+        Ok(Value::Map(entries))
+    }
+
+    /// Requires the encoded key at `cur` to sort strictly after the one at
+    /// `prev`; both are spans of the input.
+    fn check_key_order(
+        &self,
+        prev: (usize, usize),
+        cur: (usize, usize),
+        prev_key: &Value<'_>,
+        key: &Value<'_>,
+    ) -> Result<()> {
+        let (rule, relation) = match self.input[prev.0..prev.1].cmp(&self.input[cur.0..cur.1]) {
+            Ordering::Less => return Ok(()),
+            Ordering::Equal => (Rule::CborDuplicateKey, "repeats"),
+            Ordering::Greater => (Rule::CborDeterminism, "sorts before"),
+        };
+        Err(Error::reject(
+            rule,
+            format!(
+                "map key {} at offset {} {relation} the previous key {} at offset {}",
+                describe(key),
+                cur.0,
+                describe(prev_key),
+                prev.0
+            ),
+        ))
+    }
+
+    /// Major type 7: false, true, null and canonical floats only.
+    fn simple(&mut self, info: u8, start: usize) -> Result<Value<'a>> {
+        match info {
+            20 => Ok(Value::Bool(false)),
+            21 => Ok(Value::Bool(true)),
+            22 => Ok(Value::Null),
+            25 => {
+                let h = self.be(2, start)? as u16;
+                let x = f16_to_f64(h);
+                if x.is_nan() && h != CANONICAL_NAN_F16 {
+                    return Err(non_canonical_float(start, "f16", format!("NaN {h:#06x}")));
+                }
+                Ok(Value::Float(x))
+            }
+            26 => {
+                let x = f32::from_bits(self.be(4, start)? as u32);
+                if x.is_nan() {
+                    return Err(non_canonical_float(
+                        start,
+                        "f32",
+                        format!("NaN {:#010x}", x.to_bits()),
+                    ));
+                }
+                if f16_bits_exact(f64::from(x)).is_some() {
+                    return Err(non_canonical_float(
+                        start,
+                        "f32",
+                        format!("{x:?}, which f16 holds exactly"),
+                    ));
+                }
+                Ok(Value::Float(f64::from(x)))
+            }
+            27 => {
+                let x = f64::from_bits(self.be(8, start)?);
+                if x.is_nan() {
+                    return Err(non_canonical_float(
+                        start,
+                        "f64",
+                        format!("NaN {:#018x}", x.to_bits()),
+                    ));
+                }
+                if f64::from(x as f32) == x {
+                    return Err(non_canonical_float(
+                        start,
+                        "f64",
+                        format!("{x:?}, which f32 holds exactly"),
+                    ));
+                }
+                Ok(Value::Float(x))
+            }
+            _ => Err(self.bad_simple(info, start)),
+        }
+    }
+
+    fn bad_simple(&self, info: u8, start: usize) -> Error {
+        let what = match info {
+            0..=19 => format!("unassigned simple value {info}"),
+            23 => "simple value 23 (undefined)".to_string(),
+            24 => match self.input.get(start + 1) {
+                Some(v) => format!("one-byte simple value {v}"),
+                None => "truncated one-byte simple value".to_string(),
+            },
+            31 => "break byte 0xff outside an indefinite-length item".to_string(),
+            _ => format!("reserved additional information {info} in major type 7"),
+        };
+        Error::reject(Rule::CborSyntax, format!("{what} at offset {start}"))
+    }
+}
+
+fn non_canonical_float(start: usize, width: &str, what: String) -> Error {
+    Error::reject(
+        Rule::CborDeterminism,
+        format!("non-canonical {width} at offset {start}: {what}"),
+    )
+}
+
+/// A short rendering of a map key for messages.
+fn describe(v: &Value<'_>) -> String {
+    match v {
+        Value::Text(s) if s.len() <= 80 => format!("{s:?}"),
+        Value::Text(s) => format!("(text string of {} bytes)", s.len()),
+        Value::Uint(n) => n.to_string(),
+        Value::Nint(n) => (-1 - i128::from(*n)).to_string(),
+        Value::Float(x) => format!("{x:?}"),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "null".to_string(),
+        other => format!("({})", other.type_name()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule_of(bytes: &[u8]) -> Option<Rule> {
+        parse(bytes).err().and_then(|e| e.rule())
+    }
+
+    fn assert_rule(rule: Rule, cases: &[&[u8]]) {
+        for case in cases {
+            assert_eq!(rule_of(case), Some(rule), "input {case:02x?}");
+        }
+    }
+
+    fn assert_ok(cases: &[&[u8]]) {
+        for case in cases {
+            if let Err(e) = parse(case) {
+                panic!("input {case:02x?} rejected: {e}");
+            }
+        }
+    }
+
+    fn nested_arrays(prefix: &[u8], levels: usize) -> Vec<u8> {
+        let mut bytes = prefix.to_vec();
+        bytes.extend(std::iter::repeat(0x81).take(levels));
+        bytes.push(0x00);
+        bytes
+    }
+
+    #[test]
+    fn a_head_longer_than_its_argument_needs_is_not_deterministic() {
+        assert_rule(
+            Rule::CborDeterminism,
+            &[
+                &[0x18, 0x05],
+                &[0x18, 0x17],
+                &[0x19, 0x00, 0xff],
+                &[0x1a, 0x00, 0x00, 0xff, 0xff],
+                &[0x1b, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff],
+                &[0x38, 0x00],                   // -1 in one byte
+                &[0x58, 0x01, 0xaa],             // byte string length
+                &[0x78, 0x01, b'a'],             // text length
+                &[0x98, 0x00],                   // array count
+                &[0xb9, 0x00, 0x00],             // map count
+                &[0x81, 0x19, 0x00, 0x01],       // nested
+                &[0x9a, 0x00, 0x00, 0x00, 0x01], // count, before the length check
+            ],
+        );
+        assert_ok(&[
+            &[0x17],
+            &[0x18, 0x18],
+            &[0x19, 0x01, 0x00],
+            &[0x1a, 0x00, 0x01, 0x00, 0x00],
+            &[0x1b, 0, 0, 0, 1, 0, 0, 0, 0],
+            &[0x3b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+        ]);
+    }
+
+    #[test]
+    fn reserved_and_indefinite_heads_are_syntax_errors_before_shortness() {
+        let mut cases: Vec<Vec<u8>> = Vec::new();
+        for major in 0..8u8 {
+            if major == 6 {
+                continue;
+            }
+            for info in 28..=31u8 {
+                cases.push(vec![(major << 5) | info, 0x00, 0x00]);
+            }
+        }
+        cases.push(vec![0x9f, 0x00, 0xff]); // indefinite array
+        cases.push(vec![0x5f, 0x41, 0x00, 0xff]); // indefinite bytes
+        cases.push(vec![0xbf, 0xff]); // indefinite map
+        cases.push(vec![0x81, 0xff]); // a bare break inside an array
+        cases.push(vec![0x1c]); // reserved, even with nothing after it
+        let refs: Vec<&[u8]> = cases.iter().map(Vec::as_slice).collect();
+        assert_rule(Rule::CborSyntax, &refs);
+    }
+
+    #[test]
+    fn any_tag_anywhere_is_a_syntax_error() {
+        assert_rule(
+            Rule::CborSyntax,
+            &[
+                &[0xc0, 0x60],
+                &[0xc2, 0x41, 0x01],       // bignum
+                &[0xd8, 0x18, 0x41, 0x00], // embedded CBOR
+                &[0xdb, 0, 0, 0, 0, 0, 0, 0, 0, 0x00],
+                &[0xd8, 0x00, 0x00], // a non-shortest tag is still a tag
+                &[0xa1, 0x61, b'a', 0xc1, 0x00],
+                &[0x82, 0x00, 0xc0, 0x60],
+            ],
+        );
+    }
+
+    #[test]
+    fn simple_values_other_than_false_true_null_are_syntax_errors() {
+        assert_ok(&[&[0xf4], &[0xf5], &[0xf6]]);
+        assert_rule(
+            Rule::CborSyntax,
+            &[
+                &[0xe0],
+                &[0xf3],
+                &[0xf7], // undefined
+                &[0xf8, 0x20],
+                &[0xf8, 0xff],
+                &[0xf8, 0x14], // false, but as a non-canonical one-byte form
+                &[0xf8],
+                &[0xff],
+            ],
+        );
+        assert_eq!(parse(&[0xf4]).unwrap(), Value::Bool(false));
+        assert_eq!(parse(&[0xf5]).unwrap(), Value::Bool(true));
+        assert_eq!(parse(&[0xf6]).unwrap(), Value::Null);
+    }
+
+    #[test]
+    fn truncated_input_is_a_syntax_error() {
+        assert_rule(
+            Rule::CborSyntax,
+            &[
+                &[],
+                &[0x18],
+                &[0x19, 0x01],
+                &[0x1b, 0x01, 0, 0, 0, 0, 0, 0],
+                &[0x62, b'a'],
+                &[0x82, 0x00],
+                &[0xa1, 0x61, b'a'],
+                &[0xa2, 0x00, 0x00, 0x01],
+                &[0xf9, 0x7e],
+                &[0xfa, 0x3f, 0x80, 0x00],
+                &[0xfb, 0x3f, 0xb9, 0x99, 0x99],
+            ],
+        );
+    }
+
+    #[test]
+    fn trailing_bytes_after_the_root_are_a_syntax_error() {
+        assert_rule(
+            Rule::CborSyntax,
+            &[
+                &[0x00, 0x00],
+                &[0xa0, 0x00],
+                &[0x80, 0xff],
+                &[0x61, b'a', b'b'],
+            ],
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_text_is_a_syntax_error() {
+        assert_rule(
+            Rule::CborSyntax,
+            &[
+                &[0x61, 0xff],
+                &[0x62, 0xc3, 0x28],
+                &[0x63, 0xed, 0xa0, 0x80], // a surrogate
+                &[0x62, 0xc0, 0x80],       // overlong NUL
+                &[0x61, 0xc3],             // cut mid-character
+            ],
+        );
+        // The same bytes are fine as a byte string.
+        assert_eq!(parse(&[0x41, 0xff]).unwrap(), Value::Bytes(&[0xff]));
+        assert_eq!(parse(&[0x62, 0xc3, 0xa9]).unwrap(), Value::Text("é"));
+    }
+
+    #[test]
+    fn a_declared_length_is_checked_before_it_is_believed() {
+        let mut cases: Vec<Vec<u8>> = Vec::new();
+        for major in 2..=5u8 {
+            for declared in [u64::MAX, 1 << 40, 0x1_0000_0000, 1 << 20, 300, 25] {
+                let mut input = Vec::new();
+                put_head(&mut input, major, declared);
+                cases.push(input);
+            }
+        }
+        cases.push(vec![0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        cases.push(vec![0x84, 0x00, 0x00, 0x00]); // four items, three bytes
+        cases.push(vec![0xa3, 0x00, 0x00, 0x01, 0x00, 0x02]); // three entries, five bytes
+        cases.push(vec![0x65, b'a', b'b', b'c', b'd']); // five bytes, four left
+                                                        // Every level of a deep nest claims as many items as bytes remain.
+        let mut deep = Vec::new();
+        for _ in 0..MAX_DEPTH {
+            deep.extend_from_slice(&[0x9a, 0x00, 0x01, 0x00, 0x00]);
+        }
+        deep.extend(std::iter::repeat(0x00).take(0xffff));
+        cases.push(deep);
+        let refs: Vec<&[u8]> = cases.iter().map(Vec::as_slice).collect();
+        assert_rule(Rule::CborSyntax, &refs);
+    }
+
+    #[test]
+    fn floats_must_be_in_their_shortest_exact_width() {
+        assert_ok(&[
+            &[0xf9, 0x00, 0x01],                                     // smallest f16 subnormal
+            &[0xf9, 0x03, 0xff],                                     // largest f16 subnormal
+            &[0xf9, 0x7e, 0x00],                                     // the NaN
+            &[0xf9, 0x7c, 0x00],                                     // +inf
+            &[0xf9, 0xfc, 0x00],                                     // -inf
+            &[0xf9, 0x80, 0x00],                                     // -0.0
+            &[0xfa, 0x3f, 0x8c, 0xcc, 0xcd],                         // 1.1f32
+            &[0xfa, 0x47, 0x7f, 0xf0, 0x00],                         // 65520, just past f16 max
+            &[0xfb, 0x3f, 0xb9, 0x99, 0x99, 0x99, 0x99, 0x99, 0x9a], // 0.1
+        ]);
+        assert_rule(
+            Rule::CborDeterminism,
+            &[
+                &[0xf9, 0x7e, 0x01],
+                &[0xf9, 0xfe, 0x00], // a negative NaN
+                &[0xf9, 0x7c, 0x01], // a signalling NaN
+                &[0xfa, 0x7f, 0xc0, 0x00, 0x00],
+                &[0xfa, 0x7f, 0x80, 0x00, 0x00],       // +inf in f32
+                &[0xfa, 0x3f, 0x80, 0x00, 0x00],       // 1.0 in f32
+                &[0xfa, 0x00, 0x00, 0x00, 0x00],       // 0.0 in f32
+                &[0xfa, 0x33, 0x80, 0x00, 0x00],       // 2^-24, an f16 subnormal
+                &[0xfb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0], // 1.5 in f64
+                &[0xfb, 0x3f, 0xf1, 0x99, 0x99, 0xa0, 0, 0, 0], // 1.1f32 in f64
+                &[0xfb, 0x7f, 0xf8, 0, 0, 0, 0, 0, 0], // NaN in f64
+                &[0xfb, 0x7f, 0xf0, 0, 0, 0, 0, 0, 0], // +inf in f64
+                &[0xfb, 0x80, 0, 0, 0, 0, 0, 0, 0],    // -0.0 in f64
+            ],
+        );
+        assert!(matches!(parse(&[0xf9, 0x7e, 0x00]), Ok(Value::Float(x)) if x.is_nan()));
+        let neg_zero = parse(&[0xf9, 0x80, 0x00]).unwrap();
+        assert!(matches!(neg_zero, Value::Float(x) if x == 0.0 && x.is_sign_negative()));
+        assert_eq!(
+            parse(&[0xf9, 0x00, 0x01]).unwrap(),
+            Value::Float(2f64.powi(-24))
+        );
+    }
+
+    #[test]
+    fn map_keys_ascend_by_their_encoded_bytes() {
+        // {"b": 0, "aa": 0}: shorter first.
+        assert_ok(&[&[0xa2, 0x61, b'b', 0x00, 0x62, b'a', b'a', 0x00]]);
+        // {1: 0, -1: 0, "a": 0, h'00': 0} is ascending by encoded bytes too.
+        assert_ok(&[&[0xa3, 0x01, 0x00, 0x20, 0x00, 0x61, b'a', 0x00]]);
+        assert_ok(&[&[0xa2, 0x41, 0x00, 0x00, 0x61, b'a', 0x00]]);
+        assert_rule(
+            Rule::CborDeterminism,
+            &[
+                &[0xa2, 0x62, b'a', b'a', 0x00, 0x61, b'b', 0x00],
+                &[0xa2, 0x61, b'b', 0x00, 0x61, b'a', 0x00],
+                &[0xa2, 0x20, 0x00, 0x01, 0x00],
+                &[0xa2, 0x81, 0x01, 0x00, 0x81, 0x00, 0x00],
+            ],
+        );
+        assert_eq!(text_key_cmp("b", "aa"), Ordering::Less);
+        assert_eq!(text_key_cmp("objects", "attributes"), Ordering::Less);
+        assert_eq!(text_key_cmp("a", "b"), Ordering::Less);
+        assert_eq!(text_key_cmp("x", "x"), Ordering::Equal);
+    }
+
+    #[test]
+    fn a_repeated_map_key_is_a_duplicate() {
+        assert_rule(
+            Rule::CborDuplicateKey,
+            &[
+                &[0xa2, 0x61, b'a', 0x00, 0x61, b'a', 0x01],
+                &[0xa2, 0x01, 0x00, 0x01, 0x00],
+                &[0xa2, 0x80, 0x00, 0x80, 0x00],
+                &[0xa2, 0xf9, 0x7e, 0x00, 0x00, 0xf9, 0x7e, 0x00, 0x00],
+                // Only in a nested map.
+                &[0x81, 0xa3, 0x00, 0x00, 0x61, b'z', 0x00, 0x61, b'z', 0x00],
+            ],
+        );
+    }
+
+    #[test]
+    fn depth_is_counted_from_the_root_and_capped_at_32() {
+        // Root map {"a": [[...[0]...]]}: the map is depth 0, 31 arrays put
+        // the innermost 0 at depth 32.
+        let map_prefix = [0xa1, 0x61, b'a'];
+        assert_ok(&[&nested_arrays(&map_prefix, 31)]);
+        assert_rule(Rule::CborDepth, &[&nested_arrays(&map_prefix, 32)]);
+        // Bare arrays as the root: 32 levels pass, 33 and 40 do not.
+        assert_ok(&[&nested_arrays(&[], 32)]);
+        assert_rule(
+            Rule::CborDepth,
+            &[&nested_arrays(&[], 33), &nested_arrays(&[], 40)],
+        );
+        // A map key counts like a value: {[...[0]...]: 0}.
+        let mut key_too_deep = nested_arrays(&[0xa1], 32);
+        key_too_deep.push(0x00);
+        assert_rule(Rule::CborDepth, &[&key_too_deep]);
+        // Empty containers at depth 32 hold nothing deeper.
+        let mut empty_at_limit = vec![0x81; 32];
+        empty_at_limit.push(0xa0);
+        assert_ok(&[&empty_at_limit]);
+    }
+
+    #[test]
+    fn hostile_nesting_cannot_overflow_the_stack() {
+        let deep = vec![0x81; 1_000_000];
+        assert_eq!(rule_of(&deep), Some(Rule::CborDepth));
+        let deep_maps: Vec<u8> = std::iter::repeat([0xa1, 0x00])
+            .take(500_000)
+            .flatten()
+            .collect();
+        assert_eq!(rule_of(&deep_maps), Some(Rule::CborDepth));
+    }
+
+    fn varied() -> Value<'static> {
+        Value::Map(vec![
+            (Value::Uint(7), Value::Null),
+            (Value::Nint(0), Value::Bool(true)),
+            (Value::Bytes(&[]), Value::Bool(false)),
+            (Value::Text("b"), Value::Float(0.1)),
+            (Value::Text("aa"), Value::Text("héllo\u{0}")),
+            (
+                Value::Text("nums"),
+                Value::Array(vec![
+                    Value::Uint(0),
+                    Value::Uint(23),
+                    Value::Uint(24),
+                    Value::Uint(0xff),
+                    Value::Uint(0x100),
+                    Value::Uint(0xffff),
+                    Value::Uint(0x1_0000),
+                    Value::Uint(0xffff_ffff),
+                    Value::Uint(0x1_0000_0000),
+                    Value::Uint(u64::MAX),
+                    Value::Nint(u64::MAX),
+                    Value::Float(1.5),
+                    Value::Float(1.1f32 as f64),
+                    Value::Float(f64::INFINITY),
+                    Value::Float(f64::NEG_INFINITY),
+                    Value::Float(65504.0),
+                    Value::Float(5.960464477539063e-8),
+                    Value::Float(f64::MAX),
+                    Value::Float(f64::MIN_POSITIVE / 4.0),
+                ]),
+            ),
+            (Value::Text("bytes"), Value::Bytes(&[0u8; 300])),
+            (Value::Array(vec![]), Value::Map(vec![])),
+        ])
+    }
+
+    #[test]
+    fn encode_then_parse_gives_back_the_value_and_the_bytes() {
+        let value = varied();
+        let mut bytes = Vec::new();
+        encode(&value, &mut bytes);
+        let back = parse(&bytes).expect("the encoder's output is deterministic");
+        assert_eq!(back, value);
+        let mut again = Vec::new();
+        encode(&back, &mut again);
+        assert_eq!(again, bytes);
+    }
+
+    #[test]
+    fn the_encoder_picks_the_shortest_head_and_float() {
+        let cases: &[(Value, &[u8])] = &[
+            (Value::Uint(23), &[0x17]),
+            (Value::Uint(24), &[0x18, 0x18]),
+            (Value::Uint(256), &[0x19, 0x01, 0x00]),
+            (Value::Nint(0), &[0x20]),
+            (Value::Text("a"), &[0x61, b'a']),
+            (Value::Float(1.0), &[0xf9, 0x3c, 0x00]),
+            (Value::Float(-0.0), &[0xf9, 0x80, 0x00]),
+            (Value::Float(f64::NAN), &[0xf9, 0x7e, 0x00]),
+            (Value::Float(-f64::NAN), &[0xf9, 0x7e, 0x00]),
+            (Value::Float(f64::INFINITY), &[0xf9, 0x7c, 0x00]),
+            (Value::Float(1.1f32 as f64), &[0xfa, 0x3f, 0x8c, 0xcc, 0xcd]),
+            (
+                Value::Float(0.1),
+                &[0xfb, 0x3f, 0xb9, 0x99, 0x99, 0x99, 0x99, 0x99, 0x9a],
+            ),
+            (
+                Value::Map(vec![
+                    (Value::Text("z"), Value::Uint(1)),
+                    (Value::Uint(0), Value::Uint(2)),
+                ]),
+                &[0xa2, 0x61, b'z', 0x01, 0x00, 0x02], // the order given
+            ),
+        ];
+        for (value, expected) in cases {
+            let mut out = Vec::new();
+            encode(value, &mut out);
+            assert_eq!(out, *expected, "{value:?}");
+        }
+    }
+
+    /// Tiny xorshift, so the mutation test is seeded and repeatable.
+    fn next(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    #[test]
+    fn mutated_input_never_panics_and_what_parses_is_canonical() {
+        let mut base = Vec::new();
+        encode(&varied(), &mut base);
+        let mut state = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..20_000 {
+            let mut input = base.clone();
+            for _ in 0..1 + next(&mut state) % 4 {
+                let at = (next(&mut state) % input.len() as u64) as usize;
+                input[at] = next(&mut state) as u8;
+            }
+            input.truncate(input.len() - (next(&mut state) % 3) as usize);
+            if let Ok(value) = parse(&input) {
+                let mut again = Vec::new();
+                encode(&value, &mut again);
+                assert_eq!(
+                    again, input,
+                    "accepted input is not the encoding of its value"
+                );
+            }
+        }
+    }
+
+    fn naive_f16_to_f64(h: u16) -> f64 {
+        let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+        let exp = i32::from((h >> 10) & 0x1f);
+        let frac = f64::from(h & 0x3ff);
+        match exp {
+            0 => sign * frac / 1024.0 * 2f64.powi(-14),
+            31 if frac == 0.0 => sign * f64::INFINITY,
+            31 => f64::NAN,
+            _ => sign * (1.0 + frac / 1024.0) * 2f64.powi(exp - 15),
+        }
+    }
+
+    #[test]
+    fn f16_conversion_matches_a_naive_reference_for_all_65536_patterns() {
+        for h in 0..=u16::MAX {
+            let x = f16_to_f64(h);
+            let reference = naive_f16_to_f64(h);
+            if reference.is_nan() {
+                assert!(x.is_nan(), "{h:#06x}");
+                assert_eq!(f16_bits_exact(x), None);
+                continue;
+            }
+            assert_eq!(x.to_bits(), reference.to_bits(), "{h:#06x}");
+            assert_eq!(f16_bits_exact(x), Some(h), "{h:#06x} back");
+            // The f64 neighbours are never f16 values.
+            if x.is_finite() {
+                for bits in [x.to_bits() + 1, x.to_bits().wrapping_sub(1)] {
+                    if bits & !(1 << 63) != 0 && bits != (1 << 63) - 1 {
+                        assert_eq!(f16_bits_exact(f64::from_bits(bits)), None, "{h:#06x}±1");
+                    }
+                }
+            }
+            // The same value in a wider float is rejected.
+            let mut wide = vec![0xfa];
+            wide.extend_from_slice(&(x as f32).to_bits().to_be_bytes());
+            assert_eq!(
+                rule_of(&wide),
+                Some(Rule::CborDeterminism),
+                "{h:#06x} as f32"
+            );
+            let mut wide = vec![0xfb];
+            wide.extend_from_slice(&x.to_bits().to_be_bytes());
+            assert_eq!(
+                rule_of(&wide),
+                Some(Rule::CborDeterminism),
+                "{h:#06x} as f64"
+            );
+        }
+        // Midpoints between neighbouring f16 values and values out of range.
+        for h in 0..0x7bffu16 {
+            let mid = (f16_to_f64(h) + f16_to_f64(h + 1)) / 2.0;
+            assert_eq!(f16_bits_exact(mid), None, "midpoint above {h:#06x}");
+        }
+        assert_eq!(f16_bits_exact(65520.0), None);
+        assert_eq!(f16_bits_exact(2f64.powi(-25)), None);
+        assert_eq!(f16_bits_exact(2f64.powi(16)), None);
+    }
+
+    #[test]
+    fn helpers_read_the_value() {
+        let value = varied();
+        assert_eq!(value.get("b"), Some(&Value::Float(0.1)));
+        assert_eq!(value.get("aa").and_then(Value::as_text), Some("héllo\u{0}"));
+        assert_eq!(
+            value.get("nums").and_then(Value::as_array).map(<[_]>::len),
+            Some(19)
+        );
+        assert_eq!(value.get("missing"), None);
+        assert_eq!(Value::Uint(3).get("b"), None);
+        assert_eq!(value.as_map().map(<[_]>::len), Some(8));
+        assert_eq!(Value::Uint(3).as_uint(), Some(3));
+        assert_eq!(Value::Nint(3).as_uint(), None);
+        assert_eq!(Value::Text("x").as_uint(), None);
+        assert_eq!(Value::Uint(3).as_text(), None);
+        let names: Vec<&str> = [
+            Value::Uint(0),
+            Value::Nint(0),
+            Value::Bytes(&[]),
+            Value::Text(""),
+            Value::Array(vec![]),
+            Value::Map(vec![]),
+            Value::Bool(true),
+            Value::Null,
+            Value::Float(0.0),
+        ]
+        .iter()
+        .map(Value::type_name)
+        .collect();
+        assert_eq!(
+            names,
+            [
+                "unsigned integer",
+                "negative integer",
+                "byte string",
+                "text string",
+                "array",
+                "map",
+                "boolean",
+                "null",
+                "float"
+            ]
+        );
+    }
+}
+
+/// Writes a head: major type and argument, shortest form. For callers that
+/// stream an array or map whose items they encode themselves.
+pub fn encode_head(major: u8, arg: u64, out: &mut Vec<u8>) {
+    put_head(out, major, arg);
 }

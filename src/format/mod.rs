@@ -1,2 +1,155 @@
 //! The format layer: pure bytes in, typed values out. No files, no mmap.
+//!
+//! [`read_container`] takes the bytes of a whole `.zt` file and either returns
+//! what they mean or the first rule they break, in the order the public
+//! implementation checks them (IMPLEMENTER-NOTES §1), so two readers report
+//! the same rule for the same file. Everything here is pure: it can be called
+//! from a test with a byte literal or from a fuzz target.
+
 pub mod cbor;
+pub mod footer;
+pub mod json;
+pub mod manifest;
+pub mod types;
+pub mod validate;
+
+pub use footer::Footer;
+pub use manifest::{BlobRef, Manifest, Object, Part, Shard};
+pub use types::{DType, LogicalType};
+
+use crate::error::{Error, Result, Rule};
+
+/// Magic bytes at offset 0 and at the end of the footer (§2.2).
+pub const MAGIC: [u8; 8] = [0x89, b'Z', b'T', b'2', 0x0d, 0x0a, 0x1a, 0x0a];
+/// The footer version this reader implements (§2.3).
+pub const VERSION: u32 = 2;
+/// Footer size in bytes (§2.3).
+pub const FOOTER_LEN: u64 = 40;
+/// Smallest file: magic plus footer, in bytes (§2.1).
+pub const MIN_FILE_LEN: u64 = MAGIC.len() as u64 + FOOTER_LEN;
+/// Alignment floor for every blob offset, in bytes (§2.4).
+pub const ALIGN: u64 = 4096;
+/// Largest manifest, in bytes (§3.1).
+pub const MAX_MANIFEST_LEN: u64 = 1 << 30;
+/// Longest object, part or attribute name, in bytes (§3.5).
+pub const MAX_NAME_LEN: usize = 1024;
+/// Longest shard name, in bytes (§7.1).
+pub const MAX_SHARD_NAME_LEN: usize = 64;
+/// Highest shape rank (§3.3).
+pub const MAX_RANK: usize = 64;
+
+/// What a valid file is.
+#[derive(Debug)]
+pub enum Container {
+    /// A file with a manifest: a model, or a file that may also serve as a
+    /// shard of another.
+    Model(Manifest),
+    /// A data shard: no manifest, nothing to list (§7.2).
+    DataShard,
+}
+
+/// Validates a whole file held in memory: footer, manifest bounds, hash,
+/// strict CBOR, schema and every §3.6 check (§8 steps 1–6).
+pub fn read_container(file: &[u8]) -> Result<Container> {
+    let footer = Footer::parse(file)?;
+    let Some(range) = footer.manifest_range(file.len() as u64)? else {
+        return Ok(Container::DataShard);
+    };
+    // The range was checked against the file length by manifest_range.
+    let bytes = &file[range.start as usize..range.end as usize];
+    footer.check_hash(bytes)?;
+    let value = cbor::parse(bytes)?;
+    let manifest = Manifest::from_cbor(&value)?;
+    validate::check_manifest(&manifest, file.len() as u64, &footer)?;
+    Ok(Container::Model(manifest))
+}
+
+/// Says what a file that is not zTensor v2 looks like, when it is recognisable.
+pub fn sniff_foreign(file: &[u8]) -> Option<String> {
+    if file.starts_with(&MAGIC) {
+        return None;
+    }
+    let what = if file.starts_with(b"GGUF") {
+        "a GGUF file"
+    } else if file.starts_with(b"HRRYFILE") {
+        "a Hurray HRRYFILE container"
+    } else if file.starts_with(b"ZTEN") {
+        "an older zTensor (v1) file"
+    } else if file.starts_with(b"\x89ZT") && !file.starts_with(&MAGIC) {
+        "a zTensor file of another version"
+    } else if looks_like_safetensors(file) {
+        "a safetensors file"
+    } else if file.starts_with(b"PK\x03\x04") {
+        "a zip archive (a PyTorch checkpoint?)"
+    } else if file.starts_with(b"\x93NUMPY") {
+        "a NumPy .npy file"
+    } else if file.starts_with(b"\x89HDF\r\n\x1a\n") {
+        "an HDF5 file"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "this is {what}, not zTensor; ztfs reads zTensor v2 (.zt) files"
+    ))
+}
+
+fn looks_like_safetensors(file: &[u8]) -> bool {
+    let Some(len) = file.get(..8) else {
+        return false;
+    };
+    let n = u64::from_le_bytes(len.try_into().unwrap_or([0; 8]));
+    n >= 2 && n <= (file.len() as u64).saturating_sub(8) && file.get(8) == Some(&b'{')
+}
+
+/// Checks a name against §3.5: non-empty, at most 1024 bytes, no U+0000.
+/// `what` says which kind of name it is, for the message.
+pub fn check_name(name: &str, what: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::reject(Rule::Name, format!("empty {what} name")));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(Error::reject(
+            Rule::Name,
+            format!(
+                "{what} name of {} bytes is longer than {MAX_NAME_LEN}: {:?}...",
+                name.len(),
+                truncate(name, 40)
+            ),
+        ));
+    }
+    if name.contains('\0') {
+        return Err(Error::reject(
+            Rule::Name,
+            format!("{what} name {name:?} contains U+0000"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a shard name against §7.1.
+pub fn check_shard_name(name: &str) -> Result<()> {
+    let ok_char = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-');
+    let ok = !name.is_empty()
+        && name.len() <= MAX_SHARD_NAME_LEN
+        && !name.starts_with('.')
+        && name.bytes().all(ok_char);
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::reject(
+            Rule::ShardName,
+            format!(
+                "shard name {name:?} is not 1..=64 bytes of [A-Za-z0-9._-] without a leading '.'"
+            ),
+        ))
+    }
+}
+
+/// The first `max` bytes of `s`, cut at a character boundary.
+pub fn truncate(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}

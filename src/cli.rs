@@ -1,0 +1,257 @@
+//! The command line: one function per subcommand. Errors go back to `main`,
+//! which prints them once and picks the exit code.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::digest::{self, Algo};
+use crate::error::{Error, Result};
+use crate::format::Manifest;
+use crate::model::Model;
+use crate::read::{self, Verified};
+use crate::report;
+
+/// Look inside zTensor v2 model files: check them, list and read their
+/// tensors, and mount them as read-only directory trees.
+#[derive(Parser, Debug)]
+#[command(name = "ztfs", version, about, long_about = None)]
+#[command(
+    after_help = "Exit codes: 0 success; 1 the file is rejected (it breaks a rule of the format) \
+or a part is refused (it uses something this reader does not interpret); 2 usage or I/O error."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Validate a file: exit 0 if valid, 1 if rejected, 2 on usage or I/O errors.
+    ///
+    /// Without --verify, checks everything the format lets a reader check
+    /// without reading tensor bytes: footer, manifest hash, strict CBOR,
+    /// schema, names, shapes, blob bounds and overlap, layout metadata.
+    Check {
+        /// The .zt file.
+        file: PathBuf,
+        /// Also decode every part and check its digest and content rules
+        /// (bool bytes, f4_e2m1 padding); report parts with no digest.
+        #[arg(long)]
+        verify: bool,
+    },
+    /// List objects: names; with -l layout, type, shape and size, file
+    /// attributes and the shard table.
+    Ls {
+        /// The .zt file.
+        file: PathBuf,
+        /// Long listing.
+        #[arg(short = 'l', long = "long")]
+        long: bool,
+        /// Everything as JSON.
+        #[arg(long, conflicts_with = "long")]
+        json: bool,
+    },
+    /// Write a part's decoded bytes to stdout.
+    Cat {
+        /// The .zt file.
+        file: PathBuf,
+        /// The object's name, exactly as in the manifest.
+        object: String,
+        /// The part's name.
+        #[arg(default_value = "data")]
+        part: String,
+        /// Write the stored bytes instead (structural access: no decoding,
+        /// no interpretation, no content rules).
+        #[arg(long)]
+        raw: bool,
+    },
+    /// Print the model's content digest (zt.content/1, §6.4).
+    Digest {
+        /// The .zt file.
+        file: PathBuf,
+        /// The hash over the content value.
+        #[arg(long, value_enum, default_value_t = AlgoArg::Sha256)]
+        algo: AlgoArg,
+    },
+    /// Print the manifest as JSON (the mount's manifest.json).
+    Manifest {
+        /// The .zt file.
+        file: PathBuf,
+    },
+}
+
+impl Command {
+    /// The file the command is about.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            Command::Check { file, .. }
+            | Command::Ls { file, .. }
+            | Command::Cat { file, .. }
+            | Command::Digest { file, .. }
+            | Command::Manifest { file } => Some(file),
+        }
+    }
+}
+
+/// Digest algorithm choices.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum AlgoArg {
+    /// SHA-256.
+    Sha256,
+    /// XXH3-64.
+    Xxh3,
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Check { file, verify } => check(&file, verify),
+        Command::Ls { file, long, json } => ls(&file, long, json),
+        Command::Cat {
+            file,
+            object,
+            part,
+            raw,
+        } => cat(&file, &object, &part, raw),
+        Command::Digest { file, algo } => print_digest(&file, algo),
+        Command::Manifest { file } => manifest(&file),
+    }
+}
+
+fn open(file: &Path) -> Result<Model> {
+    Model::open(file)
+}
+
+fn stdout_write(out: &mut impl Write, bytes: &[u8]) -> Result<()> {
+    out.write_all(bytes).map_err(|e| Error::io("stdout", e))
+}
+
+fn check(file: &Path, verify: bool) -> Result<()> {
+    let model = open(file)?;
+    let Some(m) = model.manifest() else {
+        println!("{}: valid: data shard (no manifest)", file.display());
+        return Ok(());
+    };
+    let notes = report::refusals(m);
+    for n in &notes {
+        eprintln!("ztfs: {}: note: {n}", file.display());
+    }
+    if !verify {
+        println!("{}: valid: {}", file.display(), report::summary(m));
+        return Ok(());
+    }
+    let total: u64 = m
+        .objects
+        .iter()
+        .flat_map(|o| &o.parts)
+        .map(|p| p.decoded_size())
+        .sum();
+    let mut progress = report::Progress::new(total, std::io::stderr().is_terminal());
+    let (mut first_err, mut no_digest, mut verified) = (None, Vec::new(), 0usize);
+    for o in &m.objects {
+        for p in &o.parts {
+            match read::verify(&model, o, p, &mut |n| progress.add(n)) {
+                Ok(Verified::Digest) => verified += 1,
+                Ok(Verified::NoDigest) => no_digest.push(format!("{:?}/{:?}", o.name, p.name)),
+                Err(e) => {
+                    progress.clear();
+                    eprintln!("ztfs: {}: {e}", file.display());
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+    }
+    progress.clear();
+    if let Some(e) = first_err {
+        return Err(Error::Reported(Box::new(e)));
+    }
+    for p in &no_digest {
+        eprintln!(
+            "ztfs: {}: note: part {p} has no digest; its content is not verified",
+            file.display()
+        );
+    }
+    println!(
+        "{}: valid and verified: {}; {verified} digests match, {} parts have no digest",
+        file.display(),
+        report::summary(m),
+        no_digest.len()
+    );
+    Ok(())
+}
+
+fn ls(file: &Path, long: bool, as_json: bool) -> Result<()> {
+    let model = open(file)?;
+    let mut out = std::io::stdout().lock();
+    let text = match model.manifest() {
+        None if as_json => "{\"data_shard\":true,\"objects\":[]}\n".to_string(),
+        None => format!(
+            "{}: data shard (no manifest): nothing to list\n",
+            file.display()
+        ),
+        Some(m) if as_json => report::ls_json(m)? + "\n",
+        Some(m) if long => report::ls_long(m)?,
+        Some(m) => m
+            .objects
+            .iter()
+            .map(|o| format!("{}\n", report::display_name(&o.name)))
+            .collect(),
+    };
+    stdout_write(&mut out, text.as_bytes())?;
+    out.flush().map_err(|e| Error::io("stdout", e))
+}
+
+fn cat(file: &Path, object: &str, part: &str, raw: bool) -> Result<()> {
+    let model = open(file)?;
+    let m = model.manifest().ok_or_else(|| {
+        Error::NotFound(format!("{}: a data shard has no objects", file.display()))
+    })?;
+    let o = m
+        .object(object)
+        .ok_or_else(|| Error::NotFound(format!("object {object:?}")))?;
+    let p = o.part(part).ok_or_else(|| {
+        let names: Vec<&str> = o.parts.iter().map(|p| p.name.as_str()).collect();
+        Error::NotFound(format!(
+            "part {part:?} of object {object:?} (its parts: {names:?})"
+        ))
+    })?;
+    let mut out = std::io::stdout().lock();
+    let mut sink = |chunk: &[u8]| stdout_write(&mut out, chunk);
+    if raw {
+        read::stored(&model, p, &mut sink)?;
+    } else {
+        read::decoded(&model, o, p, &mut sink)?;
+    }
+    out.flush().map_err(|e| Error::io("stdout", e))
+}
+
+fn print_digest(file: &Path, algo: AlgoArg) -> Result<()> {
+    let model = open(file)?;
+    let algo = match algo {
+        AlgoArg::Sha256 => Algo::Sha256,
+        AlgoArg::Xxh3 => Algo::Xxh3,
+    };
+    let empty = Manifest::default();
+    let m = model.manifest().unwrap_or(&empty);
+    match digest::content_digest(m, algo) {
+        Ok(d) => {
+            let mut out = std::io::stdout().lock();
+            stdout_write(&mut out, format!("{d}\n").as_bytes())
+        }
+        Err(missing) => Err(Error::Unsupported(format!(
+            "the content digest is undefined: {} part(s) have no digest: {}",
+            missing.len(),
+            report::list_some(&missing, 10)
+        ))),
+    }
+}
+
+fn manifest(file: &Path) -> Result<()> {
+    let model = open(file)?;
+    let text = report::manifest_json(&model)?;
+    let mut out = std::io::stdout().lock();
+    stdout_write(&mut out, text.as_bytes())
+}

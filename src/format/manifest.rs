@@ -1,0 +1,405 @@
+//! The manifest schema (§3.2–§3.4, §7.1): CBOR value in, typed manifest out.
+//!
+//! This is the schema mapping only: field presence and types, names (§3.5),
+//! digest string shape, encoding iff decoded_length. Rules that relate fields
+//! to each other or to the file (shapes, blobs, shards, layouts) are in
+//! [`super::validate`]. Unknown keys are ignored at every level (§3.1).
+
+use super::cbor::{self, Value};
+use super::types::{DType, ElementType};
+use super::{check_name, check_shard_name};
+use crate::error::{Error, Result, Rule};
+
+/// A reference to a blob: `[offset, length]` in this file or in a shard.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BlobRef {
+    /// Absolute offset in the target file.
+    pub offset: u64,
+    /// Stored length in bytes.
+    pub length: u64,
+    /// The shard holding the blob; `None` for the containing file.
+    pub shard: Option<String>,
+}
+
+/// One part of an object: a blob and how to read it (§3.4).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    /// The part's role name, e.g. `data`.
+    pub name: String,
+    /// Storage and logical type.
+    pub ty: ElementType,
+    /// Where the stored bytes are.
+    pub blob: BlobRef,
+    /// The encoding profile id; `None` for raw.
+    pub encoding: Option<String>,
+    /// Decoded size when encoded.
+    pub decoded_length: Option<u64>,
+    /// `algo:hex` over the decoded bytes.
+    pub digest: Option<String>,
+}
+
+impl Part {
+    /// The decoded size: `decoded_length` if encoded, else the blob length.
+    pub fn decoded_size(&self) -> u64 {
+        self.decoded_length.unwrap_or(self.blob.length)
+    }
+}
+
+/// One object: a named tensor (§3.3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Object {
+    /// The object's name as written.
+    pub name: String,
+    /// Logical dimensions.
+    pub shape: Vec<u64>,
+    /// `dense` or a profile id.
+    pub layout: String,
+    /// The attributes map as deterministic CBOR, if present.
+    pub attributes: Option<Vec<u8>>,
+    /// Parts in manifest order.
+    pub parts: Vec<Part>,
+}
+
+impl Object {
+    /// Element count: the product of the shape, `None` on overflow.
+    pub fn num_elements(&self) -> Option<u64> {
+        self.shape
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+    }
+
+    /// The part named `name`.
+    pub fn part(&self, name: &str) -> Option<&Part> {
+        self.parts.iter().find(|p| p.name == name)
+    }
+}
+
+/// A shard table entry (§7.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shard {
+    /// The shard's label.
+    pub name: String,
+    /// Exact file size in bytes.
+    pub size: u64,
+    /// Whole-file digest.
+    pub digest: String,
+}
+
+/// A root manifest.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Manifest {
+    /// Objects in manifest order.
+    pub objects: Vec<Object>,
+    /// The shard table; `None` when absent.
+    pub shards: Option<Vec<Shard>>,
+    /// File attributes as deterministic CBOR, if present.
+    pub attributes: Option<Vec<u8>>,
+}
+
+impl Manifest {
+    /// Maps a parsed manifest onto the schema.
+    pub fn from_cbor(root: &Value<'_>) -> Result<Manifest> {
+        let entries = root.as_map().ok_or_else(|| {
+            schema(format!(
+                "manifest root is a {}, not a map",
+                root.type_name()
+            ))
+        })?;
+        let mut m = Manifest::default();
+        let mut objects = None;
+        for (k, v) in entries {
+            // Non-text keys at the root are unknown fields, ignored (notes §1).
+            match k.as_text() {
+                Some("objects") => objects = Some(v),
+                Some("shards") => m.shards = Some(parse_shards(v)?),
+                Some("attributes") => m.attributes = Some(parse_attributes(v, "file")?),
+                _ => {}
+            }
+        }
+        let objects = objects.ok_or_else(|| schema("manifest has no \"objects\" map"))?;
+        let map = objects.as_map().ok_or_else(|| {
+            schema(format!(
+                "\"objects\" is a {}, not a map",
+                objects.type_name()
+            ))
+        })?;
+        m.objects = map
+            .iter()
+            .map(|(k, v)| parse_object(k, v))
+            .collect::<Result<_>>()?;
+        Ok(m)
+    }
+
+    /// Finds an object by name.
+    pub fn object(&self, name: &str) -> Option<&Object> {
+        self.objects.iter().find(|o| o.name == name)
+    }
+
+    /// The shard entry named `name`.
+    pub fn shard(&self, name: &str) -> Option<&Shard> {
+        self.shards.as_ref()?.iter().find(|s| s.name == name)
+    }
+}
+
+fn schema(detail: impl Into<String>) -> Error {
+    Error::reject(Rule::Schema, detail)
+}
+
+fn key_text<'a>(k: &Value<'a>, what: &str) -> Result<&'a str> {
+    k.as_text().ok_or_else(|| {
+        schema(format!(
+            "{what} name must be text, found a {}",
+            k.type_name()
+        ))
+    })
+}
+
+fn parse_object(k: &Value<'_>, v: &Value<'_>) -> Result<Object> {
+    let name = key_text(k, "object")?;
+    check_name(name, "object")?;
+    let entries = v
+        .as_map()
+        .ok_or_else(|| schema(format!("object {name:?} is a {}, not a map", v.type_name())))?;
+    let (mut shape, mut layout, mut parts, mut attributes) = (None, None, None, None);
+    for (k, v) in entries {
+        match k.as_text() {
+            Some("shape") => shape = Some(v),
+            Some("layout") => layout = Some(v),
+            Some("parts") => parts = Some(v),
+            Some("attributes") => attributes = Some(v),
+            _ => {}
+        }
+    }
+    let missing = |field: &str| schema(format!("object {name:?} has no {field:?}"));
+    let shape = shape.ok_or_else(|| missing("shape"))?;
+    let dims = shape.as_array().ok_or_else(|| {
+        schema(format!(
+            "object {name:?}: shape is a {}, not an array",
+            shape.type_name()
+        ))
+    })?;
+    let shape = dims
+        .iter()
+        .map(|d| {
+            d.as_uint().ok_or_else(|| {
+                schema(format!(
+                    "object {name:?}: shape entry is a {}, not an unsigned integer",
+                    d.type_name()
+                ))
+            })
+        })
+        .collect::<Result<Vec<u64>>>()?;
+    let layout = layout.ok_or_else(|| missing("layout"))?;
+    let layout = layout
+        .as_text()
+        .ok_or_else(|| {
+            schema(format!(
+                "object {name:?}: layout is a {}, not text",
+                layout.type_name()
+            ))
+        })?
+        .to_string();
+    let attributes = attributes
+        .map(|a| parse_attributes(a, &format!("object {name:?}")))
+        .transpose()?;
+    let parts = parts.ok_or_else(|| missing("parts"))?;
+    let map = parts.as_map().ok_or_else(|| {
+        schema(format!(
+            "object {name:?}: parts is a {}, not a map",
+            parts.type_name()
+        ))
+    })?;
+    if map.is_empty() {
+        return Err(schema(format!("object {name:?} has an empty parts map")));
+    }
+    let parts = map
+        .iter()
+        .map(|(k, v)| parse_part(name, k, v))
+        .collect::<Result<_>>()?;
+    Ok(Object {
+        name: name.to_string(),
+        shape,
+        layout,
+        attributes,
+        parts,
+    })
+}
+
+fn parse_part(object: &str, k: &Value<'_>, v: &Value<'_>) -> Result<Part> {
+    let name = key_text(k, "part")?;
+    check_name(name, "part")?;
+    let at = || format!("{object:?}/{name:?}");
+    let entries = v
+        .as_map()
+        .ok_or_else(|| schema(format!("part {} is a {}, not a map", at(), v.type_name())))?;
+    let (mut dtype, mut ty, mut blob, mut shard, mut encoding, mut decoded, mut digest) =
+        (None, None, None, None, None, None, None);
+    for (k, v) in entries {
+        match k.as_text() {
+            Some("dtype") => dtype = Some(v),
+            Some("type") => ty = Some(v),
+            Some("blob") => blob = Some(v),
+            Some("shard") => shard = Some(v),
+            Some("encoding") => encoding = Some(v),
+            Some("decoded_length") => decoded = Some(v),
+            Some("digest") => digest = Some(v),
+            _ => {}
+        }
+    }
+    let text = |v: &Value<'_>, field: &str| -> Result<String> {
+        v.as_text().map(str::to_string).ok_or_else(|| {
+            schema(format!(
+                "part {}: {field} is a {}, not text",
+                at(),
+                v.type_name()
+            ))
+        })
+    };
+    let dtype = dtype.ok_or_else(|| schema(format!("part {} has no \"dtype\"", at())))?;
+    let dtype_name = text(dtype, "dtype")?;
+    let dtype = DType::parse(&dtype_name).ok_or_else(|| {
+        schema(format!(
+            "part {}: dtype {dtype_name:?} is not one of the 12 storage types",
+            at()
+        ))
+    })?;
+    let logical = ty.map(|t| text(t, "type")).transpose()?;
+    let blob = blob.ok_or_else(|| schema(format!("part {} has no \"blob\"", at())))?;
+    let pair = blob.as_array().ok_or_else(|| {
+        schema(format!(
+            "part {}: blob is a {}, not an array",
+            at(),
+            blob.type_name()
+        ))
+    })?;
+    let [offset, length] = pair else {
+        return Err(schema(format!(
+            "part {}: blob has {} elements, not 2",
+            at(),
+            pair.len()
+        )));
+    };
+    let uint = |v: &Value<'_>, field: &str| {
+        v.as_uint().ok_or_else(|| {
+            schema(format!(
+                "part {}: {field} is a {}, not an unsigned integer",
+                at(),
+                v.type_name()
+            ))
+        })
+    };
+    let (offset, length) = (uint(offset, "blob offset")?, uint(length, "blob length")?);
+    let shard = shard.map(|s| text(s, "shard")).transpose()?;
+    let encoding = encoding.map(|e| text(e, "encoding")).transpose()?;
+    let decoded_length = decoded.map(|d| uint(d, "decoded_length")).transpose()?;
+    if encoding.is_some() != decoded_length.is_some() {
+        return Err(schema(format!(
+            "part {}: encoding and decoded_length must be present together (encoding {:?}, decoded_length {:?})",
+            at(),
+            encoding,
+            decoded_length
+        )));
+    }
+    let digest = digest.map(|d| text(d, "digest")).transpose()?;
+    if let Some(d) = &digest {
+        check_digest_syntax(d).map_err(|e| schema(format!("part {}: {e}", at())))?;
+    }
+    Ok(Part {
+        name: name.to_string(),
+        ty: ElementType { dtype, logical },
+        blob: BlobRef {
+            offset,
+            length,
+            shard,
+        },
+        encoding,
+        decoded_length,
+        digest,
+    })
+}
+
+fn parse_shards(v: &Value<'_>) -> Result<Vec<Shard>> {
+    let map = v
+        .as_map()
+        .ok_or_else(|| schema(format!("\"shards\" is a {}, not a map", v.type_name())))?;
+    let mut out = Vec::new();
+    for (k, entry) in map {
+        let name = k.as_text().ok_or_else(|| {
+            schema(format!(
+                "shard name must be text, found a {}",
+                k.type_name()
+            ))
+        })?;
+        check_shard_name(name)?;
+        let size = entry
+            .get("size")
+            .and_then(Value::as_uint)
+            .ok_or_else(|| schema(format!("shard {name:?} has no unsigned integer \"size\"")))?;
+        let digest = entry
+            .get("digest")
+            .and_then(Value::as_text)
+            .ok_or_else(|| schema(format!("shard {name:?} has no text \"digest\"")))?;
+        check_digest_syntax(digest).map_err(|e| schema(format!("shard {name:?}: {e}")))?;
+        if size < super::MIN_FILE_LEN {
+            return Err(schema(format!(
+                "shard {name:?} size {size} is smaller than the smallest container ({})",
+                super::MIN_FILE_LEN
+            )));
+        }
+        out.push(Shard {
+            name: name.to_string(),
+            size,
+            digest: digest.to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// Checks an attributes map: text keys obeying §3.5 at the first level.
+/// Values are already tag-free and depth-bounded by the CBOR decoder; nested
+/// maps may have any keys (notes §1). Returns the map re-encoded, which is
+/// byte-identical to the input since the input is deterministic.
+fn parse_attributes(v: &Value<'_>, owner: &str) -> Result<Vec<u8>> {
+    let map = v.as_map().ok_or_else(|| {
+        schema(format!(
+            "{owner} attributes is a {}, not a map",
+            v.type_name()
+        ))
+    })?;
+    for (k, _) in map {
+        let key = k.as_text().ok_or_else(|| {
+            schema(format!(
+                "{owner} attribute key must be text, found a {}",
+                k.type_name()
+            ))
+        })?;
+        check_name(key, "attribute")?;
+    }
+    let mut out = Vec::new();
+    cbor::encode(v, &mut out);
+    Ok(out)
+}
+
+/// Checks the shape of a digest string, `algo:hex` with `algo` in `[a-z0-9]+`
+/// and `hex` in `[0-9a-f]+`. The hex length is checked only on verify
+/// (notes §1), where a wrong length is a mismatch.
+pub fn check_digest_syntax(d: &str) -> std::result::Result<(), String> {
+    let ok = match d.split_once(':') {
+        Some((algo, hex)) => {
+            !algo.is_empty()
+                && algo
+                    .bytes()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                && !hex.is_empty()
+                && hex
+                    .bytes()
+                    .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+        }
+        None => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("digest {d:?} is not \"algo:lowercase-hex\""))
+    }
+}

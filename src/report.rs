@@ -1,0 +1,276 @@
+//! What ztfs says about a model, in words and in JSON: summaries, listings,
+//! refusal notes, the manifest as JSON, and progress on a terminal.
+//!
+//! Shared by the command line and the mount, so `ztfs manifest` and the
+//! mount's `manifest.json` are the same bytes.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use crate::decode::check_interpretable;
+use crate::error::Result;
+use crate::format::cbor::{self, Value};
+use crate::format::{json, Manifest, Object};
+use crate::model::Model;
+
+/// The manifest as pretty JSON with a final newline: `ztfs manifest` and
+/// the mount's `manifest.json`. A data shard's is `null`.
+pub fn manifest_json(model: &Model) -> Result<String> {
+    let mut s = String::new();
+    if model.manifest().is_none() {
+        s.push_str("null");
+    } else {
+        let value = cbor::parse(model.manifest_bytes())?;
+        json::to_json_pretty(&value, &mut s);
+    }
+    s.push('\n');
+    Ok(s)
+}
+
+/// One line about a model: counts and total decoded size.
+pub fn summary(m: &Manifest) -> String {
+    let parts: usize = m.objects.iter().map(|o| o.parts.len()).sum();
+    let bytes: u64 = m
+        .objects
+        .iter()
+        .flat_map(|o| &o.parts)
+        .map(|p| p.decoded_size())
+        .sum();
+    let shards = m
+        .shards
+        .as_ref()
+        .map_or(String::new(), |s| format!(", {} shards", s.len()));
+    format!(
+        "{} objects, {parts} parts, {}{shards}",
+        m.objects.len(),
+        human(bytes)
+    )
+}
+
+/// Notes on every part this reader will refuse to decode, grouped so that a
+/// model of many such parts gives a few lines, not thousands.
+pub fn refusals(m: &Manifest) -> Vec<String> {
+    let mut notes = Vec::new();
+    for o in &m.objects {
+        for p in &o.parts {
+            let why = match check_interpretable(o, p) {
+                Err(e) => e.to_string(),
+                Ok(()) => match p.encoding.as_deref() {
+                    Some(crate::decode::zstd_seekable::ID) | None => continue,
+                    Some(enc) => format!(
+                        "part {:?}/{:?} uses encoding {enc:?}, which this reader does not know",
+                        o.name, p.name
+                    ),
+                },
+            };
+            notes.push(why);
+            break; // one note per object is enough
+        }
+    }
+    if notes.len() > 20 {
+        let more = notes.len() - 20;
+        notes.truncate(20);
+        notes.push(format!(
+            "... and {more} more objects whose parts will be refused for decoding"
+        ));
+    }
+    notes
+}
+
+/// A name as a single printable line: control characters escaped.
+pub fn display_name(name: &str) -> String {
+    if name.chars().any(char::is_control) {
+        format!("{name:?}")
+    } else {
+        name.to_string()
+    }
+}
+
+/// The first `n` items joined, with a count of the rest.
+pub fn list_some(items: &[String], n: usize) -> String {
+    let mut s = items.iter().take(n).cloned().collect::<Vec<_>>().join(", ");
+    if items.len() > n {
+        s.push_str(&format!(", and {} more", items.len() - n));
+    }
+    s
+}
+
+/// Bytes in a human unit.
+pub fn human(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn type_label(o: &Object) -> String {
+    let mut types: Vec<&str> = o.parts.iter().map(|p| p.ty.type_name()).collect();
+    types.dedup();
+    types.join(",")
+}
+
+/// The long listing: one line per object, then attributes and shards.
+pub fn ls_long(m: &Manifest) -> Result<String> {
+    let mut s = String::new();
+    for o in &m.objects {
+        let size: u64 = o.parts.iter().map(|p| p.decoded_size()).sum();
+        let shape = format!("{:?}", o.shape);
+        let enc = if o.parts.iter().any(|p| p.encoding.is_some()) {
+            " (encoded)"
+        } else {
+            ""
+        };
+        let shard = o
+            .parts
+            .iter()
+            .find_map(|p| p.blob.shard.as_deref())
+            .map_or(String::new(), |s| format!(" [shard {s}]"));
+        s.push_str(&format!(
+            "{:<8} {:<10} {:<20} {:>12}  {}{enc}{shard}\n",
+            o.layout,
+            type_label(o),
+            shape,
+            size,
+            display_name(&o.name)
+        ));
+    }
+    if let Some(a) = &m.attributes {
+        let mut j = String::new();
+        json::to_json(&cbor::parse(a)?, &mut j);
+        s.push_str(&format!("attributes: {j}\n"));
+    }
+    for sh in m.shards.iter().flatten() {
+        s.push_str(&format!(
+            "shard {}: {} bytes, {}\n",
+            sh.name, sh.size, sh.digest
+        ));
+    }
+    Ok(s)
+}
+
+/// Everything about the objects as one JSON document.
+pub fn ls_json(m: &Manifest) -> Result<String> {
+    let attrs: Vec<Option<Value<'_>>> = m
+        .objects
+        .iter()
+        .map(|o| o.attributes.as_deref().map(cbor::parse).transpose())
+        .collect::<Result<_>>()?;
+    let file_attrs = m.attributes.as_deref().map(cbor::parse).transpose()?;
+    let text = |s: &'static str| Value::Text(s);
+    fn opt(v: Option<&str>) -> Value<'_> {
+        v.map_or(Value::Null, Value::Text)
+    }
+    let objects = m
+        .objects
+        .iter()
+        .zip(attrs)
+        .map(|(o, a)| {
+            let parts = o
+                .parts
+                .iter()
+                .map(|p| {
+                    let mut e = vec![
+                        (text("name"), Value::Text(&p.name)),
+                        (text("dtype"), Value::Text(p.ty.dtype.name())),
+                    ];
+
+                    e.push((text("type"), opt(p.ty.logical.as_deref())));
+                    e.push((text("encoding"), opt(p.encoding.as_deref())));
+                    e.push((text("offset"), Value::Uint(p.blob.offset)));
+                    e.push((text("stored_length"), Value::Uint(p.blob.length)));
+                    e.push((text("decoded_length"), Value::Uint(p.decoded_size())));
+                    e.push((text("shard"), opt(p.blob.shard.as_deref())));
+                    e.push((text("digest"), opt(p.digest.as_deref())));
+                    Value::Map(e)
+                })
+                .collect();
+            let size: u64 = o.parts.iter().map(|p| p.decoded_size()).sum();
+            Value::Map(vec![
+                (text("name"), Value::Text(&o.name)),
+                (text("layout"), Value::Text(&o.layout)),
+                (
+                    text("shape"),
+                    Value::Array(o.shape.iter().map(|&d| Value::Uint(d)).collect()),
+                ),
+                (text("size"), Value::Uint(size)),
+                (text("attributes"), a.unwrap_or(Value::Null)),
+                (text("parts"), Value::Array(parts)),
+            ])
+        })
+        .collect();
+    let shards = m.shards.as_ref().map_or(Value::Null, |s| {
+        Value::Array(
+            s.iter()
+                .map(|sh| {
+                    Value::Map(vec![
+                        (text("name"), Value::Text(&sh.name)),
+                        (text("size"), Value::Uint(sh.size)),
+                        (text("digest"), Value::Text(&sh.digest)),
+                    ])
+                })
+                .collect(),
+        )
+    });
+    let doc = Value::Map(vec![
+        (text("objects"), Value::Array(objects)),
+        (text("attributes"), file_attrs.unwrap_or(Value::Null)),
+        (text("shards"), shards),
+    ]);
+    let mut s = String::new();
+    json::to_json(&doc, &mut s);
+    Ok(s)
+}
+
+/// Progress of a long verification on a terminal: `verified X of Y`.
+pub struct Progress {
+    total: u64,
+    done: u64,
+    shown: bool,
+    on: bool,
+    last: Instant,
+}
+
+impl Progress {
+    /// Shows progress only on a terminal and only for more than 256 MiB.
+    pub fn new(total: u64, terminal: bool) -> Progress {
+        Progress {
+            total,
+            done: 0,
+            shown: false,
+            on: terminal && total > 256 << 20,
+            last: Instant::now(),
+        }
+    }
+
+    /// Counts `n` more bytes.
+    pub fn add(&mut self, n: u64) {
+        self.done += n;
+        if self.on && self.last.elapsed() > Duration::from_millis(200) {
+            self.last = Instant::now();
+            self.shown = true;
+            let pct = self.done as f64 * 100.0 / self.total.max(1) as f64;
+            eprint!(
+                "\rverifying: {} of {} ({pct:.0}%)   ",
+                human(self.done),
+                human(self.total)
+            );
+            let _ = std::io::stderr().flush();
+        }
+    }
+
+    /// Erases the progress line.
+    pub fn clear(&mut self) {
+        if self.shown {
+            eprint!("\r{:60}\r", "");
+            self.shown = false;
+        }
+    }
+}
