@@ -14,4 +14,7 @@ pub mod format;
 pub mod model;
 pub mod read;
 pub mod report;
+pub mod fuse;
 pub mod store;
+pub mod sys;
+pub mod tree;

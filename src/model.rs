@@ -74,11 +74,15 @@ impl Model {
 
     /// The stored bytes of a part, from the root or its shard.
     pub fn stored(&self, part: &Part) -> Result<&[u8]> {
-        let store = match &part.blob.shard {
-            None => &self.root,
-            Some(name) => self.shard(name)?,
-        };
-        store.slice(part.blob.offset, part.blob.length)
+        self.store_of(part)?.slice(part.blob.offset, part.blob.length)
+    }
+
+    /// The file holding a part's stored bytes.
+    pub fn store_of(&self, part: &Part) -> Result<&Store> {
+        match &part.blob.shard {
+            None => Ok(&self.root),
+            Some(name) => self.shard(name),
+        }
     }
 
     /// The opened shard `name`, resolving it on first use.

@@ -156,6 +156,11 @@ pub fn ls_long(m: &Manifest) -> Result<String> {
     Ok(s)
 }
 
+/// Text, or null when absent.
+pub fn opt_text(v: Option<&str>) -> Value<'_> {
+    v.map_or(Value::Null, Value::Text)
+}
+
 /// Everything about the objects as one JSON document.
 pub fn ls_json(m: &Manifest) -> Result<String> {
     let attrs: Vec<Option<Value<'_>>> = m
@@ -165,9 +170,7 @@ pub fn ls_json(m: &Manifest) -> Result<String> {
         .collect::<Result<_>>()?;
     let file_attrs = m.attributes.as_deref().map(cbor::parse).transpose()?;
     let text = |s: &'static str| Value::Text(s);
-    fn opt(v: Option<&str>) -> Value<'_> {
-        v.map_or(Value::Null, Value::Text)
-    }
+    let opt = opt_text;
     let objects = m
         .objects
         .iter()

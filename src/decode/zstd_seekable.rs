@@ -170,6 +170,17 @@ impl SeekTable {
         Ok(out)
     }
 
+    /// The frame holding decoded byte `pos`: all frames but the last have the
+    /// size of frame 0, and the last may be larger or smaller, so the index
+    /// is clamped (notes §4 item 2).
+    pub fn frame_at(&self, pos: u64) -> usize {
+        let n = self.frames.len();
+        match self.frames.first() {
+            Some(f) if f.decoded_len > 0 => ((pos / f.decoded_len) as usize).min(n - 1),
+            _ => n.saturating_sub(1),
+        }
+    }
+
     /// Decodes the whole stream.
     pub fn decode_all(
         &self,

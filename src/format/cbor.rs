@@ -149,8 +149,7 @@ pub fn parse(bytes: &[u8]) -> Result<Value<'_>> {
         return Err(Error::reject(
             Rule::CborSyntax,
             format!(
-                "{} trailing bytes after the root item, from offset {} to {}",
-                bytes.len() - decoder.pos,
+                "trailing bytes after the root item, from offset {} to the end at {}",
                 decoder.pos,
                 bytes.len()
             ),
@@ -163,24 +162,24 @@ pub fn parse(bytes: &[u8]) -> Result<Value<'_>> {
 /// order given (callers sort), floats in the shortest exact width.
 pub fn encode(value: &Value<'_>, out: &mut Vec<u8>) {
     match value {
-        Value::Uint(n) => put_head(out, 0, *n),
-        Value::Nint(n) => put_head(out, 1, *n),
+        Value::Uint(n) => encode_head(0, *n, out),
+        Value::Nint(n) => encode_head(1, *n, out),
         Value::Bytes(b) => {
-            put_head(out, 2, b.len() as u64);
+            encode_head(2, b.len() as u64, out);
             out.extend_from_slice(b);
         }
         Value::Text(s) => {
-            put_head(out, 3, s.len() as u64);
+            encode_head(3, s.len() as u64, out);
             out.extend_from_slice(s.as_bytes());
         }
         Value::Array(items) => {
-            put_head(out, 4, items.len() as u64);
+            encode_head(4, items.len() as u64, out);
             for item in items {
                 encode(item, out);
             }
         }
         Value::Map(entries) => {
-            put_head(out, 5, entries.len() as u64);
+            encode_head(5, entries.len() as u64, out);
             for (k, v) in entries {
                 encode(k, out);
                 encode(v, out);
@@ -193,8 +192,9 @@ pub fn encode(value: &Value<'_>, out: &mut Vec<u8>) {
     }
 }
 
-/// Writes the shortest head for `major` and `arg`.
-fn put_head(out: &mut Vec<u8>, major: u8, arg: u64) {
+/// Writes a head: major type and argument, shortest form. For callers that
+/// stream an array or map whose items they encode themselves.
+pub fn encode_head(major: u8, arg: u64, out: &mut Vec<u8>) {
     let mt = major << 5;
     if arg < 24 {
         out.push(mt | arg as u8);
@@ -286,7 +286,11 @@ impl<'a> Decoder<'a> {
 
     /// Takes `n` bytes belonging to the item that starts at `start`.
     fn take(&mut self, n: usize, start: usize) -> Result<&'a [u8]> {
-        if n > self.remaining() {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&end| end <= self.input.len());
+        let Some(end) = end else {
             return Err(Error::reject(
                 Rule::CborSyntax,
                 format!(
@@ -294,9 +298,9 @@ impl<'a> Decoder<'a> {
                     self.input.len()
                 ),
             ));
-        }
-        let bytes = &self.input[self.pos..self.pos + n];
-        self.pos += n;
+        };
+        let bytes = &self.input[self.pos..end];
+        self.pos = end;
         Ok(bytes)
     }
 
@@ -348,9 +352,9 @@ impl<'a> Decoder<'a> {
             27 => (self.be(8, start)?, 0x1_0000_0000),
             info => {
                 let what = if info == 31 {
-                    "indefinite length"
+                    "indefinite length".to_string()
                 } else {
-                    "reserved additional information"
+                    format!("reserved additional information {info}")
                 };
                 return Err(Error::reject(
                     Rule::CborSyntax,
@@ -370,15 +374,22 @@ impl<'a> Decoder<'a> {
         Ok(arg)
     }
 
-    /// Checks a declared count of items, each at least `unit` bytes long,
+    /// Checks a declared count of things, each at least `unit` bytes long,
     /// against the remaining input, before anything is allocated for them.
-    fn count(&self, declared: u64, unit: usize, what: &str, start: usize) -> Result<usize> {
+    /// `what` names the container and its things, e.g. `("map", "entries")`.
+    fn count(&self, declared: u64, unit: usize, what: (&str, &str), start: usize) -> Result<usize> {
         let room = (self.remaining() / unit) as u64;
         if declared > room {
+            let (container, things) = what;
+            let each = match unit {
+                1 => String::new(),
+                _ => format!(" of at least {unit} bytes each"),
+            };
             return Err(Error::reject(
                 Rule::CborSyntax,
                 format!(
-                    "{what} at offset {start} declares {declared} items, more than the {} bytes left can hold",
+                    "{container} at offset {start} declares {declared} {things}{each} \
+                     but only {} bytes remain",
                     self.remaining()
                 ),
             ));
@@ -387,7 +398,7 @@ impl<'a> Decoder<'a> {
     }
 
     fn string(&mut self, len: u64, start: usize) -> Result<&'a [u8]> {
-        let len = self.count(len, 1, "string", start)?;
+        let len = self.count(len, 1, ("string", "bytes"), start)?;
         self.take(len, start)
     }
 
@@ -398,7 +409,7 @@ impl<'a> Decoder<'a> {
             Err(e) => Err(Error::reject(
                 Rule::CborSyntax,
                 format!(
-                    "invalid utf-8 in the text string at offset {start}, at offset {}",
+                    "invalid utf-8 in the text string at offset {start}: bad byte at offset {}",
                     self.pos - bytes.len() + e.valid_up_to()
                 ),
             )),
@@ -406,7 +417,7 @@ impl<'a> Decoder<'a> {
     }
 
     fn array(&mut self, count: u64, start: usize, depth: usize) -> Result<Value<'a>> {
-        let n = self.count(count, 1, "array", start)?;
+        let n = self.count(count, 1, ("array", "items"), start)?;
         let mut items = Vec::with_capacity(n.min(MAX_PREALLOC_ITEMS));
         for _ in 0..n {
             items.push(self.item(depth + 1)?);
@@ -415,7 +426,7 @@ impl<'a> Decoder<'a> {
     }
 
     fn map(&mut self, count: u64, start: usize, depth: usize) -> Result<Value<'a>> {
-        let n = self.count(count, 2, "map", start)?;
+        let n = self.count(count, 2, ("map", "entries"), start)?;
         let mut entries: Vec<(Value<'a>, Value<'a>)> =
             Vec::with_capacity(n.min(MAX_PREALLOC_ITEMS));
         let mut prev_key = (0, 0);
@@ -465,51 +476,42 @@ impl<'a> Decoder<'a> {
             20 => Ok(Value::Bool(false)),
             21 => Ok(Value::Bool(true)),
             22 => Ok(Value::Null),
-            25 => {
-                let h = self.be(2, start)? as u16;
-                let x = f16_to_f64(h);
-                if x.is_nan() && h != CANONICAL_NAN_F16 {
-                    return Err(non_canonical_float(start, "f16", format!("NaN {h:#06x}")));
-                }
-                Ok(Value::Float(x))
-            }
-            26 => {
-                let x = f32::from_bits(self.be(4, start)? as u32);
-                if x.is_nan() {
-                    return Err(non_canonical_float(
-                        start,
-                        "f32",
-                        format!("NaN {:#010x}", x.to_bits()),
-                    ));
-                }
-                if f16_bits_exact(f64::from(x)).is_some() {
-                    return Err(non_canonical_float(
-                        start,
-                        "f32",
-                        format!("{x:?}, which f16 holds exactly"),
-                    ));
-                }
-                Ok(Value::Float(f64::from(x)))
-            }
-            27 => {
-                let x = f64::from_bits(self.be(8, start)?);
-                if x.is_nan() {
-                    return Err(non_canonical_float(
-                        start,
-                        "f64",
-                        format!("NaN {:#018x}", x.to_bits()),
-                    ));
-                }
-                if f64::from(x as f32) == x {
-                    return Err(non_canonical_float(
-                        start,
-                        "f64",
-                        format!("{x:?}, which f32 holds exactly"),
-                    ));
-                }
-                Ok(Value::Float(x))
-            }
+            25 => self.float(2, start),
+            26 => self.float(4, start),
+            27 => self.float(8, start),
             _ => Err(self.bad_simple(info, start)),
+        }
+    }
+
+    /// A float of `n` bytes (2, 4 or 8), which must be the one NaN or
+    /// a value no narrower width holds exactly.
+    fn float(&mut self, n: usize, start: usize) -> Result<Value<'a>> {
+        let bits = self.be(n, start)?;
+        let x = match n {
+            2 => f16_to_f64(bits as u16),
+            4 => f64::from(f32::from_bits(bits as u32)),
+            _ => f64::from_bits(bits),
+        };
+        let problem = if x.is_nan() {
+            (bits != u64::from(CANONICAL_NAN_F16) || n != 2)
+                .then_some("the only NaN allowed is f9 7e00")
+        } else if n == 4 && f16_bits_exact(x).is_some() {
+            Some("f16 holds it exactly")
+        } else if n == 8 && f64::from(x as f32) == x {
+            Some("f32 holds it exactly")
+        } else {
+            None
+        };
+        match problem {
+            None => Ok(Value::Float(x)),
+            Some(why) => Err(Error::reject(
+                Rule::CborDeterminism,
+                format!(
+                    "non-canonical {}-bit float {bits:#0w$x} ({x:?}) at offset {start}: {why}",
+                    n * 8,
+                    w = 2 + 2 * n
+                ),
+            )),
         }
     }
 
@@ -526,13 +528,6 @@ impl<'a> Decoder<'a> {
         };
         Error::reject(Rule::CborSyntax, format!("{what} at offset {start}"))
     }
-}
-
-fn non_canonical_float(start: usize, width: &str, what: String) -> Error {
-    Error::reject(
-        Rule::CborDeterminism,
-        format!("non-canonical {width} at offset {start}: {what}"),
-    )
 }
 
 /// A short rendering of a map key for messages.
@@ -573,7 +568,7 @@ mod tests {
 
     fn nested_arrays(prefix: &[u8], levels: usize) -> Vec<u8> {
         let mut bytes = prefix.to_vec();
-        bytes.extend(std::iter::repeat(0x81).take(levels));
+        bytes.resize(bytes.len() + levels, 0x81);
         bytes.push(0x00);
         bytes
     }
@@ -720,7 +715,7 @@ mod tests {
         for major in 2..=5u8 {
             for declared in [u64::MAX, 1 << 40, 0x1_0000_0000, 1 << 20, 300, 25] {
                 let mut input = Vec::new();
-                put_head(&mut input, major, declared);
+                encode_head(major, declared, &mut input);
                 cases.push(input);
             }
         }
@@ -733,7 +728,7 @@ mod tests {
         for _ in 0..MAX_DEPTH {
             deep.extend_from_slice(&[0x9a, 0x00, 0x01, 0x00, 0x00]);
         }
-        deep.extend(std::iter::repeat(0x00).take(0xffff));
+        deep.resize(deep.len() + 0xffff, 0x00);
         cases.push(deep);
         let refs: Vec<&[u8]> = cases.iter().map(Vec::as_slice).collect();
         assert_rule(Rule::CborSyntax, &refs);
@@ -843,10 +838,7 @@ mod tests {
     fn hostile_nesting_cannot_overflow_the_stack() {
         let deep = vec![0x81; 1_000_000];
         assert_eq!(rule_of(&deep), Some(Rule::CborDepth));
-        let deep_maps: Vec<u8> = std::iter::repeat([0xa1, 0x00])
-            .take(500_000)
-            .flatten()
-            .collect();
+        let deep_maps = [0xa1, 0x00].repeat(500_000);
         assert_eq!(rule_of(&deep_maps), Some(Rule::CborDepth));
     }
 
@@ -929,6 +921,16 @@ mod tests {
             encode(value, &mut out);
             assert_eq!(out, *expected, "{value:?}");
         }
+        let heads: &[(u8, u64, &[u8])] = &[
+            (4, 0xffff, &[0x99, 0xff, 0xff]),
+            (5, 0x1_0000, &[0xba, 0x00, 0x01, 0x00, 0x00]),
+            (2, 0x1_0000_0000, &[0x5b, 0, 0, 0, 1, 0, 0, 0, 0]),
+        ];
+        for (major, arg, expected) in heads {
+            let mut out = Vec::new();
+            encode_head(*major, *arg, &mut out);
+            assert_eq!(out, *expected, "major {major}, argument {arg}");
+        }
     }
 
     /// Tiny xorshift, so the mutation test is seeded and repeatable.
@@ -944,6 +946,7 @@ mod tests {
         let mut base = Vec::new();
         encode(&varied(), &mut base);
         let mut state = 0x2545_f491_4f6c_dd1d;
+        let mut accepted = 0;
         for _ in 0..20_000 {
             let mut input = base.clone();
             for _ in 0..1 + next(&mut state) % 4 {
@@ -958,8 +961,11 @@ mod tests {
                     again, input,
                     "accepted input is not the encoding of its value"
                 );
+                accepted += 1;
             }
         }
+        // Enough mutants survive for the re-encoding check to mean something.
+        assert!(accepted > 100, "only {accepted} mutants parsed");
     }
 
     fn naive_f16_to_f64(h: u16) -> f64 {
@@ -1065,10 +1071,4 @@ mod tests {
             ]
         );
     }
-}
-
-/// Writes a head: major type and argument, shortest form. For callers that
-/// stream an array or map whose items they encode themselves.
-pub fn encode_head(major: u8, arg: u64, out: &mut Vec<u8>) {
-    put_head(out, major, arg);
 }

@@ -1,8 +1,441 @@
-//! STUB
-use super::cbor::Value;
-pub fn to_json(_v: &Value<'_>, _out: &mut String) {
-    todo!()
+//! CBOR values rendered as JSON, losslessly and byte-stably.
+//!
+//! The same [`Value`] always renders to the same bytes: maps keep their
+//! order (for a parsed manifest, the deterministic order), numbers have one
+//! spelling, and [`to_json`] emits no whitespace at all. [`to_json_pretty`]
+//! indents by two spaces, puts `": "` after keys, and adds no final newline
+//! (that is the caller's choice). The table shows the pretty spelling of
+//! the escape objects; compact output drops the space after the colon.
+//!
+//! | CBOR | JSON |
+//! | --- | --- |
+//! | unsigned or negative integer within ±(2^53−1) | integer: `42`, `-7` |
+//! | integer beyond that | `{"$int": "18446744073709551615"}`, exact decimal |
+//! | finite float | number that always has a `.` or an `e`, the shortest that reads back to the same f64: `1.0`, `0.1`, `-0.0`, `1e300`, `5e-324` |
+//! | NaN, +∞, −∞ | `{"$float": "NaN"}`, `{"$float": "Infinity"}`, `{"$float": "-Infinity"}` |
+//! | byte string | `{"$bytes": "<lowercase hex>"}` |
+//! | text string | string; `"`, `\` and U+0000–U+001F escaped (`\b \t \n \f \r`, else `\u00XX`), U+007F as `\u007f`, the rest as UTF-8 |
+//! | false, true, null | `false`, `true`, `null` |
+//! | array | array |
+//! | map whose keys are all text | object, keys in map order |
+//! | any other map | `{"$map": [[key, value], ...]}`, entries in map order |
+//!
+//! A text-keyed map with exactly one key that starts with `$` would read
+//! like one of the escape objects above, so it takes the general form:
+//! `{"$int": "5"}` as a CBOR map renders as `{"$map": [["$int", "5"]]}`.
+//! An object with two or more keys is never an escape object, so such
+//! keys are left alone there.
+//!
+//! Integers beyond ±(2^53−1) are escaped because a JSON reader that uses
+//! doubles would round them silently. In pretty output the one-key escape
+//! objects stay on one line, as the scalars they stand for.
+
+use std::fmt::Write;
+
+use crate::format::cbor::Value;
+
+/// 2^53 − 1: a double holds every integer up to this magnitude, and its
+/// neighbours, exactly.
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Appends the compact JSON form of `value` to `out`.
+pub fn to_json(value: &Value<'_>, out: &mut String) {
+    Json { out, pretty: false }.value(value, 0);
 }
-pub fn to_json_pretty(_v: &Value<'_>, _out: &mut String) {
-    todo!()
+
+/// Appends the JSON form of `value` to `out`, indented by two spaces per
+/// level, without a final newline.
+pub fn to_json_pretty(value: &Value<'_>, out: &mut String) {
+    Json { out, pretty: true }.value(value, 0);
+}
+
+struct Json<'o> {
+    out: &'o mut String,
+    pretty: bool,
+}
+
+impl Json<'_> {
+    fn value(&mut self, value: &Value<'_>, level: usize) {
+        match value {
+            Value::Uint(n) if *n <= MAX_SAFE_INTEGER => push_display(self.out, n),
+            Value::Uint(n) => self.escape("$int", &n.to_string()),
+            // -1 - n, which is at most 2^53 - 1 in magnitude when n < 2^53 - 1.
+            Value::Nint(n) if *n < MAX_SAFE_INTEGER => push_display(self.out, -1 - *n as i64),
+            Value::Nint(n) => self.escape("$int", &(-1 - i128::from(*n)).to_string()),
+            Value::Float(x) => self.float(*x),
+            Value::Bytes(b) => self.escape("$bytes", &hex(b)),
+            Value::Text(s) => push_string(self.out, s),
+            Value::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
+            Value::Null => self.out.push_str("null"),
+            Value::Array(items) => self.list("[]", items, level, |w, item, l| w.value(item, l)),
+            Value::Map(entries) => self.map(entries, level),
+        }
+    }
+
+    fn float(&mut self, x: f64) {
+        if x.is_nan() {
+            self.escape("$float", "NaN");
+        } else if x.is_infinite() {
+            self.escape("$float", if x > 0.0 { "Infinity" } else { "-Infinity" });
+        } else {
+            // `{:?}` is the shortest spelling that reads back exactly, and
+            // for finite values it is valid JSON: `1.0`, `1e300`, `1e-7`.
+            let start = self.out.len();
+            push_debug(self.out, x);
+            if !self.out[start..].contains(['.', 'e']) {
+                self.out.push_str(".0");
+            }
+        }
+    }
+
+    fn map(&mut self, entries: &[(Value<'_>, Value<'_>)], level: usize) {
+        let all_text = entries.iter().all(|(k, _)| k.as_text().is_some());
+        let looks_escaped = match entries {
+            [(key, _)] => key.as_text().is_some_and(|k| k.starts_with('$')),
+            _ => false,
+        };
+        if all_text && !looks_escaped {
+            self.list("{}", entries, level, |w, (key, value), l| {
+                w.value(key, l);
+                w.colon();
+                w.value(value, l);
+            });
+            return;
+        }
+        self.out.push('{');
+        self.newline(level + 1);
+        push_string(self.out, "$map");
+        self.colon();
+        self.list("[]", entries, level + 1, |w, (key, value), l| {
+            w.list("[]", &[key, value], l, |w, item, l| w.value(item, l));
+        });
+        self.newline(level);
+        self.out.push('}');
+    }
+
+    /// Writes `items` with `each`, comma-separated, between the two
+    /// characters of `brackets`; `level` is the nesting of the brackets.
+    fn list<T>(
+        &mut self,
+        brackets: &str,
+        items: &[T],
+        level: usize,
+        mut each: impl FnMut(&mut Self, &T, usize),
+    ) {
+        self.out.push_str(&brackets[..1]);
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                self.out.push(',');
+            }
+            self.newline(level + 1);
+            each(self, item, level + 1);
+        }
+        if !items.is_empty() {
+            self.newline(level);
+        }
+        self.out.push_str(&brackets[1..]);
+    }
+
+    /// A one-key escape object, always on one line.
+    fn escape(&mut self, key: &str, text: &str) {
+        self.out.push('{');
+        push_string(self.out, key);
+        self.colon();
+        push_string(self.out, text);
+        self.out.push('}');
+    }
+
+    fn colon(&mut self) {
+        self.out.push_str(if self.pretty { ": " } else { ":" });
+    }
+
+    fn newline(&mut self, level: usize) {
+        if self.pretty {
+            self.out.push('\n');
+            for _ in 0..level {
+                self.out.push_str("  ");
+            }
+        }
+    }
+}
+
+fn push_display(out: &mut String, n: impl std::fmt::Display) {
+    // Writing to a String cannot fail.
+    let _ = write!(out, "{n}");
+}
+
+fn push_debug(out: &mut String, x: f64) {
+    let _ = write!(out, "{x:?}");
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    s
+}
+
+/// Writes `s` as a JSON string, copying unescaped runs whole.
+fn push_string(out: &mut String, s: &str) {
+    out.push('"');
+    let mut run = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let short = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\t' => "\\t",
+            b'\r' => "\\r",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f | 0x7f => "",
+            _ => continue,
+        };
+        out.push_str(&s[run..i]);
+        run = i + 1;
+        if short.is_empty() {
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.push_str(short);
+        }
+    }
+    out.push_str(&s[run..]);
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compact(value: &Value<'_>) -> String {
+        let mut out = String::new();
+        to_json(value, &mut out);
+        out
+    }
+
+    fn pretty(value: &Value<'_>) -> String {
+        let mut out = String::new();
+        to_json_pretty(value, &mut out);
+        out
+    }
+
+    fn text_map<'a>(entries: &[(&'a str, Value<'a>)]) -> Value<'a> {
+        Value::Map(
+            entries
+                .iter()
+                .map(|(k, v)| (Value::Text(k), v.clone()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn integers_within_double_precision_are_plain_and_beyond_are_escaped() {
+        let cases = [
+            (Value::Uint(0), "0"),
+            (Value::Uint(MAX_SAFE_INTEGER), "9007199254740991"),
+            (Value::Uint(1 << 53), r#"{"$int":"9007199254740992"}"#),
+            (Value::Uint(u64::MAX), r#"{"$int":"18446744073709551615"}"#),
+            (Value::Nint(0), "-1"),
+            (Value::Nint(MAX_SAFE_INTEGER - 1), "-9007199254740991"),
+            (
+                Value::Nint(MAX_SAFE_INTEGER),
+                r#"{"$int":"-9007199254740992"}"#,
+            ),
+            (Value::Nint(u64::MAX), r#"{"$int":"-18446744073709551616"}"#),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(compact(&value), expected, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn floats_always_look_like_floats_and_read_back_exactly() {
+        let cases = [
+            (1.0, "1.0"),
+            (0.1, "0.1"),
+            (-0.0, "-0.0"),
+            (0.0, "0.0"),
+            (1e300, "1e300"),
+            (1e-7, "1e-7"),
+            (1e16, "1e16"),
+            (-2.5, "-2.5"),
+            (65504.0, "65504.0"),
+            (f64::MAX, "1.7976931348623157e308"),
+            (5e-324, "5e-324"),
+        ];
+        for (x, expected) in cases {
+            assert_eq!(compact(&Value::Float(x)), expected);
+        }
+        assert_eq!(compact(&Value::Float(f64::NAN)), r#"{"$float":"NaN"}"#);
+        assert_eq!(
+            compact(&Value::Float(f64::INFINITY)),
+            r#"{"$float":"Infinity"}"#
+        );
+        assert_eq!(
+            compact(&Value::Float(f64::NEG_INFINITY)),
+            r#"{"$float":"-Infinity"}"#
+        );
+        // Every f32 bit pattern with a stride, and some f64 ones.
+        let f32s = (0..=u32::MAX)
+            .step_by(9973)
+            .map(|b| f64::from(f32::from_bits(b)));
+        let f64s = (0..=u64::MAX)
+            .step_by(0x1_0000_0000_0001)
+            .map(f64::from_bits);
+        for x in f32s.chain(f64s).filter(|x| x.is_finite()) {
+            let json = compact(&Value::Float(x));
+            assert!(json.contains(['.', 'e']), "{json}");
+            assert!(is_json_number(&json), "{json}");
+            let back: f64 = json.parse().unwrap();
+            assert_eq!(back.to_bits(), x.to_bits(), "{json}");
+        }
+    }
+
+    /// The JSON number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+    fn is_json_number(s: &str) -> bool {
+        let s = s.strip_prefix('-').unwrap_or(s);
+        let (mantissa, exponent) = match s.split_once(['e', 'E']) {
+            Some((m, e)) => (m, Some(e.strip_prefix(['+', '-']).unwrap_or(e))),
+            None => (s, None),
+        };
+        let (int, frac) = match mantissa.split_once('.') {
+            Some((i, f)) => (i, Some(f)),
+            None => (mantissa, None),
+        };
+        let digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+        digits(int)
+            && (int == "0" || !int.starts_with('0'))
+            && frac.is_none_or(digits)
+            && exponent.is_none_or(digits)
+    }
+
+    #[test]
+    fn bytes_are_lowercase_hex() {
+        assert_eq!(
+            compact(&Value::Bytes(&[0x00, 0xff, 0x1a])),
+            r#"{"$bytes":"00ff1a"}"#
+        );
+        assert_eq!(compact(&Value::Bytes(&[])), r#"{"$bytes":""}"#);
+    }
+
+    #[test]
+    fn text_is_escaped_as_json_requires_and_no_more() {
+        let text = "a\"b\\c/\n\t\r\u{8}\u{c}\u{0}\u{1f}\u{7f} é😀";
+        assert_eq!(
+            compact(&Value::Text(text)),
+            r#""a\"b\\c/\n\t\r\b\f\u0000\u001f\u007f é😀""#
+        );
+        assert_eq!(compact(&Value::Text("")), r#""""#);
+        // Keys are escaped the same way.
+        assert_eq!(compact(&text_map(&[("\n", Value::Null)])), r#"{"\n":null}"#);
+    }
+
+    #[test]
+    fn scalars_and_empty_containers() {
+        assert_eq!(compact(&Value::Bool(true)), "true");
+        assert_eq!(compact(&Value::Bool(false)), "false");
+        assert_eq!(compact(&Value::Null), "null");
+        assert_eq!(compact(&Value::Array(vec![])), "[]");
+        assert_eq!(compact(&Value::Map(vec![])), "{}");
+        assert_eq!(pretty(&Value::Array(vec![])), "[]");
+        assert_eq!(pretty(&Value::Map(vec![])), "{}");
+    }
+
+    #[test]
+    fn text_keyed_maps_are_objects_in_map_order() {
+        let value = text_map(&[
+            ("b", Value::Uint(1)),
+            ("aa", Value::Uint(2)),
+            ("a", Value::Null),
+        ]);
+        assert_eq!(compact(&value), r#"{"b":1,"aa":2,"a":null}"#);
+    }
+
+    #[test]
+    fn maps_with_other_keys_take_the_general_form() {
+        let value = Value::Map(vec![
+            (Value::Uint(1), Value::Text("x")),
+            (Value::Text("a"), Value::Bool(true)),
+        ]);
+        assert_eq!(compact(&value), r#"{"$map":[[1,"x"],["a",true]]}"#);
+        let bytes_key = Value::Map(vec![(Value::Bytes(&[1]), Value::Null)]);
+        assert_eq!(compact(&bytes_key), r#"{"$map":[[{"$bytes":"01"},null]]}"#);
+    }
+
+    #[test]
+    fn a_single_dollar_key_cannot_pass_for_an_escape_object() {
+        for key in ["$int", "$float", "$bytes", "$map", "$", "$other"] {
+            let value = text_map(&[(key, Value::Text("5"))]);
+            assert_eq!(compact(&value), format!(r#"{{"$map":[["{key}","5"]]}}"#));
+        }
+        // With a second key, or a `$` that does not lead, it is an object.
+        let two = text_map(&[("$int", Value::Uint(5)), ("x", Value::Uint(6))]);
+        assert_eq!(compact(&two), r#"{"$int":5,"x":6}"#);
+        let inner = text_map(&[("a$", Value::Uint(5))]);
+        assert_eq!(compact(&inner), r#"{"a$":5}"#);
+        // The escape of a real integer differs from the map that mimics it.
+        let mimic = text_map(&[("$int", Value::Text("18446744073709551615"))]);
+        assert_ne!(compact(&mimic), compact(&Value::Uint(u64::MAX)));
+    }
+
+    fn nested() -> Value<'static> {
+        text_map(&[
+            ("shape", Value::Array(vec![Value::Uint(2), Value::Uint(3)])),
+            ("dtype", Value::Text("f32")),
+            (
+                "attributes",
+                text_map(&[
+                    ("scale", Value::Float(0.5)),
+                    ("raw", Value::Bytes(&[0xab])),
+                    ("e", Value::Array(vec![])),
+                ]),
+            ),
+            ("odd", Value::Map(vec![(Value::Nint(4), Value::Null)])),
+        ])
+    }
+
+    #[test]
+    fn a_nested_value_renders_exactly() {
+        assert_eq!(
+            compact(&nested()),
+            r#"{"shape":[2,3],"dtype":"f32","attributes":{"scale":0.5,"raw":{"$bytes":"ab"},"e":[]},"odd":{"$map":[[-5,null]]}}"#
+        );
+    }
+
+    #[test]
+    fn pretty_output_indents_by_two_and_ends_without_a_newline() {
+        let expected = r#"{
+  "shape": [
+    2,
+    3
+  ],
+  "dtype": "f32",
+  "attributes": {
+    "scale": 0.5,
+    "raw": {"$bytes": "ab"},
+    "e": []
+  },
+  "odd": {
+    "$map": [
+      [
+        -5,
+        null
+      ]
+    ]
+  }
+}"#;
+        assert_eq!(pretty(&nested()), expected);
+        assert_eq!(pretty(&Value::Uint(1)), "1");
+    }
+
+    #[test]
+    fn output_is_appended_and_identical_for_identical_input() {
+        let mut out = String::from("x");
+        to_json(&nested(), &mut out);
+        assert_eq!(out, format!("x{}", compact(&nested())));
+        assert_eq!(compact(&nested()), compact(&nested().clone()));
+    }
 }

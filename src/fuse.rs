@@ -1,0 +1,268 @@
+//! The fuser adapter: convert, one call into [`Tree`], reply. No offsets,
+//! parsing or caching here. Errors become errno in one table, [`errno`].
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use fuser::{
+    BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
+    KernelConfig, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry,
+    ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+};
+
+use crate::tree::{Attr, FileKind, FsError, Tree};
+
+/// Entry and attribute timeout: the tree never changes while mounted.
+const TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// The one errno table. No wildcard: a new error forces a decision here.
+pub fn errno(e: FsError) -> Errno {
+    match e {
+        FsError::NotFound => Errno::ENOENT,
+        FsError::NotDir => Errno::ENOTDIR,
+        FsError::IsDir => Errno::EISDIR,
+        FsError::ReadOnly => Errno::EROFS,
+        FsError::NoAttr => Errno::NO_XATTR,
+        FsError::Range => Errno::ERANGE,
+        FsError::Io => Errno::EIO,
+    }
+}
+
+fn file_attr(a: &Attr) -> FileAttr {
+    FileAttr {
+        ino: INodeNo(a.ino),
+        size: a.size,
+        blocks: a.size.div_ceil(512),
+        atime: a.atime,
+        mtime: a.mtime,
+        ctime: a.ctime,
+        crtime: SystemTime::UNIX_EPOCH,
+        kind: match a.kind {
+            FileKind::Dir => FileType::Directory,
+            FileKind::File => FileType::RegularFile,
+        },
+        perm: a.perm,
+        nlink: a.nlink,
+        uid: a.uid,
+        gid: a.gid,
+        rdev: 0,
+        blksize: 1 << 20,
+        flags: 0,
+    }
+}
+
+/// The filesystem handed to fuser.
+pub struct ZtFs {
+    tree: Arc<Tree>,
+}
+
+impl ZtFs {
+    /// Serves `tree`.
+    pub fn new(tree: Arc<Tree>) -> ZtFs {
+        ZtFs { tree }
+    }
+}
+
+fn xattr_reply(reply: ReplyXattr, size: u32, bytes: &[u8]) {
+    if size == 0 {
+        reply.size(bytes.len() as u32);
+    } else if (size as usize) < bytes.len() {
+        reply.error(errno(FsError::Range));
+    } else {
+        reply.data(bytes);
+    }
+}
+
+impl Filesystem for ZtFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
+        // The kernel clamps to fs.fuse.max_pages_limit (1 MiB requests here).
+        let _ = config.set_max_write(16 << 20);
+        let _ = config.set_max_background(64);
+        let _ = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        match self.tree.lookup(parent.0, name.as_bytes()) {
+            Ok(a) => reply.entry(&TTL, &file_attr(&a), Generation(0)),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.tree.getattr(ino.0) {
+            Ok(a) => reply.attr(&TTL, &file_attr(&a)),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        if flags.0 & libc::O_ACCMODE != libc::O_RDONLY || flags.0 & libc::O_TRUNC != 0 {
+            return reply.error(errno(FsError::ReadOnly));
+        }
+        match self.tree.open(ino.0) {
+            Ok(m) => {
+                let mut f = FopenFlags::empty();
+                if m.keep_cache {
+                    f |= FopenFlags::FOPEN_KEEP_CACHE;
+                }
+                if m.direct_io {
+                    f |= FopenFlags::FOPEN_DIRECT_IO;
+                }
+                reply.opened(FileHandle(0), f)
+            }
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock: Option<fuser::LockOwner>,
+        reply: ReplyData,
+    ) {
+        match self.tree.read(ino.0, offset, size) {
+            Ok(data) => reply.data(&data),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let r = self.tree.readdir(ino.0, offset, &mut |e| {
+            let kind = match e.kind {
+                FileKind::Dir => FileType::Directory,
+                FileKind::File => FileType::RegularFile,
+            };
+            reply.add(INodeNo(e.ino), e.next, kind, e.name)
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        let (blocks, files, namelen) = self.tree.statfs();
+        reply.statfs(blocks, 0, 0, files, 0, 4096, namelen, 4096);
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        match self.tree.xattrs(ino.0) {
+            Ok(list) => match list.iter().find(|(k, _)| k.as_bytes() == name.as_bytes()) {
+                Some((_, v)) => xattr_reply(reply, size, v.as_bytes()),
+                None => reply.error(errno(FsError::NoAttr)),
+            },
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        match self.tree.xattrs(ino.0) {
+            Ok(list) => {
+                let names: Vec<u8> = list.iter().flat_map(|(k, _)| k.bytes().chain([0])).collect();
+                xattr_reply(reply, size, &names)
+            }
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    // Everything that would change the tree is refused.
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        _size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        _mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        reply.error(errno(FsError::ReadOnly));
+    }
+
+    fn mknod(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _m: u32, _u: u32, _r: u32, reply: ReplyEntry) {
+        reply.error(errno(FsError::ReadOnly));
+    }
+
+    fn mkdir(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _m: u32, _u: u32, reply: ReplyEntry) {
+        reply.error(errno(FsError::ReadOnly));
+    }
+
+    fn unlink(&self, _req: &Request, _p: INodeNo, _n: &OsStr, reply: ReplyEmpty) {
+        reply.error(errno(FsError::ReadOnly));
+    }
+
+    fn rmdir(&self, _req: &Request, _p: INodeNo, _n: &OsStr, reply: ReplyEmpty) {
+        reply.error(errno(FsError::ReadOnly));
+    }
+
+    fn symlink(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _t: &Path, reply: ReplyEntry) {
+        reply.error(errno(FsError::ReadOnly));
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        _p: INodeNo,
+        _n: &OsStr,
+        _np: INodeNo,
+        _nn: &OsStr,
+        _f: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(errno(FsError::ReadOnly));
+    }
+
+    fn link(&self, _req: &Request, _i: INodeNo, _np: INodeNo, _nn: &OsStr, reply: ReplyEntry) {
+        reply.error(errno(FsError::ReadOnly));
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _offset: u64,
+        _data: &[u8],
+        _wf: WriteFlags,
+        _flags: OpenFlags,
+        _lock: Option<fuser::LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        reply.error(errno(FsError::ReadOnly));
+    }
+
+    fn create(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _m: u32, _u: u32, _f: i32, reply: ReplyCreate) {
+        reply.error(errno(FsError::ReadOnly));
+    }
+
+    fn setxattr(&self, _req: &Request, _i: INodeNo, _n: &OsStr, _v: &[u8], _f: i32, _p: u32, reply: ReplyEmpty) {
+        reply.error(errno(FsError::ReadOnly));
+    }
+
+    fn removexattr(&self, _req: &Request, _i: INodeNo, _n: &OsStr, reply: ReplyEmpty) {
+        reply.error(errno(FsError::ReadOnly));
+    }
+
+    fn fallocate(&self, _req: &Request, _i: INodeNo, _fh: FileHandle, _o: u64, _l: u64, _m: i32, reply: ReplyEmpty) {
+        reply.error(errno(FsError::ReadOnly));
+    }
+}

@@ -1,0 +1,335 @@
+//! What the files of the tree hold, and how each is opened and read.
+//!
+//! Raw parts are served straight from the memory map (a borrowed slice that
+//! the adapter writes to the kernel without a copy). zstd-seekable parts are
+//! decoded by frame, through a bounded cache shared by all readers. Virtual
+//! files (manifest.json, digest, meta.json) are rendered from the manifest.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use super::build::part_files;
+use super::{FsError, Ino, Node, OpenMode, Tree};
+use crate::decode::{ContentCheck, Encoding};
+use crate::format::cbor::{self, Value};
+use crate::format::{json, Object, Part};
+use crate::read;
+use crate::report;
+
+/// Bytes returned by a read: borrowed from the map or owned.
+pub enum Data<'a> {
+    /// A slice of the backing file's map.
+    Borrowed(&'a [u8]),
+    /// Decoded or rendered bytes.
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Data<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Data::Borrowed(b) => b,
+            Data::Owned(v) => v,
+        }
+    }
+}
+
+/// `[offset, offset + size)` clipped to a file of `len` bytes.
+fn clip(len: u64, offset: u64, size: u32) -> std::ops::Range<usize> {
+    let start = offset.min(len);
+    let end = offset.saturating_add(u64::from(size)).min(len);
+    start as usize..end as usize
+}
+
+impl Tree {
+    fn object(&self, i: u32) -> &Object {
+        &self.model.manifest().expect("objects imply a manifest").objects[i as usize]
+    }
+
+    fn part(&self, o: u32, p: u32) -> (&Object, &Part) {
+        let obj = self.object(o);
+        (obj, &obj.parts[p as usize])
+    }
+
+    pub(super) fn size(&self, node: &Node) -> u64 {
+        match *node {
+            Node::Dir { .. } => 0,
+            Node::Manifest => self.manifest_json().len() as u64,
+            Node::Digest => self.digest.as_ref().map_or(0, |d| d.len() as u64),
+            Node::Meta { object } => self.meta_json(object).len() as u64,
+            Node::Part { object, part } => self.part(object, part).1.decoded_size(),
+            Node::Raw { object, part } => self.part(object, part).1.blob.length,
+        }
+    }
+
+    fn manifest_json(&self) -> &[u8] {
+        self.manifest_json.get_or_init(|| {
+            report::manifest_json(&self.model).map(String::into_bytes).unwrap_or_else(|e| {
+                log::error!("manifest.json: {e}");
+                Vec::new()
+            })
+        })
+    }
+
+    /// Opens `ino`. A part is checked on its first open: its shard resolved,
+    /// its seek table validated, its content rules applied, and with
+    /// `--verify` its digest checked. A failure is logged once and every
+    /// open of that part fails.
+    pub fn open(&self, ino: Ino) -> Result<OpenMode, FsError> {
+        let node = self.node(ino)?;
+        match *node {
+            Node::Dir { .. } => return Err(FsError::IsDir),
+            Node::Part { object, part } => {
+                self.decoder(object, part)?;
+            }
+            Node::Raw { object, part } => {
+                let (o, p) = self.part(object, part);
+                self.model.stored(p).map_err(|e| {
+                    log::error!("{:?}/{:?}: stored bytes unavailable: {e}", o.name, p.name);
+                    FsError::Io
+                })?;
+            }
+            Node::Manifest | Node::Digest | Node::Meta { .. } => {}
+        }
+        Ok(OpenMode { keep_cache: !self.opts.direct_io, direct_io: self.opts.direct_io })
+    }
+
+    fn decoder(&self, object: u32, part: u32) -> Result<&Encoding, FsError> {
+        let slot = &self.parts[(self.part_base[object as usize] + part) as usize];
+        let state = slot.get_or_init(|| {
+            let (o, p) = self.part(object, part);
+            self.prepare(o, p).map_err(|e| log::error!("{:?}/{:?}: {e}", o.name, p.name))
+        });
+        state.as_ref().map_err(|()| FsError::Io)
+    }
+
+    fn prepare(&self, o: &Object, p: &Part) -> crate::error::Result<Encoding> {
+        let stored = self.model.stored(p)?;
+        let enc = Encoding::of(p, stored)?;
+        if self.opts.verify {
+            read::verify(&self.model, o, p, &mut |_| {})?;
+        } else {
+            let mut rules = ContentCheck::new(o, p);
+            if rules.applies() {
+                enc.stream(stored, &mut |c| rules.update(c))?;
+                rules.finish()?;
+            }
+        }
+        Ok(enc)
+    }
+
+    /// Reads up to `size` bytes of `ino` at `offset`; short at the end.
+    pub fn read(&self, ino: Ino, offset: u64, size: u32) -> Result<Data<'_>, FsError> {
+        let node = self.node(ino)?;
+        match *node {
+            Node::Dir { .. } => Err(FsError::IsDir),
+            Node::Manifest => {
+                let b = self.manifest_json();
+                Ok(Data::Borrowed(&b[clip(b.len() as u64, offset, size)]))
+            }
+            Node::Digest => {
+                let b = self.digest.as_deref().unwrap_or_default();
+                Ok(Data::Borrowed(&b[clip(b.len() as u64, offset, size)]))
+            }
+            Node::Meta { object } => {
+                let b = self.meta_json(object);
+                let r = clip(b.len() as u64, offset, size);
+                Ok(Data::Owned(b[r].to_vec()))
+            }
+            Node::Raw { object, part } => self.read_stored(object, part, offset, size),
+            Node::Part { object, part } => match self.decoder(object, part)? {
+                Encoding::Raw => self.read_stored(object, part, offset, size),
+                Encoding::ZstdSeekable(_) => self.read_frames(object, part, offset, size),
+            },
+        }
+    }
+
+    /// A range of a part's stored bytes, checked against the backing file's
+    /// current length so a file truncated under the mount gives EIO, not a
+    /// fault.
+    fn read_stored(&self, object: u32, part: u32, offset: u64, size: u32) -> Result<Data<'_>, FsError> {
+        let (o, p) = self.part(object, part);
+        let r = clip(p.blob.length, offset, size);
+        let fail = |e: &dyn std::fmt::Display| {
+            log::error!("{:?}/{:?}: read [{}, +{}): {e}", o.name, p.name, offset, size);
+            FsError::Io
+        };
+        let store = self.model.store_of(p).map_err(|e| fail(&e))?;
+        let end = p.blob.offset + r.end as u64;
+        let live = store.live_len().map_err(|e| fail(&e))?;
+        if live < end {
+            return Err(fail(&format!("the backing file shrank to {live} bytes")));
+        }
+        let stored = self.model.stored(p).map_err(|e| fail(&e))?;
+        Ok(Data::Borrowed(&stored[r]))
+    }
+
+    fn read_frames(&self, object: u32, part: u32, offset: u64, size: u32) -> Result<Data<'_>, FsError> {
+        let (o, p) = self.part(object, part);
+        let Ok(Encoding::ZstdSeekable(table)) = self.decoder(object, part) else {
+            return Err(FsError::Io);
+        };
+        let r = clip(p.decoded_size(), offset, size);
+        let mut out = Vec::with_capacity(r.len());
+        let stored = self.model.stored(p).map_err(|_| FsError::Io)?;
+        let key = self.part_base[object as usize] + part;
+        let mut pos = r.start as u64;
+        while pos < r.end as u64 {
+            let i = table.frame_at(pos);
+            let f = table.frames[i];
+            let frame = self.frames.get_or_decode((key, i as u32), || table.decode_frame(stored, i)).map_err(|e| {
+                log::error!("{:?}/{:?}: frame {i}: {e}", o.name, p.name);
+                FsError::Io
+            })?;
+            let from = (pos - f.decoded_offset) as usize;
+            let to = ((r.end as u64).min(f.decoded_offset + f.decoded_len) - f.decoded_offset) as usize;
+            out.extend_from_slice(&frame[from..to]);
+            pos = f.decoded_offset + to as u64;
+        }
+        Ok(Data::Owned(out))
+    }
+
+    /// The object's `meta.json`: true names, shape, layout, attributes, and
+    /// per part its types, encoding, lengths, digest and the files serving it.
+    pub(super) fn meta_json(&self, object: u32) -> Vec<u8> {
+        let o = self.object(object);
+        let attrs = o.attributes.as_deref().and_then(|a| cbor::parse(a).ok());
+        let files = self.files_of(object);
+        let t = Value::Text;
+        let opt = report::opt_text;
+        let refused: Vec<Option<String>> =
+            (0..o.parts.len()).map(|j| (!part_files(o, j).0).then(|| refusal(o, &o.parts[j]))).collect();
+        let parts = o
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(j, p)| {
+                Value::Map(vec![
+                    (t("name"), t(&p.name)),
+                    (t("dtype"), t(p.ty.dtype.name())),
+                    (t("type"), opt(p.ty.logical.as_deref())),
+                    (t("encoding"), opt(p.encoding.as_deref())),
+                    (t("stored_length"), Value::Uint(p.blob.length)),
+                    (t("decoded_length"), Value::Uint(p.decoded_size())),
+                    (t("digest"), opt(p.digest.as_deref())),
+                    (t("shard"), opt(p.blob.shard.as_deref())),
+                    (t("files"), Value::Array(files[j].iter().map(|f| t(f)).collect())),
+                    (t("refused"), opt(refused[j].as_deref())),
+                ])
+            })
+            .collect();
+        let doc = Value::Map(vec![
+            (t("name"), t(&o.name)),
+            (t("shape"), Value::Array(o.shape.iter().map(|&d| Value::Uint(d)).collect())),
+            (t("layout"), t(&o.layout)),
+            (t("attributes"), attrs.unwrap_or(Value::Null)),
+            (t("parts"), Value::Array(parts)),
+        ]);
+        let mut s = String::new();
+        json::to_json_pretty(&doc, &mut s);
+        s.push('\n');
+        s.into_bytes()
+    }
+
+    /// For each part of `object`, the names of the files serving it.
+    fn files_of(&self, object: u32) -> Vec<Vec<String>> {
+        let n = self.object(object).parts.len();
+        let mut files = vec![Vec::new(); n];
+        let dir = self.object_dirs[object as usize];
+        let Node::Dir { entries, .. } = &self.nodes[dir as usize - 1] else {
+            return files;
+        };
+        for e in entries {
+            if let Node::Part { part, .. } | Node::Raw { part, .. } = self.nodes[e.ino as usize - 1] {
+                files[part as usize].push(e.name.to_string());
+            }
+        }
+        files
+    }
+
+    /// Extended attributes of `ino`, as (name, value) pairs.
+    pub fn xattrs(&self, ino: Ino) -> Result<Vec<(&'static str, String)>, FsError> {
+        let node = self.node(ino)?;
+        let (o, p) = match *node {
+            Node::Part { object, part } | Node::Raw { object, part } => {
+                let (o, p) = self.part(object, part);
+                (o, Some(p))
+            }
+            Node::Dir { object: Some(i), .. } => (self.object(i), None),
+            _ => return Ok(Vec::new()),
+        };
+        let shape = format!("[{}]", o.shape.iter().map(u64::to_string).collect::<Vec<_>>().join(","));
+        let mut out = vec![("user.zt.object", o.name.clone()), ("user.zt.shape", shape), ("user.zt.layout", o.layout.clone())];
+        if let Some(p) = p {
+            out.push(("user.zt.part", p.name.clone()));
+            out.push(("user.zt.dtype", p.ty.dtype.name().to_string()));
+            if let Some(t) = &p.ty.logical {
+                out.push(("user.zt.type", t.clone()));
+            }
+            if let Some(e) = &p.encoding {
+                out.push(("user.zt.encoding", e.clone()));
+            }
+            if let Some(d) = &p.digest {
+                out.push(("user.zt.digest", d.clone()));
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn refusal(o: &Object, p: &Part) -> String {
+    match crate::decode::check_interpretable(o, p) {
+        Err(e) => e.to_string(),
+        Ok(()) => format!("encoding {:?} is not one this reader knows", p.encoding.as_deref().unwrap_or("")),
+    }
+}
+
+/// Decoded frames shared by all readers, bounded by a byte budget and
+/// evicted oldest first.
+pub(super) struct FrameCache {
+    budget: u64,
+    inner: Mutex<CacheInner>,
+}
+
+#[derive(Default)]
+struct CacheInner {
+    bytes: u64,
+    map: HashMap<(u32, u32), Arc<Vec<u8>>>,
+    order: VecDeque<(u32, u32)>,
+}
+
+impl FrameCache {
+    pub(super) fn new(budget: u64) -> FrameCache {
+        FrameCache { budget, inner: Mutex::new(CacheInner::default()) }
+    }
+
+    /// The decoded frame `key`, decoding it (outside the lock) if absent.
+    fn get_or_decode(
+        &self,
+        key: (u32, u32),
+        decode: impl FnOnce() -> crate::error::Result<Vec<u8>>,
+    ) -> crate::error::Result<Arc<Vec<u8>>> {
+        if let Some(f) = self.lock().map.get(&key) {
+            return Ok(f.clone());
+        }
+        let frame = Arc::new(decode()?);
+        let mut c = self.lock();
+        if !c.map.contains_key(&key) {
+            c.bytes += frame.len() as u64;
+            c.map.insert(key, frame.clone());
+            c.order.push_back(key);
+            while c.bytes > self.budget && c.order.len() > 1 {
+                let Some(old) = c.order.pop_front() else { break };
+                if let Some(f) = c.map.remove(&old) {
+                    c.bytes -= f.len() as u64;
+                }
+            }
+        }
+        Ok(frame)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheInner> {
+        // A panic while holding the lock leaves the cache consistent enough.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}

@@ -1,0 +1,223 @@
+//! The virtual directory tree of a mounted model: inodes, names, attributes,
+//! listings, extended attributes and reads. No fuser types: the FUSE adapter
+//! converts, and this module is tested without a kernel.
+//!
+//! The tree is built once at mount time and never changes, so inode numbers
+//! are stable for the life of the mount. Where bytes come from is decided
+//! per file at open and read time ([`content`]), which leaves room for other
+//! sources (passthrough files, remote ranges) without touching the shape.
+
+mod build;
+mod content;
+pub mod names;
+
+use std::sync::OnceLock;
+use std::time::SystemTime;
+
+pub use build::{Options, View};
+pub use content::Data;
+
+use crate::decode::Encoding;
+use crate::model::Model;
+
+/// An inode number; the root is [`ROOT`].
+pub type Ino = u64;
+/// The root directory's inode number.
+pub const ROOT: Ino = 1;
+
+/// Directory or regular file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A directory.
+    Dir,
+    /// A regular file.
+    File,
+}
+
+/// What `stat` says about a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attr {
+    /// Inode number.
+    pub ino: Ino,
+    /// Directory or file.
+    pub kind: FileKind,
+    /// Size in bytes (files) or entry count (directories).
+    pub size: u64,
+    /// Permission bits.
+    pub perm: u16,
+    /// Link count.
+    pub nlink: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Times, all from the backing file.
+    pub atime: SystemTime,
+    /// Modification time.
+    pub mtime: SystemTime,
+    /// Change time.
+    pub ctime: SystemTime,
+}
+
+/// Why an operation failed; the adapter maps each to one errno.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsError {
+    /// No such entry or inode.
+    NotFound,
+    /// A directory operation on a file.
+    NotDir,
+    /// A file operation on a directory.
+    IsDir,
+    /// The filesystem is read-only.
+    ReadOnly,
+    /// No such extended attribute.
+    NoAttr,
+    /// The caller's buffer is too small.
+    Range,
+    /// The bytes cannot be served: a corrupt or refused part, a missing
+    /// shard, a truncated backing file. Logged where it happens.
+    Io,
+}
+
+/// How an opened file should be cached by the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenMode {
+    /// Keep the kernel's page cache across opens (the content never changes).
+    pub keep_cache: bool,
+    /// Bypass the kernel page cache.
+    pub direct_io: bool,
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirEntry<'a> {
+    /// The entry's inode.
+    pub ino: Ino,
+    /// Its kind.
+    pub kind: FileKind,
+    /// Its name within the directory.
+    pub name: &'a str,
+    /// The offset to resume after this entry.
+    pub next: u64,
+}
+
+#[derive(Debug)]
+enum Node {
+    Dir { parent: Ino, entries: Vec<Entry>, object: Option<u32> },
+    Manifest,
+    Digest,
+    Meta { object: u32 },
+    Part { object: u32, part: u32 },
+    Raw { object: u32, part: u32 },
+}
+
+#[derive(Debug)]
+struct Entry {
+    name: Box<str>,
+    ino: Ino,
+}
+
+/// A built tree over an opened model.
+pub struct Tree {
+    model: Model,
+    nodes: Vec<Node>,
+    base: Base,
+    opts: Options,
+    /// Each object's directory.
+    object_dirs: Vec<Ino>,
+    /// Index of each object's first part in `parts`.
+    part_base: Vec<u32>,
+    /// Per part: its decoder, resolved and checked on first open.
+    parts: Vec<OnceLock<Result<Encoding, ()>>>,
+    manifest_json: OnceLock<Vec<u8>>,
+    digest: Option<Vec<u8>>,
+    frames: content::FrameCache,
+}
+
+/// Ownership, permissions and times shared by every node.
+#[derive(Debug, Clone, Copy)]
+struct Base {
+    uid: u32,
+    gid: u32,
+    file_perm: u16,
+    dir_perm: u16,
+    atime: SystemTime,
+    mtime: SystemTime,
+    ctime: SystemTime,
+}
+
+impl Tree {
+    /// Number of inodes.
+    pub fn len(&self) -> u64 {
+        self.nodes.len() as u64
+    }
+
+    /// True when the tree has only its root.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.len() <= 1
+    }
+
+    /// The model behind the tree.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    fn node(&self, ino: Ino) -> Result<&Node, FsError> {
+        ino.checked_sub(1)
+            .and_then(|i| self.nodes.get(i as usize))
+            .ok_or(FsError::NotFound)
+    }
+
+    /// Looks `name` up in directory `parent`.
+    pub fn lookup(&self, parent: Ino, name: &[u8]) -> Result<Attr, FsError> {
+        let Node::Dir { entries, .. } = self.node(parent)? else {
+            return Err(FsError::NotDir);
+        };
+        let i = entries
+            .binary_search_by(|e| e.name.as_bytes().cmp(name))
+            .map_err(|_| FsError::NotFound)?;
+        self.getattr(entries[i].ino)
+    }
+
+    /// The attributes of `ino`.
+    pub fn getattr(&self, ino: Ino) -> Result<Attr, FsError> {
+        let node = self.node(ino)?;
+        let b = &self.base;
+        let (kind, size, perm, nlink) = match node {
+            Node::Dir { entries, .. } => {
+                let subdirs = entries.iter().filter(|e| matches!(self.nodes[e.ino as usize - 1], Node::Dir { .. })).count();
+                (FileKind::Dir, entries.len() as u64, b.dir_perm, 2 + subdirs as u32)
+            }
+            _ => (FileKind::File, self.size(node), b.file_perm, 1),
+        };
+        Ok(Attr { ino, kind, size, perm, nlink, uid: b.uid, gid: b.gid, atime: b.atime, mtime: b.mtime, ctime: b.ctime })
+    }
+
+    /// Lists directory `ino` from `offset`: `.` and `..` first, then the
+    /// entries in byte order. `sink` returns true when it is full.
+    pub fn readdir(&self, ino: Ino, offset: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> Result<(), FsError> {
+        let Node::Dir { parent, entries, .. } = self.node(ino)? else {
+            return Err(FsError::NotDir);
+        };
+        let dots = [(ino, "."), (*parent, "..")];
+        let all = dots
+            .iter()
+            .map(|&(ino, name)| (ino, name))
+            .chain(entries.iter().map(|e| (e.ino, &*e.name)));
+        for (i, (ino, name)) in all.enumerate().skip(offset as usize) {
+            let kind = match self.nodes[ino as usize - 1] {
+                Node::Dir { .. } => FileKind::Dir,
+                _ => FileKind::File,
+            };
+            if sink(DirEntry { ino, kind, name, next: i as u64 + 1 }) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// `statfs` figures: (blocks of 4 KiB, inodes, longest name).
+    pub fn statfs(&self) -> (u64, u64, u32) {
+        (self.model.root().len().div_ceil(4096), self.len(), names::NAME_MAX as u32)
+    }
+}
