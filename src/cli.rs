@@ -10,8 +10,10 @@ use crate::digest::{self, Algo};
 use crate::error::{Error, Result};
 use crate::format::Manifest;
 use crate::model::Model;
+use crate::mount::{self, MountArgs};
 use crate::read::{self, Verified};
 use crate::report;
+use crate::tree::{Options, View};
 
 /// Look inside zTensor v2 model files: check them, list and read their
 /// tensors, and mount them as read-only directory trees.
@@ -81,6 +83,69 @@ pub enum Command {
         /// The .zt file.
         file: PathBuf,
     },
+    /// Mount a model as a read-only directory tree.
+    ///
+    /// Validates the file exactly as `check` does (an invalid file is refused
+    /// before anything is mounted), then serves one directory per object with
+    /// a file per part. Returns once the mount answers and keeps serving in
+    /// the background; `ztfs unmount MNT` or SIGINT/SIGTERM/SIGHUP to the
+    /// daemon unmounts.
+    Mount(MountCmd),
+    /// Unmount a ztfs mount, including a stale one whose daemon has died.
+    Unmount {
+        /// The mount point.
+        mountpoint: PathBuf,
+    },
+}
+
+/// Options of `ztfs mount`.
+#[derive(clap::Args, Debug)]
+pub struct MountCmd {
+    /// The .zt file.
+    pub file: PathBuf,
+    /// An existing directory to mount on.
+    pub mountpoint: PathBuf,
+    /// Stay in the foreground, logging to stderr.
+    #[arg(short = 'f', long)]
+    pub foreground: bool,
+    /// Nest objects by the segments of their names (a.b.c becomes a/b/c/).
+    #[arg(long)]
+    pub tree: bool,
+    /// The segment separator for --tree.
+    #[arg(long, default_value_t = '.', requires = "tree")]
+    pub separator: char,
+    /// Permission bits for files, in octal (directories add x where r is
+    /// set); default: the read bits of the backing file.
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<u16>,
+    /// Check each part's digest and content rules the first time its file
+    /// is opened; a corrupt part fails to open with EIO.
+    #[arg(long)]
+    pub verify: bool,
+    /// Bypass the kernel page cache (FOPEN_DIRECT_IO): faster one-pass loads
+    /// with large reads, no double caching; mmap still works.
+    #[arg(long)]
+    pub direct_io: bool,
+    /// Let other users access the mount (needs user_allow_other for non-root).
+    #[arg(long)]
+    pub allow_other: bool,
+    /// Memory for decoded frames of compressed parts, in MiB.
+    #[arg(long, default_value_t = 256)]
+    pub cache_mib: u64,
+    /// Write the daemon's log to this file (in the background the log is
+    /// otherwise discarded).
+    #[arg(long)]
+    pub log_file: Option<PathBuf>,
+    /// Log level: error, warn, info, debug or trace (also ZTFS_LOG).
+    #[arg(long)]
+    pub log_level: Option<String>,
+}
+
+fn parse_mode(s: &str) -> std::result::Result<u16, String> {
+    u16::from_str_radix(s.trim_start_matches("0o"), 8)
+        .ok()
+        .filter(|m| *m <= 0o7777)
+        .ok_or_else(|| format!("{s:?} is not an octal mode such as 444"))
 }
 
 impl Command {
@@ -92,6 +157,8 @@ impl Command {
             | Command::Cat { file, .. }
             | Command::Digest { file, .. }
             | Command::Manifest { file } => Some(file),
+            Command::Mount(m) => Some(&m.file),
+            Command::Unmount { .. } => None,
         }
     }
 }
@@ -118,6 +185,8 @@ pub fn run(cli: Cli) -> Result<()> {
         } => cat(&file, &object, &part, raw),
         Command::Digest { file, algo } => print_digest(&file, algo),
         Command::Manifest { file } => manifest(&file),
+        Command::Mount(m) => mount_cmd(m),
+        Command::Unmount { mountpoint } => mount::unmount(&mountpoint),
     }
 }
 
@@ -254,4 +323,49 @@ fn manifest(file: &Path) -> Result<()> {
     let text = report::manifest_json(&model)?;
     let mut out = std::io::stdout().lock();
     stdout_write(&mut out, text.as_bytes())
+}
+
+fn mount_cmd(m: MountCmd) -> Result<()> {
+    init_log(m.log_level.as_deref(), m.log_file.as_deref(), m.foreground)?;
+    let options = Options {
+        view: if m.tree {
+            View::Nested { sep: m.separator }
+        } else {
+            View::Flat
+        },
+        mode: m.mode,
+        verify: m.verify,
+        direct_io: m.direct_io,
+        cache_bytes: m.cache_mib.saturating_mul(1 << 20),
+    };
+    mount::mount(MountArgs {
+        file: m.file,
+        mountpoint: m.mountpoint,
+        foreground: m.foreground,
+        allow_other: m.allow_other,
+        options,
+    })
+}
+
+/// One logger for ztfs and fuser: level from the flag, else `ZTFS_LOG`,
+/// else warnings; to a file when asked.
+fn init_log(level: Option<&str>, file: Option<&Path>, foreground: bool) -> Result<()> {
+    let spec = level
+        .map(str::to_string)
+        .or_else(|| std::env::var("ZTFS_LOG").ok())
+        .unwrap_or_else(|| "warn".into());
+    let mut b = env_logger::Builder::new();
+    b.parse_filters(&spec);
+    if let Some(f) = file {
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(f)
+            .map_err(|e| Error::io(f.display().to_string(), e))?;
+        b.target(env_logger::Target::Pipe(Box::new(out)));
+    } else if !foreground {
+        b.target(env_logger::Target::Stderr);
+    }
+    let _ = b.try_init();
+    Ok(())
 }

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use fuser::{
-    BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
-    KernelConfig, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry,
-    ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    BsdFileFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, InitFlags, KernelConfig, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
+    Request, TimeOrNow, WriteFlags,
 };
 
 use crate::tree::{Attr, FileKind, FsError, Tree};
@@ -136,7 +137,14 @@ impl Filesystem for ZtFs {
         }
     }
 
-    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
         let r = self.tree.readdir(ino.0, offset, &mut |e| {
             let kind = match e.kind {
                 FileKind::Dir => FileType::Directory,
@@ -168,7 +176,10 @@ impl Filesystem for ZtFs {
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
         match self.tree.xattrs(ino.0) {
             Ok(list) => {
-                let names: Vec<u8> = list.iter().flat_map(|(k, _)| k.bytes().chain([0])).collect();
+                let names: Vec<u8> = list
+                    .iter()
+                    .flat_map(|(k, _)| k.bytes().chain([0]))
+                    .collect();
                 xattr_reply(reply, size, &names)
             }
             Err(e) => reply.error(errno(e)),
@@ -198,7 +209,16 @@ impl Filesystem for ZtFs {
         reply.error(errno(FsError::ReadOnly));
     }
 
-    fn mknod(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _m: u32, _u: u32, _r: u32, reply: ReplyEntry) {
+    fn mknod(
+        &self,
+        _req: &Request,
+        _p: INodeNo,
+        _n: &OsStr,
+        _m: u32,
+        _u: u32,
+        _r: u32,
+        reply: ReplyEntry,
+    ) {
         reply.error(errno(FsError::ReadOnly));
     }
 
@@ -250,11 +270,29 @@ impl Filesystem for ZtFs {
         reply.error(errno(FsError::ReadOnly));
     }
 
-    fn create(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _m: u32, _u: u32, _f: i32, reply: ReplyCreate) {
+    fn create(
+        &self,
+        _req: &Request,
+        _p: INodeNo,
+        _n: &OsStr,
+        _m: u32,
+        _u: u32,
+        _f: i32,
+        reply: ReplyCreate,
+    ) {
         reply.error(errno(FsError::ReadOnly));
     }
 
-    fn setxattr(&self, _req: &Request, _i: INodeNo, _n: &OsStr, _v: &[u8], _f: i32, _p: u32, reply: ReplyEmpty) {
+    fn setxattr(
+        &self,
+        _req: &Request,
+        _i: INodeNo,
+        _n: &OsStr,
+        _v: &[u8],
+        _f: i32,
+        _p: u32,
+        reply: ReplyEmpty,
+    ) {
         reply.error(errno(FsError::ReadOnly));
     }
 
@@ -262,7 +300,16 @@ impl Filesystem for ZtFs {
         reply.error(errno(FsError::ReadOnly));
     }
 
-    fn fallocate(&self, _req: &Request, _i: INodeNo, _fh: FileHandle, _o: u64, _l: u64, _m: i32, reply: ReplyEmpty) {
+    fn fallocate(
+        &self,
+        _req: &Request,
+        _i: INodeNo,
+        _fh: FileHandle,
+        _o: u64,
+        _l: u64,
+        _m: i32,
+        reply: ReplyEmpty,
+    ) {
         reply.error(errno(FsError::ReadOnly));
     }
 }

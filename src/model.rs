@@ -74,7 +74,8 @@ impl Model {
 
     /// The stored bytes of a part, from the root or its shard.
     pub fn stored(&self, part: &Part) -> Result<&[u8]> {
-        self.store_of(part)?.slice(part.blob.offset, part.blob.length)
+        self.store_of(part)?
+            .slice(part.blob.offset, part.blob.length)
     }
 
     /// The file holding a part's stored bytes.

@@ -76,7 +76,10 @@ impl Store {
     /// The file's length now, which may be less than at open if it was
     /// truncated in place (a read of the map past the new end would fault).
     pub fn live_len(&self) -> Result<u64> {
-        let meta = self.file.metadata().map_err(|e| Error::io(self.path.display().to_string(), e))?;
+        let meta = self
+            .file
+            .metadata()
+            .map_err(|e| Error::io(self.path.display().to_string(), e))?;
         Ok(meta.len())
     }
 

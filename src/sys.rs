@@ -35,7 +35,10 @@ pub fn setsid() {
 
 /// Points stdin, stdout and stderr at /dev/null.
 pub fn detach_stdio() -> io::Result<()> {
-    let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?;
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?;
     use std::os::fd::AsRawFd;
     for fd in 0..3 {
         // SAFETY: dup2 on valid descriptors; std's handles stay valid and now
@@ -64,13 +67,20 @@ pub fn block_signals(signals: &[i32]) -> io::Result<()> {
     let set = signal_set(signals);
     // SAFETY: `set` is a valid sigset_t; the old mask is not needed.
     let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-    if r == 0 { Ok(()) } else { Err(io::Error::from_raw_os_error(r)) }
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(r))
+    }
 }
 
 /// Waits up to `timeout` for one of `signals` (which must be blocked).
 pub fn wait_signal(signals: &[i32], timeout: std::time::Duration) -> Option<i32> {
     let set = signal_set(signals);
-    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as _ };
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as _,
+    };
     // SAFETY: valid set and timespec; no siginfo wanted.
     let s = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
     (s > 0).then_some(s)
@@ -78,8 +88,13 @@ pub fn wait_signal(signals: &[i32], timeout: std::time::Duration) -> Option<i32>
 
 /// Unmounts `path`; `lazy` detaches it while files are still open.
 pub fn unmount(path: &Path, lazy: bool) -> io::Result<()> {
-    let c = CString::new(path.as_os_str().as_bytes()).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let flags = if lazy { libc::MNT_DETACH } else { 0 };
     // SAFETY: `c` is a valid NUL-terminated path.
-    if unsafe { libc::umount2(c.as_ptr(), flags) } == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    if unsafe { libc::umount2(c.as_ptr(), flags) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }

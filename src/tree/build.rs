@@ -48,11 +48,20 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Options {
-        Options { view: View::Flat, mode: None, verify: false, direct_io: false, cache_bytes: 256 << 20 }
+        Options {
+            view: View::Flat,
+            mode: None,
+            verify: false,
+            direct_io: false,
+            cache_bytes: 256 << 20,
+        }
     }
 }
 
-const ROOT_RESERVED: Reserved<'static> = Reserved { exact: &["manifest.json", "digest"], suffixes: &[".json", ".safetensors"] };
+const ROOT_RESERVED: Reserved<'static> = Reserved {
+    exact: &["manifest.json", "digest"],
+    suffixes: &[".json", ".safetensors"],
+};
 /// Suffixes reserved for the virtual files beside parts.
 const PART_SUFFIXES: &[&str] = &[".raw", ".json", ".npy"];
 const META: &str = "meta.json";
@@ -101,14 +110,21 @@ impl Tree {
             opts,
             model,
         };
-        tree.nodes.push(Node::Dir { parent: super::ROOT, entries: Vec::new(), object: None });
+        tree.nodes.push(Node::Dir {
+            parent: super::ROOT,
+            entries: Vec::new(),
+            object: None,
+        });
         let mut entries = vec![(String::from("manifest.json"), Node::Manifest)];
         if tree.digest.is_some() {
             entries.push((String::from("digest"), Node::Digest));
         }
         let mut fixed = Vec::new();
         for (name, node) in entries {
-            fixed.push(Entry { name: name.into(), ino: tree.push(node) });
+            fixed.push(Entry {
+                name: name.into(),
+                ino: tree.push(node),
+            });
         }
         tree.fill_dir(super::ROOT, root, fixed, &ROOT_RESERVED)?;
         Ok(tree)
@@ -121,21 +137,36 @@ impl Tree {
 
     /// Creates the entries of directory `ino` from `dir`, after the `fixed`
     /// virtual entries already made, escaping names against `reserved`.
-    fn fill_dir(&mut self, ino: Ino, dir: DirBuild, mut entries: Vec<Entry>, reserved: &Reserved<'_>) -> Result<()> {
+    fn fill_dir(
+        &mut self,
+        ino: Ino,
+        dir: DirBuild,
+        mut entries: Vec<Entry>,
+        reserved: &Reserved<'_>,
+    ) -> Result<()> {
         for i in dir.flat {
             let name = self.object_name(i as usize);
             let component = names::escape(&name, reserved, NAME_MAX);
             let child = self.object_dir(ino, Some(i), BTreeMap::new())?;
-            entries.push(Entry { name: component.into(), ino: child });
+            entries.push(Entry {
+                name: component.into(),
+                ino: child,
+            });
         }
         for (segment, sub) in dir.children {
             let component = names::escape(&segment, reserved, NAME_MAX);
             let child = self.object_dir(ino, sub.object, sub.children)?;
-            entries.push(Entry { name: component.into(), ino: child });
+            entries.push(Entry {
+                name: component.into(),
+                ino: child,
+            });
         }
         entries.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
         if let Some(w) = entries.windows(2).find(|w| w[0].name == w[1].name) {
-            return Err(Error::Usage(format!("internal error: two entries named {:?} in one directory", w[0].name)));
+            return Err(Error::Usage(format!(
+                "internal error: two entries named {:?} in one directory",
+                w[0].name
+            )));
         }
         let Node::Dir { entries: slot, .. } = &mut self.nodes[ino as usize - 1] else {
             unreachable!("fill_dir on a file");
@@ -145,13 +176,25 @@ impl Tree {
     }
 
     fn object_name(&self, i: usize) -> String {
-        self.model.manifest().map(|m| m.objects[i].name.clone()).unwrap_or_default()
+        self.model
+            .manifest()
+            .map(|m| m.objects[i].name.clone())
+            .unwrap_or_default()
     }
 
     /// Makes a directory under `parent` holding object `object`'s files (if
     /// any) and nested `children`.
-    fn object_dir(&mut self, parent: Ino, object: Option<u32>, children: BTreeMap<String, DirBuild>) -> Result<Ino> {
-        let ino = self.push(Node::Dir { parent, entries: Vec::new(), object });
+    fn object_dir(
+        &mut self,
+        parent: Ino,
+        object: Option<u32>,
+        children: BTreeMap<String, DirBuild>,
+    ) -> Result<Ino> {
+        let ino = self.push(Node::Dir {
+            parent,
+            entries: Vec::new(),
+            object,
+        });
         if let Some(i) = object {
             self.object_dirs[i as usize] = ino;
         }
@@ -160,12 +203,22 @@ impl Tree {
         if let Some(i) = object {
             for (name, node) in self.object_files(i) {
                 taken.push(name.clone());
-                files.push(Entry { name: name.into(), ino: self.push(node) });
+                files.push(Entry {
+                    name: name.into(),
+                    ino: self.push(node),
+                });
             }
         }
         let taken: Vec<&str> = taken.iter().map(String::as_str).collect();
-        let reserved = Reserved { exact: &taken, suffixes: PART_SUFFIXES };
-        let dir = DirBuild { object: None, children, flat: Vec::new() };
+        let reserved = Reserved {
+            exact: &taken,
+            suffixes: PART_SUFFIXES,
+        };
+        let dir = DirBuild {
+            object: None,
+            children,
+            flat: Vec::new(),
+        };
         self.fill_dir(ino, dir, files, &reserved)?;
         Ok(ino)
     }
@@ -177,7 +230,10 @@ impl Tree {
         let m = self.model.manifest().expect("objects imply a manifest");
         let o = &m.objects[i as usize];
         let mut out = vec![(META.to_string(), Node::Meta { object: i })];
-        let reserved = Reserved { exact: &[META], suffixes: PART_SUFFIXES };
+        let reserved = Reserved {
+            exact: &[META],
+            suffixes: PART_SUFFIXES,
+        };
         for (j, p) in o.parts.iter().enumerate() {
             let j = j as u32;
             let (decoded, raw) = part_files(o, j as usize);
@@ -186,7 +242,10 @@ impl Tree {
                 out.push((component.clone(), Node::Part { object: i, part: j }));
             }
             if raw {
-                out.push((format!("{component}{RAW_SUFFIX}"), Node::Raw { object: i, part: j }));
+                out.push((
+                    format!("{component}{RAW_SUFFIX}"),
+                    Node::Raw { object: i, part: j },
+                ));
             }
         }
         out
@@ -196,7 +255,10 @@ impl Tree {
 /// Which files a part gets: (decoded, raw).
 pub(super) fn part_files(o: &Object, j: usize) -> (bool, bool) {
     let p = &o.parts[j];
-    let known_encoding = matches!(p.encoding.as_deref(), None | Some(crate::decode::zstd_seekable::ID));
+    let known_encoding = matches!(
+        p.encoding.as_deref(),
+        None | Some(crate::decode::zstd_seekable::ID)
+    );
     let decodable = known_encoding && check_interpretable(o, p).is_ok();
     (decodable, p.encoding.is_some() || !decodable)
 }
@@ -222,10 +284,18 @@ fn place(root: &mut DirBuild, name: &str, i: u32, view: View) {
 }
 
 fn base_of(model: &Model, opts: &Options) -> Result<Base> {
-    let meta = model.root().file().metadata().map_err(|e| Error::io(model.root().path().display().to_string(), e))?;
+    let meta = model
+        .root()
+        .file()
+        .metadata()
+        .map_err(|e| Error::io(model.root().path().display().to_string(), e))?;
     let time = |s: i64, ns: i64| {
         let d = Duration::new(s.unsigned_abs(), ns.clamp(0, 999_999_999) as u32);
-        if s >= 0 { UNIX_EPOCH + d } else { UNIX_EPOCH.checked_sub(d).unwrap_or(UNIX_EPOCH) }
+        if s >= 0 {
+            UNIX_EPOCH + d
+        } else {
+            UNIX_EPOCH.checked_sub(d).unwrap_or(UNIX_EPOCH)
+        }
     };
     let read_bits = (meta.mode() & 0o444) as u16;
     let file_perm = opts.mode.unwrap_or(read_bits) & 0o7777;

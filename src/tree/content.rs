@@ -43,7 +43,11 @@ fn clip(len: u64, offset: u64, size: u32) -> std::ops::Range<usize> {
 
 impl Tree {
     fn object(&self, i: u32) -> &Object {
-        &self.model.manifest().expect("objects imply a manifest").objects[i as usize]
+        &self
+            .model
+            .manifest()
+            .expect("objects imply a manifest")
+            .objects[i as usize]
     }
 
     fn part(&self, o: u32, p: u32) -> (&Object, &Part) {
@@ -64,10 +68,12 @@ impl Tree {
 
     fn manifest_json(&self) -> &[u8] {
         self.manifest_json.get_or_init(|| {
-            report::manifest_json(&self.model).map(String::into_bytes).unwrap_or_else(|e| {
-                log::error!("manifest.json: {e}");
-                Vec::new()
-            })
+            report::manifest_json(&self.model)
+                .map(String::into_bytes)
+                .unwrap_or_else(|e| {
+                    log::error!("manifest.json: {e}");
+                    Vec::new()
+                })
         })
     }
 
@@ -91,14 +97,18 @@ impl Tree {
             }
             Node::Manifest | Node::Digest | Node::Meta { .. } => {}
         }
-        Ok(OpenMode { keep_cache: !self.opts.direct_io, direct_io: self.opts.direct_io })
+        Ok(OpenMode {
+            keep_cache: !self.opts.direct_io,
+            direct_io: self.opts.direct_io,
+        })
     }
 
     fn decoder(&self, object: u32, part: u32) -> Result<&Encoding, FsError> {
         let slot = &self.parts[(self.part_base[object as usize] + part) as usize];
         let state = slot.get_or_init(|| {
             let (o, p) = self.part(object, part);
-            self.prepare(o, p).map_err(|e| log::error!("{:?}/{:?}: {e}", o.name, p.name))
+            self.prepare(o, p)
+                .map_err(|e| log::error!("{:?}/{:?}: {e}", o.name, p.name))
         });
         state.as_ref().map_err(|()| FsError::Io)
     }
@@ -147,11 +157,23 @@ impl Tree {
     /// A range of a part's stored bytes, checked against the backing file's
     /// current length so a file truncated under the mount gives EIO, not a
     /// fault.
-    fn read_stored(&self, object: u32, part: u32, offset: u64, size: u32) -> Result<Data<'_>, FsError> {
+    fn read_stored(
+        &self,
+        object: u32,
+        part: u32,
+        offset: u64,
+        size: u32,
+    ) -> Result<Data<'_>, FsError> {
         let (o, p) = self.part(object, part);
         let r = clip(p.blob.length, offset, size);
         let fail = |e: &dyn std::fmt::Display| {
-            log::error!("{:?}/{:?}: read [{}, +{}): {e}", o.name, p.name, offset, size);
+            log::error!(
+                "{:?}/{:?}: read [{}, +{}): {e}",
+                o.name,
+                p.name,
+                offset,
+                size
+            );
             FsError::Io
         };
         let store = self.model.store_of(p).map_err(|e| fail(&e))?;
@@ -164,7 +186,13 @@ impl Tree {
         Ok(Data::Borrowed(&stored[r]))
     }
 
-    fn read_frames(&self, object: u32, part: u32, offset: u64, size: u32) -> Result<Data<'_>, FsError> {
+    fn read_frames(
+        &self,
+        object: u32,
+        part: u32,
+        offset: u64,
+        size: u32,
+    ) -> Result<Data<'_>, FsError> {
         let (o, p) = self.part(object, part);
         let Ok(Encoding::ZstdSeekable(table)) = self.decoder(object, part) else {
             return Err(FsError::Io);
@@ -177,12 +205,16 @@ impl Tree {
         while pos < r.end as u64 {
             let i = table.frame_at(pos);
             let f = table.frames[i];
-            let frame = self.frames.get_or_decode((key, i as u32), || table.decode_frame(stored, i)).map_err(|e| {
-                log::error!("{:?}/{:?}: frame {i}: {e}", o.name, p.name);
-                FsError::Io
-            })?;
+            let frame = self
+                .frames
+                .get_or_decode((key, i as u32), || table.decode_frame(stored, i))
+                .map_err(|e| {
+                    log::error!("{:?}/{:?}: frame {i}: {e}", o.name, p.name);
+                    FsError::Io
+                })?;
             let from = (pos - f.decoded_offset) as usize;
-            let to = ((r.end as u64).min(f.decoded_offset + f.decoded_len) - f.decoded_offset) as usize;
+            let to =
+                ((r.end as u64).min(f.decoded_offset + f.decoded_len) - f.decoded_offset) as usize;
             out.extend_from_slice(&frame[from..to]);
             pos = f.decoded_offset + to as u64;
         }
@@ -197,8 +229,9 @@ impl Tree {
         let files = self.files_of(object);
         let t = Value::Text;
         let opt = report::opt_text;
-        let refused: Vec<Option<String>> =
-            (0..o.parts.len()).map(|j| (!part_files(o, j).0).then(|| refusal(o, &o.parts[j]))).collect();
+        let refused: Vec<Option<String>> = (0..o.parts.len())
+            .map(|j| (!part_files(o, j).0).then(|| refusal(o, &o.parts[j])))
+            .collect();
         let parts = o
             .parts
             .iter()
@@ -213,14 +246,20 @@ impl Tree {
                     (t("decoded_length"), Value::Uint(p.decoded_size())),
                     (t("digest"), opt(p.digest.as_deref())),
                     (t("shard"), opt(p.blob.shard.as_deref())),
-                    (t("files"), Value::Array(files[j].iter().map(|f| t(f)).collect())),
+                    (
+                        t("files"),
+                        Value::Array(files[j].iter().map(|f| t(f)).collect()),
+                    ),
                     (t("refused"), opt(refused[j].as_deref())),
                 ])
             })
             .collect();
         let doc = Value::Map(vec![
             (t("name"), t(&o.name)),
-            (t("shape"), Value::Array(o.shape.iter().map(|&d| Value::Uint(d)).collect())),
+            (
+                t("shape"),
+                Value::Array(o.shape.iter().map(|&d| Value::Uint(d)).collect()),
+            ),
             (t("layout"), t(&o.layout)),
             (t("attributes"), attrs.unwrap_or(Value::Null)),
             (t("parts"), Value::Array(parts)),
@@ -240,7 +279,8 @@ impl Tree {
             return files;
         };
         for e in entries {
-            if let Node::Part { part, .. } | Node::Raw { part, .. } = self.nodes[e.ino as usize - 1] {
+            if let Node::Part { part, .. } | Node::Raw { part, .. } = self.nodes[e.ino as usize - 1]
+            {
                 files[part as usize].push(e.name.to_string());
             }
         }
@@ -255,11 +295,24 @@ impl Tree {
                 let (o, p) = self.part(object, part);
                 (o, Some(p))
             }
-            Node::Dir { object: Some(i), .. } => (self.object(i), None),
+            Node::Dir {
+                object: Some(i), ..
+            } => (self.object(i), None),
             _ => return Ok(Vec::new()),
         };
-        let shape = format!("[{}]", o.shape.iter().map(u64::to_string).collect::<Vec<_>>().join(","));
-        let mut out = vec![("user.zt.object", o.name.clone()), ("user.zt.shape", shape), ("user.zt.layout", o.layout.clone())];
+        let shape = format!(
+            "[{}]",
+            o.shape
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let mut out = vec![
+            ("user.zt.object", o.name.clone()),
+            ("user.zt.shape", shape),
+            ("user.zt.layout", o.layout.clone()),
+        ];
         if let Some(p) = p {
             out.push(("user.zt.part", p.name.clone()));
             out.push(("user.zt.dtype", p.ty.dtype.name().to_string()));
@@ -280,7 +333,10 @@ impl Tree {
 fn refusal(o: &Object, p: &Part) -> String {
     match crate::decode::check_interpretable(o, p) {
         Err(e) => e.to_string(),
-        Ok(()) => format!("encoding {:?} is not one this reader knows", p.encoding.as_deref().unwrap_or("")),
+        Ok(()) => format!(
+            "encoding {:?} is not one this reader knows",
+            p.encoding.as_deref().unwrap_or("")
+        ),
     }
 }
 
@@ -300,7 +356,10 @@ struct CacheInner {
 
 impl FrameCache {
     pub(super) fn new(budget: u64) -> FrameCache {
-        FrameCache { budget, inner: Mutex::new(CacheInner::default()) }
+        FrameCache {
+            budget,
+            inner: Mutex::new(CacheInner::default()),
+        }
     }
 
     /// The decoded frame `key`, decoding it (outside the lock) if absent.
@@ -319,7 +378,9 @@ impl FrameCache {
             c.map.insert(key, frame.clone());
             c.order.push_back(key);
             while c.bytes > self.budget && c.order.len() > 1 {
-                let Some(old) = c.order.pop_front() else { break };
+                let Some(old) = c.order.pop_front() else {
+                    break;
+                };
                 if let Some(f) = c.map.remove(&old) {
                     c.bytes -= f.len() as u64;
                 }

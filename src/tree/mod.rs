@@ -103,12 +103,24 @@ pub struct DirEntry<'a> {
 
 #[derive(Debug)]
 enum Node {
-    Dir { parent: Ino, entries: Vec<Entry>, object: Option<u32> },
+    Dir {
+        parent: Ino,
+        entries: Vec<Entry>,
+        object: Option<u32>,
+    },
     Manifest,
     Digest,
-    Meta { object: u32 },
-    Part { object: u32, part: u32 },
-    Raw { object: u32, part: u32 },
+    Meta {
+        object: u32,
+    },
+    Part {
+        object: u32,
+        part: u32,
+    },
+    Raw {
+        object: u32,
+        part: u32,
+    },
 }
 
 #[derive(Debug)]
@@ -185,18 +197,45 @@ impl Tree {
         let b = &self.base;
         let (kind, size, perm, nlink) = match node {
             Node::Dir { entries, .. } => {
-                let subdirs = entries.iter().filter(|e| matches!(self.nodes[e.ino as usize - 1], Node::Dir { .. })).count();
-                (FileKind::Dir, entries.len() as u64, b.dir_perm, 2 + subdirs as u32)
+                let subdirs = entries
+                    .iter()
+                    .filter(|e| matches!(self.nodes[e.ino as usize - 1], Node::Dir { .. }))
+                    .count();
+                (
+                    FileKind::Dir,
+                    entries.len() as u64,
+                    b.dir_perm,
+                    2 + subdirs as u32,
+                )
             }
             _ => (FileKind::File, self.size(node), b.file_perm, 1),
         };
-        Ok(Attr { ino, kind, size, perm, nlink, uid: b.uid, gid: b.gid, atime: b.atime, mtime: b.mtime, ctime: b.ctime })
+        Ok(Attr {
+            ino,
+            kind,
+            size,
+            perm,
+            nlink,
+            uid: b.uid,
+            gid: b.gid,
+            atime: b.atime,
+            mtime: b.mtime,
+            ctime: b.ctime,
+        })
     }
 
     /// Lists directory `ino` from `offset`: `.` and `..` first, then the
     /// entries in byte order. `sink` returns true when it is full.
-    pub fn readdir(&self, ino: Ino, offset: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> Result<(), FsError> {
-        let Node::Dir { parent, entries, .. } = self.node(ino)? else {
+    pub fn readdir(
+        &self,
+        ino: Ino,
+        offset: u64,
+        sink: &mut dyn FnMut(DirEntry<'_>) -> bool,
+    ) -> Result<(), FsError> {
+        let Node::Dir {
+            parent, entries, ..
+        } = self.node(ino)?
+        else {
             return Err(FsError::NotDir);
         };
         let dots = [(ino, "."), (*parent, "..")];
@@ -209,7 +248,12 @@ impl Tree {
                 Node::Dir { .. } => FileKind::Dir,
                 _ => FileKind::File,
             };
-            if sink(DirEntry { ino, kind, name, next: i as u64 + 1 }) {
+            if sink(DirEntry {
+                ino,
+                kind,
+                name,
+                next: i as u64 + 1,
+            }) {
                 break;
             }
         }
@@ -218,6 +262,10 @@ impl Tree {
 
     /// `statfs` figures: (blocks of 4 KiB, inodes, longest name).
     pub fn statfs(&self) -> (u64, u64, u32) {
-        (self.model.root().len().div_ceil(4096), self.len(), names::NAME_MAX as u32)
+        (
+            self.model.root().len().div_ceil(4096),
+            self.len(),
+            names::NAME_MAX as u32,
+        )
     }
 }
