@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds ztfs and runs its main job on the sample model in corpus/samples:
+# check it, mount it, look around, unmount. Needs root (or fuse access).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet
+ztfs=target/release/ztfs
+model=${1:-corpus/samples/tiny-llama.zt}
+mnt=$(mktemp -d /tmp/ztfs-demo.XXXXXX)
+trap '$ztfs unmount "$mnt" 2>/dev/null || true; rmdir "$mnt" 2>/dev/null || true' EXIT
+
+run() { printf '\n$ %s\n' "$*"; "$@"; }
+run $ztfs check --verify "$model"
+run $ztfs ls -l "$model"
+run $ztfs mount "$model" "$mnt"
+run ls "$mnt"
+run cat "$mnt/digest"
+first=$(ls "$mnt" | grep -v -e '^manifest.json$' -e '^digest$' | head -n 1)
+run ls -l "$mnt/$first"
+run head -c 256 "$mnt/$first/meta.json"
+echo
+printf '\n$ od -A x -t x1z %s | head -n 4\n' "$mnt/$first/data"
+od -A x -t x1z "$mnt/$first/data" | head -n 4 || true
+run $ztfs unmount "$mnt"

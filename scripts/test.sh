@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite: what CI runs (.ci/run) and what the README tells you
+# to run. Needs root and /dev/fuse for the mount tests (they do not skip).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "format and lints"
+cargo fmt --check
+cargo clippy --all-targets -- -D warnings
+
+step "unit, corpus, CLI and mount tests (debug)"
+cargo test --all-targets
+
+step "mutation test (release)"
+cargo test --release --test mutation
+
+step "interoperability with the PyPI ztensor package"
+bash scripts/interop.sh
+
+echo
+echo "all tests passed"
