@@ -8,7 +8,6 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::digest::{self, Algo};
 use crate::error::{Error, Result};
-use crate::format::Manifest;
 use crate::model::Model;
 use crate::mount::{self, MountArgs};
 use crate::read::{self, Verified};
@@ -303,8 +302,9 @@ fn print_digest(file: &Path, algo: AlgoArg) -> Result<()> {
         AlgoArg::Sha256 => Algo::Sha256,
         AlgoArg::Xxh3 => Algo::Xxh3,
     };
-    let empty = Manifest::default();
-    let m = model.manifest().unwrap_or(&empty);
+    let m = model.manifest().ok_or_else(|| {
+        Error::Unsupported("a data shard has no manifest, so no content digest".into())
+    })?;
     match digest::content_digest(m, algo) {
         Ok(d) => {
             let mut out = std::io::stdout().lock();

@@ -7,6 +7,7 @@
 use crate::decode::{check_interpretable, ContentCheck, Encoding};
 use crate::digest::{self, Algo, Hasher};
 use crate::error::Result;
+use crate::format::types::Interpretation;
 use crate::format::{Object, Part};
 use crate::model::Model;
 
@@ -48,15 +49,25 @@ pub fn stored(model: &Model, part: &Part, sink: &mut dyn FnMut(&[u8]) -> Result<
 /// Verifies one part: decodes it, applies its content rules and checks its
 /// digest. `progress` receives the count of decoded bytes as they pass.
 ///
-/// An unknown encoding or digest algorithm is a refusal. The digest covers
-/// bytes, so it is checked even where the logical type or layout is one this
-/// reader does not interpret; content rules apply only to known types.
+/// An unknown encoding, logical type or digest algorithm is a refusal: the
+/// part cannot be decoded or its digest cannot be checked (§4.2). A part of
+/// an unknown layout is still verified, since verifying a part does not
+/// interpret the object; content rules apply only under layouts this reader
+/// interprets.
 pub fn verify(
     model: &Model,
     object: &Object,
     part: &Part,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Verified> {
+    if let Interpretation::Unknown = part.ty.interpretation() {
+        return Err(crate::error::Error::Unsupported(format!(
+            "part {:?}/{:?} has logical type {:?}, which this reader does not know, so it cannot be decoded or verified",
+            object.name,
+            part.name,
+            part.ty.type_name()
+        )));
+    }
     let algo = part.digest.as_deref().map(Algo::of).transpose()?;
     let stored = model.stored(part)?;
     let enc = Encoding::of(part, stored)?;
