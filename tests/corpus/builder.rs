@@ -367,7 +367,8 @@ pub fn zstd_seekable(data: &[u8], frame_len: usize) -> Vec<u8> {
 pub fn zstd_frame(data: &[u8]) -> Vec<u8> {
     let mut c = zstd::bulk::Compressor::new(3).expect("zstd compressor");
     c.include_checksum(true).expect("zstd checksum flag");
-    c.include_contentsize(false).expect("zstd content size flag");
+    c.include_contentsize(false)
+        .expect("zstd content size flag");
     c.compress(data).expect("zstd compress")
 }
 
@@ -468,7 +469,7 @@ impl FileBuilder {
 
     /// Places automatic blobs at multiples of `align` (a multiple of 4096).
     pub fn with_align(mut self, align: u64) -> FileBuilder {
-        assert!(align % ALIGN == 0 && align > 0);
+        assert!(align > 0 && align.is_multiple_of(ALIGN));
         self.align = align;
         self
     }

@@ -138,8 +138,6 @@ impl Case {
     }
 }
 
-/// The directories the corpus owns, below `corpus/`.
-pub const DIRS: [&str; 3] = ["valid", "reject", "samples"];
 /// The table, below `corpus/`.
 pub const TABLE: &str = "expected.tsv";
 /// The table's header line.

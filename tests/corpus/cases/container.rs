@@ -12,39 +12,90 @@ pub fn cases() -> Vec<Case> {
         reject("file-empty", "FileTooSmall", Vec::new()),
         reject("file-too-small", "FileTooSmall", too_small()),
         // Magic and a footer and nothing else: the smallest valid file.
-        valid("minimal-data-shard", FileBuilder::new().finish_footer(&Footer::data_shard())),
+        valid(
+            "minimal-data-shard",
+            FileBuilder::new().finish_footer(&Footer::data_shard()),
+        ),
         // The first byte with its high bit stripped by a 7-bit channel.
         reject("header-magic", "HeaderMagic", with_header_byte(0x09)),
         // The footer's LF turned into CR, as by a line-ending translation.
-        reject("footer-magic", "FooterMagic", with_footer(|f| f.magic[7] = 0x0D)),
+        reject(
+            "footer-magic",
+            "FooterMagic",
+            with_footer(|f| f.magic[7] = 0x0D),
+        ),
         reject("version-1", "Version", with_footer(|f| f.version = 1)),
         reject("version-3", "Version", with_footer(|f| f.version = 3)),
-        reject("version-big-endian", "Version", with_footer(|f| f.version = 2u32.swap_bytes())),
+        reject(
+            "version-big-endian",
+            "Version",
+            with_footer(|f| f.version = 2u32.swap_bytes()),
+        ),
         // Readers must ignore the reserved word (§2.3).
         valid("nonzero-reserved-ignored", with_footer(|f| f.reserved = 1)),
         valid("data-shard", data_shard(|_| {})),
-        reject("data-shard-nonzero-offset", "ManifestBounds", data_shard(|f| f.manifest_offset = 4096)),
-        reject("data-shard-nonzero-hash", "ManifestBounds", data_shard(|f| f.manifest_hash = xxh3_64(b""))),
+        reject(
+            "data-shard-nonzero-offset",
+            "ManifestBounds",
+            data_shard(|f| f.manifest_offset = 4096),
+        ),
+        reject(
+            "data-shard-nonzero-hash",
+            "ManifestBounds",
+            data_shard(|f| f.manifest_hash = xxh3_64(b"")),
+        ),
         // Also out of bounds and hashed wrong; the size cap comes before both.
-        reject("manifest-too-large", "ManifestTooLarge", with_footer(|f| f.manifest_length = (1 << 30) + 1)),
+        reject(
+            "manifest-too-large",
+            "ManifestTooLarge",
+            with_footer(|f| f.manifest_length = (1 << 30) + 1),
+        ),
         // Exactly 1 GiB is allowed by the cap, so this is a bounds failure
         // (and a hash failure, checked later).
-        reject("manifest-length-1gib", "ManifestBounds", with_footer(|f| f.manifest_length = 1 << 30)),
-        reject("manifest-offset-misaligned", "BlobAlignment", manifest_at(8196)),
+        reject(
+            "manifest-length-1gib",
+            "ManifestBounds",
+            with_footer(|f| f.manifest_length = 1 << 30),
+        ),
+        reject(
+            "manifest-offset-misaligned",
+            "BlobAlignment",
+            manifest_at(8196),
+        ),
         // Inside the 4096-byte floor and misaligned.
         reject("manifest-offset-8", "BlobAlignment", manifest_at(8)),
         // The footer points at the magic, with the hash of those 8 bytes: aligned
         // but below 4096. (Not CBOR either; alignment comes first.)
-        reject("manifest-offset-zero", "BlobAlignment", with_footer(|f| {
-            (f.manifest_offset, f.manifest_length, f.manifest_hash) = (0, 8, xxh3_64(&MAGIC));
-        })),
+        reject(
+            "manifest-offset-zero",
+            "BlobAlignment",
+            with_footer(|f| {
+                (f.manifest_offset, f.manifest_length, f.manifest_hash) = (0, 8, xxh3_64(&MAGIC));
+            }),
+        ),
         // Starts past the data region. (The hash is left as it was; bounds come first.)
-        reject("manifest-past-end", "ManifestBounds", with_footer(|f| f.manifest_offset += 4096)),
+        reject(
+            "manifest-past-end",
+            "ManifestBounds",
+            with_footer(|f| f.manifest_offset += 4096),
+        ),
         // One byte into the footer. (The hash no longer matches; bounds come first.)
-        reject("manifest-overlaps-footer", "ManifestBounds", with_footer(|f| f.manifest_length += 1)),
+        reject(
+            "manifest-overlaps-footer",
+            "ManifestBounds",
+            with_footer(|f| f.manifest_length += 1),
+        ),
         // Aligned, offset + length wraps around u64.
-        reject("manifest-offset-overflow", "ManifestBounds", with_footer(|f| f.manifest_offset = u64::MAX - 4095)),
-        reject("manifest-hash-mismatch", "ManifestHash", with_footer(|f| f.manifest_hash ^= 1)),
+        reject(
+            "manifest-offset-overflow",
+            "ManifestBounds",
+            with_footer(|f| f.manifest_offset = u64::MAX - 4095),
+        ),
+        reject(
+            "manifest-hash-mismatch",
+            "ManifestHash",
+            with_footer(|f| f.manifest_hash ^= 1),
+        ),
         valid("appended-generation", appended_generation()),
         reject("footer-not-at-eof", "FooterMagic", with_trailing(b"junk!")),
         reject("crashed-append", "FooterMagic", crashed_append()),
@@ -67,7 +118,10 @@ fn with_header_byte(byte: u8) -> Vec<u8> {
 
 /// The usual file followed by `junk`.
 fn with_trailing(junk: &[u8]) -> Vec<u8> {
-    [with_footer(|_| {}), junk.to_vec()].concat()
+    [with_footer(|_| {}), junk.to_vec()]
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// A data shard with one blob and its footer edited.
@@ -107,7 +161,10 @@ fn appended_generation() -> Vec<u8> {
     let new = f.blob(DATA);
     let objects = Fields::new()
         .set("kept", dense(&[16], part("u8", old)))
-        .set("w", dense(&[16], part("u8", new).set("digest", xxh3_digest(DATA))));
+        .set(
+            "w",
+            dense(&[16], part("u8", new).set("digest", xxh3_digest(DATA))),
+        );
     f.finish(&root(objects).sorted().encode())
 }
 
