@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The interoperability check CI runs: ztfs against the public zTensor
+# implementation (PyPI ztensor 2.1.2), in both directions. See
+# scripts/interop.py for what is compared.
+#
+#   ZTFS=path/to/ztfs   use this binary instead of `cargo build --release`
+#   ZTFS_VENV=dir       where the Python environment lives (default .venv)
+#
+# Extra arguments go to interop.py (--corpus DIR, --keep DIR, --only SUBSTR,
+# --skip-corpus, --package-only). Exit 0 when everything agrees.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+venv=$("$repo/scripts/venv.sh")
+
+if [[ -n ${ZTFS:-} ]]; then
+    bin=$ZTFS
+else
+    echo "interop.sh: cargo build --release" >&2
+    (cd "$repo" && cargo build --release --bin ztfs)
+    target=${CARGO_TARGET_DIR:-target}
+    case $target in /*) ;; *) target=$repo/$target ;; esac
+    bin=$target/release/ztfs
+fi
+
+exec "$venv/bin/python" "$repo/scripts/interop.py" --ztfs "$bin" "$@"

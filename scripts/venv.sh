@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Makes (once) the Python environment the interop check runs in, and prints
+# its path on stdout; everything else goes to stderr.
+#
+#   ZTFS_VENV    where the environment lives (default <repo>/.venv, gitignored)
+#   ZTFS_PYTHON  the interpreter to build it from (default python3.11, else python3)
+#
+# The public zTensor implementation ships as a compiled CPython wheel, so the
+# pins below are wheels only (--only-binary): nothing is compiled here. A
+# marker file records the pins; when it matches, this takes a fraction of a
+# second. If `python3 -m venv` is unavailable (Debian without python3-venv),
+# it installs python3-venv with apt-get when root, else falls back to
+# virtualenv from pip.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv=${ZTFS_VENV:-$repo/.venv}
+case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
+
+# ztensor 2.1.2: the public implementation (cp311 manylinux wheel).
+# numpy 2.4.6: cp311 manylinux_2_27 wheel; the package's numpy shim needs it.
+# xxhash 4.1.0: XXH3-64 for content digests (cp311 manylinux2014 wheel).
+pins=(ztensor==2.1.2 numpy==2.4.6 xxhash==4.1.0)
+
+log() { printf 'venv.sh: %s\n' "$*" >&2; }
+
+marker=$venv/.ztfs-interop-pins
+want="${pins[*]}"
+
+# The marker matches the pins and the modules are there (numpy is only
+# located, not imported, to keep the fast path quick).
+ready() {
+    [[ -x $venv/bin/python && -f $marker && "$(cat "$marker")" == "$want" ]] &&
+        "$venv/bin/python" -c 'import importlib.util as u, ztensor, xxhash
+assert u.find_spec("numpy")' >/dev/null 2>&1
+}
+
+if ready; then
+    echo "$venv"
+    exit 0
+fi
+
+if [[ -n ${ZTFS_PYTHON:-} ]]; then
+    python=$ZTFS_PYTHON
+elif command -v python3.11 >/dev/null 2>&1; then
+    python=python3.11
+else
+    python=python3
+fi
+command -v "$python" >/dev/null 2>&1 || { log "no $python on PATH"; exit 2; }
+
+# One builder at a time (two CI steps, or a developer and a script).
+mkdir -p "$(dirname "$venv")"
+if command -v flock >/dev/null 2>&1; then
+    exec 9>"$venv.lock"
+    flock 9
+    if ready; then
+        echo "$venv"
+        exit 0
+    fi
+fi
+
+# Never delete a directory that is not ours: ZTFS_VENV=$HOME must not cost a home.
+if [[ -d $venv && -n "$(ls -A "$venv")" && ! -f $venv/pyvenv.cfg ]]; then
+    log "$venv exists and is not a virtual environment; set ZTFS_VENV elsewhere"
+    exit 2
+fi
+
+make_venv() {
+    rm -rf "$venv"
+    "$python" -m venv "$venv" >&2 2>&1 && "$venv/bin/python" -m pip --version >/dev/null 2>&1
+}
+
+if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+    log "creating $venv with $python"
+    if ! make_venv; then
+        log "'$python -m venv' failed"
+        if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+            ver=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+            log "installing python3-venv with apt-get"
+            apt-get update -qq >&2 || true
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "python$ver-venv" >&2 ||
+                DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >&2 || true
+        fi
+        if ! make_venv; then
+            log "falling back to virtualenv"
+            rm -rf "$venv"
+            if ! "$python" -m virtualenv --version >/dev/null 2>&1; then
+                # Debian's system Python refuses plain pip installs (PEP 668).
+                "$python" -m pip install -q --user virtualenv >&2 ||
+                    "$python" -m pip install -q --user --break-system-packages virtualenv >&2 ||
+                    "$python" -m pip install -q --break-system-packages virtualenv >&2
+            fi
+            "$python" -m virtualenv -q "$venv" >&2
+        fi
+    fi
+fi
+
+log "installing ${pins[*]}"
+if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/python" -m pip install -q \
+    --only-binary=:all: "${pins[@]}" >&2; then
+    log "pip could not install the pins into a Python $("$venv/bin/python" -c \
+        'import sys; print("%d.%d" % sys.version_info[:2])'); ztensor 2.1.2 ships" \
+        "a CPython 3.11 wheel: set ZTFS_PYTHON to a python3.11 (and ZTFS_VENV to a new dir)"
+    exit 1
+fi
+"$venv/bin/python" -c 'import ztensor, numpy, xxhash' >&2
+echo "$want" >"$marker"
+echo "$venv"
