@@ -137,6 +137,18 @@ impl Filesystem for ZtFs {
         }
     }
 
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock: fuser::LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        // Nothing is ever written, so there is nothing to flush.
+        reply.ok();
+    }
+
     fn readdir(
         &self,
         _req: &Request,

@@ -113,7 +113,8 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
         MountOption::NoDev,
         MountOption::NoSuid,
         MountOption::FSName(args.file.display().to_string()),
-        MountOption::Subtype("ztfs".into()),
+        // fuser's own mount(2) path ignores MountOption::Subtype.
+        MountOption::CUSTOM("subtype=ztfs".into()),
     ]);
     cfg.acl = if args.allow_other {
         SessionACL::All

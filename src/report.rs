@@ -16,12 +16,15 @@ use crate::model::Model;
 /// The manifest as pretty JSON with a final newline: `ztfs manifest` and
 /// the mount's `manifest.json`. A data shard's is `null`.
 pub fn manifest_json(model: &Model) -> Result<String> {
+    manifest_json_of(model.manifest().map(|_| model.manifest_bytes()))
+}
+
+/// The same, from the manifest bytes (`None` for a data shard).
+pub fn manifest_json_of(manifest: Option<&[u8]>) -> Result<String> {
     let mut s = String::new();
-    if model.manifest().is_none() {
-        s.push_str("null");
-    } else {
-        let value = cbor::parse(model.manifest_bytes())?;
-        json::to_json_pretty(&value, &mut s);
+    match manifest {
+        None => s.push_str("null"),
+        Some(bytes) => json::to_json_pretty(&cbor::parse(bytes)?, &mut s),
     }
     s.push('\n');
     Ok(s)

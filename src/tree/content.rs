@@ -68,7 +68,7 @@ impl Tree {
 
     fn manifest_json(&self) -> &[u8] {
         self.manifest_json.get_or_init(|| {
-            report::manifest_json(&self.model)
+            report::manifest_json_of(self.manifest_cbor.as_deref())
                 .map(String::into_bytes)
                 .unwrap_or_else(|e| {
                     log::error!("manifest.json: {e}");
@@ -113,8 +113,27 @@ impl Tree {
         state.as_ref().map_err(|()| FsError::Io)
     }
 
+    /// The stored bytes of a part, after checking that the backing file
+    /// still holds them: a map read past the end of a file truncated in
+    /// place would fault. (A truncation racing this check is not covered.)
+    fn live_stored(&self, p: &Part) -> crate::error::Result<&[u8]> {
+        let store = self.model.store_of(p)?;
+        let end = p.blob.offset + p.blob.length;
+        let live = store.live_len()?;
+        if live < end {
+            return Err(crate::error::Error::io(
+                store.path().display().to_string(),
+                std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("the backing file shrank to {live} bytes; the part ends at {end}"),
+                ),
+            ));
+        }
+        self.model.stored(p)
+    }
+
     fn prepare(&self, o: &Object, p: &Part) -> crate::error::Result<Encoding> {
-        let stored = self.model.stored(p)?;
+        let stored = self.live_stored(p)?;
         let enc = Encoding::of(p, stored)?;
         if self.opts.verify {
             read::verify(&self.model, o, p, &mut |_| {})?;
@@ -165,25 +184,11 @@ impl Tree {
         size: u32,
     ) -> Result<Data<'_>, FsError> {
         let (o, p) = self.part(object, part);
-        let r = clip(p.blob.length, offset, size);
-        let fail = |e: &dyn std::fmt::Display| {
-            log::error!(
-                "{:?}/{:?}: read [{}, +{}): {e}",
-                o.name,
-                p.name,
-                offset,
-                size
-            );
+        let stored = self.live_stored(p).map_err(|e| {
+            log::error!("{:?}/{:?}: read [{offset}, +{size}): {e}", o.name, p.name);
             FsError::Io
-        };
-        let store = self.model.store_of(p).map_err(|e| fail(&e))?;
-        let end = p.blob.offset + r.end as u64;
-        let live = store.live_len().map_err(|e| fail(&e))?;
-        if live < end {
-            return Err(fail(&format!("the backing file shrank to {live} bytes")));
-        }
-        let stored = self.model.stored(p).map_err(|e| fail(&e))?;
-        Ok(Data::Borrowed(&stored[r]))
+        })?;
+        Ok(Data::Borrowed(&stored[clip(p.blob.length, offset, size)]))
     }
 
     fn read_frames(
@@ -199,7 +204,10 @@ impl Tree {
         };
         let r = clip(p.decoded_size(), offset, size);
         let mut out = Vec::with_capacity(r.len());
-        let stored = self.model.stored(p).map_err(|_| FsError::Io)?;
+        let stored = self.live_stored(p).map_err(|e| {
+            log::error!("{:?}/{:?}: read [{offset}, +{size}): {e}", o.name, p.name);
+            FsError::Io
+        })?;
         let key = self.part_base[object as usize] + part;
         let mut pos = r.start as u64;
         while pos < r.end as u64 {

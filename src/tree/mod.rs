@@ -141,6 +141,9 @@ pub struct Tree {
     part_base: Vec<u32>,
     /// Per part: its decoder, resolved and checked on first open.
     parts: Vec<OnceLock<Result<Encoding, ()>>>,
+    /// A copy of the manifest CBOR, so rendering manifest.json never
+    /// touches the map (the backing file may have been truncated since).
+    manifest_cbor: Option<Vec<u8>>,
     manifest_json: OnceLock<Vec<u8>>,
     digest: Option<Vec<u8>>,
     frames: content::FrameCache,
