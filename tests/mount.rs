@@ -28,16 +28,7 @@ use ztfs::tree::names::{self, Reserved, NAME_MAX};
 const ZSTD: &str = "zt.zstd-seekable/1";
 const FIVE_S: Duration = Duration::from_secs(5);
 
-/// What the root directory reserves (`ROOT_RESERVED` in src/tree/build.rs).
-const ROOT_RESERVED: Reserved<'static> = Reserved {
-    exact: &["manifest.json", "digest"],
-    suffixes: &[".json", ".safetensors"],
-};
-/// What an object directory reserves for part names (src/tree/build.rs).
-const PART_RESERVED: Reserved<'static> = Reserved {
-    exact: &["meta.json"],
-    suffixes: &[".raw", ".json", ".npy"],
-};
+use ztfs::tree::{PART_NAME_MAX, PART_RESERVED, ROOT_RESERVED};
 
 // ---------------------------------------------------------------------------
 // 1. Every corpus file, whole
@@ -247,7 +238,7 @@ fn check_hostile_object(dir: &Path, name: &str) {
     assert_fit_and_distinct(&dir_names(dir), dir);
     for p in meta(dir)["parts"].items() {
         let (part, s) = (p["name"].text(), served(p));
-        let escaped = names::escape(part, &PART_RESERVED, NAME_MAX - ".raw".len());
+        let escaped = names::escape(part, &PART_RESERVED, PART_NAME_MAX);
         if let Some(d) = &s.decoded {
             assert_eq!(*d, escaped, "{name:?}/{part:?}");
         }

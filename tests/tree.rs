@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use ztfs::model::Model;
-use ztfs::tree::{FileKind, Options, Tree, View, ROOT};
+use ztfs::tree::{FileKind, Options, Tree, View, PART_NAME_MAX, PART_RESERVED, ROOT};
 
 fn corpus_files() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
@@ -127,7 +127,7 @@ fn check_tree(path: &Path, view: View) {
             let file = files.iter().find(|(fp, _)| {
                 fp.starts_with(dir)
                     && fp[dir.len() + 1..]
-                        == ztfs::tree::names::escape(&part.name, &PART_RESERVED, 251)
+                        == ztfs::tree::names::escape(&part.name, &PART_RESERVED, PART_NAME_MAX)
             });
             let Some((_, &ino)) = file else { continue };
             if tree.open(ino).is_err() {
@@ -156,11 +156,6 @@ fn check_tree(path: &Path, view: View) {
         path.display()
     );
 }
-
-const PART_RESERVED: ztfs::tree::names::Reserved<'static> = ztfs::tree::names::Reserved {
-    exact: &["meta.json"],
-    suffixes: &[".raw", ".json", ".npy"],
-};
 
 fn json_str(s: &str) -> String {
     let mut out = String::new();

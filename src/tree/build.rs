@@ -58,15 +58,24 @@ impl Default for Options {
     }
 }
 
-const ROOT_RESERVED: Reserved<'static> = Reserved {
+/// Names the root's virtual files take (and later views may take).
+pub const ROOT_RESERVED: Reserved<'static> = Reserved {
     exact: &["manifest.json", "digest"],
     suffixes: &[".json", ".safetensors"],
 };
 /// Suffixes reserved for the virtual files beside parts.
 const PART_SUFFIXES: &[&str] = &[".raw", ".json", ".npy"];
 const META: &str = "meta.json";
+/// Names an object directory's virtual files take, against which part
+/// names are escaped.
+pub const PART_RESERVED: Reserved<'static> = Reserved {
+    exact: &[META],
+    suffixes: PART_SUFFIXES,
+};
 /// Room left for the `.raw` suffix on a part's component.
 const RAW_SUFFIX: &str = ".raw";
+/// Longest component of a part file.
+pub const PART_NAME_MAX: usize = NAME_MAX - RAW_SUFFIX.len();
 
 /// A directory under construction.
 #[derive(Default)]
@@ -231,14 +240,10 @@ impl Tree {
         let m = self.model.manifest().expect("objects imply a manifest");
         let o = &m.objects[i as usize];
         let mut out = vec![(META.to_string(), Node::Meta { object: i })];
-        let reserved = Reserved {
-            exact: &[META],
-            suffixes: PART_SUFFIXES,
-        };
         for (j, p) in o.parts.iter().enumerate() {
             let j = j as u32;
             let (decoded, raw) = part_files(o, j as usize);
-            let component = names::escape(&p.name, &reserved, NAME_MAX - RAW_SUFFIX.len());
+            let component = names::escape(&p.name, &PART_RESERVED, PART_NAME_MAX);
             if decoded {
                 out.push((component.clone(), Node::Part { object: i, part: j }));
             }

@@ -14,7 +14,7 @@ pub mod names;
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
-pub use build::{Options, View};
+pub use build::{Options, View, PART_NAME_MAX, PART_RESERVED, ROOT_RESERVED};
 pub use content::Data;
 
 use crate::decode::Encoding;
