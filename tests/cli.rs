@@ -1,0 +1,210 @@
+//! The command line as a user meets it: help, exit codes, messages for
+//! foreign files, refusals, broken pipes, and the JSON outputs.
+
+#[allow(dead_code)]
+#[path = "corpus/builder.rs"]
+mod builder;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn ztfs(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ztfs"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn corpus(rel: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpus")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn temp_file(name: &str, bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn help_covers_every_subcommand() {
+    let o = ztfs(&["--help"]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    for sub in [
+        "check", "ls", "cat", "digest", "manifest", "mount", "unmount",
+    ] {
+        assert!(text.contains(sub), "--help lacks {sub}");
+        let h = ztfs(&[sub, "--help"]);
+        assert!(h.status.success(), "{sub} --help");
+        assert!(
+            String::from_utf8_lossy(&h.stdout).contains("Usage"),
+            "{sub} --help"
+        );
+    }
+    assert!(text.contains("Exit codes"));
+}
+
+#[test]
+fn exit_codes() {
+    assert_eq!(
+        ztfs(&["check", &corpus("samples/tiny-llama.zt")])
+            .status
+            .code(),
+        Some(0)
+    );
+    let r = ztfs(&["check", &corpus("reject/manifest-hash-mismatch.zt")]);
+    assert_eq!(r.status.code(), Some(1));
+    let line = stderr(&r);
+    assert!(
+        line.starts_with("ztfs: ") && line.contains(": rejected (ManifestHash): "),
+        "{line}"
+    );
+    assert_eq!(line.lines().count(), 1, "one line: {line}");
+    assert_eq!(ztfs(&["check", "/nonexistent/x.zt"]).status.code(), Some(2));
+    assert_eq!(ztfs(&["check"]).status.code(), Some(2));
+    assert_eq!(ztfs(&["bogus"]).status.code(), Some(2));
+    let missing = ztfs(&["cat", &corpus("samples/tiny-llama.zt"), "no.such.object"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("not found"));
+}
+
+#[test]
+fn foreign_files_are_named() {
+    let mut st = 20u64.to_le_bytes().to_vec();
+    st.extend_from_slice(br#"{"a":{"dtype":"F32"}}"#);
+    st.extend_from_slice(&[0; 64]);
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        ("m.safetensors", st, "safetensors"),
+        (
+            "m.gguf",
+            [b"GGUF".as_slice(), &[3, 0, 0, 0], &[0; 64]].concat(),
+            "GGUF",
+        ),
+        (
+            "m.hry",
+            [b"HRRYFILE".as_slice(), &[0; 64]].concat(),
+            "HRRYFILE",
+        ),
+        (
+            "m.zt",
+            [b"ZTEN0001".as_slice(), &[0; 64]].concat(),
+            "older zTensor",
+        ),
+    ];
+    for (name, bytes, what) in cases {
+        let (_d, p) = temp_file(name, &bytes);
+        let o = ztfs(&["check", p.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{name}");
+        let e = stderr(&o);
+        assert!(e.contains(what) && e.contains("zTensor v2"), "{name}: {e}");
+    }
+}
+
+#[test]
+fn cat_refuses_what_it_cannot_decode() {
+    let f = corpus("valid/view-unknown-encoding-refused.zt");
+    let ls = ztfs(&["ls", "--json", &f]);
+    let text = String::from_utf8_lossy(&ls.stdout);
+    let name = text
+        .split("\"name\":\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
+    let o = ztfs(&["cat", &f, &name]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty(), "a refused part yields no bytes");
+    assert!(stderr(&o).contains("refused"), "{}", stderr(&o));
+    let raw = ztfs(&["cat", "--raw", &f, &name]);
+    assert_eq!(raw.status.code(), Some(0));
+    assert!(!raw.stdout.is_empty());
+
+    let bad = corpus("valid/bool-invalid-byte.zt");
+    let o = ztfs(&["cat", &bad, "w"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        o.stdout.is_empty(),
+        "content rules are checked before the first byte"
+    );
+    assert!(stderr(&o).contains("rejected (LayoutData)"));
+}
+
+/// A model with one 4 MiB u8 tensor `big`, larger than any pipe buffer.
+fn big_model() -> (tempfile::TempDir, PathBuf) {
+    let mut fb = builder::FileBuilder::new();
+    let data = vec![7u8; 4 << 20];
+    let blob = fb.blob(&data);
+    let part = builder::part("u8", blob);
+    let objects = builder::Fields::new().set("big", builder::dense(&[4 << 20], part));
+    let manifest = builder::CborItem::from(builder::root(objects)).encode();
+    temp_file("big.zt", &fb.finish(&manifest))
+}
+
+#[test]
+fn broken_pipe_exits_zero() {
+    let (_d, big) = big_model();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ztfs"))
+        .args(["cat", big.to_str().unwrap(), "big"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut one = [0u8; 1];
+    out.read_exact(&mut one).unwrap();
+    drop(out);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(o.stderr.is_empty(), "quiet: {}", stderr(&o));
+}
+
+#[test]
+fn digest_names_parts_without_digest() {
+    let o = ztfs(&["digest", &corpus("valid/dtypes-all.zt")]);
+    if o.status.success() {
+        let d = String::from_utf8_lossy(&o.stdout);
+        assert!(d.starts_with("sha256:") && d.len() == 7 + 64 + 1, "{d}");
+    } else {
+        assert_eq!(o.status.code(), Some(1));
+        assert!(stderr(&o).contains("no digest"));
+    }
+    let x = ztfs(&["digest", "--algo", "xxh3", &corpus("samples/tiny-llama.zt")]);
+    assert!(x.status.success());
+    assert_eq!(String::from_utf8_lossy(&x.stdout).trim().len(), 5 + 16);
+    let shard = ztfs(&["digest", &corpus("valid/data-shard.zt")]);
+    assert_eq!(shard.status.code(), Some(1));
+}
+
+#[test]
+fn verify_reports_parts_without_digest() {
+    let o = ztfs(&["check", "--verify", &corpus("valid/shape-scalar.zt")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(
+        all.contains("no digest") || all.contains("digests match"),
+        "{all}"
+    );
+}
+
+#[test]
+fn ls_long_shows_attributes_and_shards() {
+    let o = ztfs(&["ls", "-l", &corpus("samples/sharded/model.zt")]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("shard "), "{text}");
+    let data = ztfs(&["ls", &corpus("valid/data-shard.zt")]);
+    assert!(data.status.success());
+    assert!(String::from_utf8_lossy(&data.stdout).contains("data shard"));
+}
