@@ -12,6 +12,7 @@ use crate::model::Model;
 use crate::mount::{self, MountArgs};
 use crate::read::{self, Verified};
 use crate::report;
+use crate::shards::{self, Found};
 use crate::tree::{Options, View};
 
 /// Look inside zTensor v2 model files: check them, list and read their
@@ -39,9 +40,14 @@ pub enum Command {
         /// The .zt file.
         file: PathBuf,
         /// Also decode every part and check its digest and content rules
-        /// (bool bytes, f4_e2m1 padding); report parts with no digest.
+        /// (bool bytes, f4_e2m1 padding), and each shard's whole-file
+        /// digest; report parts with no digest.
         #[arg(long)]
         verify: bool,
+        /// Use PATH for shard NAME (repeatable); otherwise shards are found
+        /// beside the root as <stem>-<name>.zt, then by size and digest.
+        #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
+        shard: Vec<(String, PathBuf)>,
     },
     /// List objects: names; with -l layout, type, shape and size, file
     /// attributes and the shard table.
@@ -54,6 +60,9 @@ pub enum Command {
         /// Everything as JSON.
         #[arg(long, conflicts_with = "long")]
         json: bool,
+        /// Use PATH for shard NAME (repeatable).
+        #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
+        shard: Vec<(String, PathBuf)>,
     },
     /// Write a part's decoded bytes to stdout.
     Cat {
@@ -68,6 +77,9 @@ pub enum Command {
         /// no interpretation, no content rules).
         #[arg(long)]
         raw: bool,
+        /// Use PATH for shard NAME (repeatable).
+        #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
+        shard: Vec<(String, PathBuf)>,
     },
     /// Print the model's content digest (zt.content/1, §6.4).
     Digest {
@@ -138,6 +150,19 @@ pub struct MountCmd {
     /// Log level: error, warn, info, debug or trace (also ZTFS_LOG).
     #[arg(long)]
     pub log_level: Option<String>,
+    /// Use PATH for shard NAME (repeatable); otherwise shards are found
+    /// beside the root as <stem>-<name>.zt, then by size and digest.
+    #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
+    pub shard: Vec<(String, PathBuf)>,
+}
+
+fn parse_shard(s: &str) -> std::result::Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((name, path)) if !name.is_empty() && !path.is_empty() => {
+            Ok((name.to_string(), PathBuf::from(path)))
+        }
+        _ => Err(format!("{s:?} is not NAME=PATH")),
+    }
 }
 
 fn parse_mode(s: &str) -> std::result::Result<u16, String> {
@@ -174,14 +199,24 @@ pub enum AlgoArg {
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Check { file, verify } => check(&file, verify),
-        Command::Ls { file, long, json } => ls(&file, long, json),
+        Command::Check {
+            file,
+            verify,
+            shard,
+        } => check(&file, verify, shard),
+        Command::Ls {
+            file,
+            long,
+            json,
+            shard,
+        } => ls(&file, long, json, shard),
         Command::Cat {
             file,
             object,
             part,
             raw,
-        } => cat(&file, &object, &part, raw),
+            shard,
+        } => cat(&file, &object, &part, raw, shard),
         Command::Digest { file, algo } => print_digest(&file, algo),
         Command::Manifest { file } => manifest(&file),
         Command::Mount(m) => mount_cmd(m),
@@ -197,49 +232,99 @@ fn stdout_write(out: &mut impl Write, bytes: &[u8]) -> Result<()> {
     out.write_all(bytes).map_err(|e| Error::io("stdout", e))
 }
 
-fn check(file: &Path, verify: bool) -> Result<()> {
-    let model = open(file)?;
+fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Result<()> {
+    let model = Model::open_with(file, shard_paths)?;
     let Some(m) = model.manifest() else {
         println!("{}: valid: data shard (no manifest)", file.display());
         return Ok(());
     };
-    let notes = report::refusals(m);
-    for n in &notes {
-        eprintln!("ztfs: {}: note: {n}", file.display());
+    let say = |what: &str, line: &dyn std::fmt::Display| {
+        eprintln!("ztfs: {}: {what}{line}", file.display())
+    };
+    for n in report::refusals(m) {
+        say("note: ", &n);
     }
-    if !verify {
-        println!("{}: valid: {}", file.display(), report::summary(m));
-        return Ok(());
-    }
-    let total: u64 = m
+    let shard_bytes: u64 = model.shard_table().iter().map(|s| s.size).sum();
+    let part_bytes: u64 = m
         .objects
         .iter()
         .flat_map(|o| &o.parts)
         .map(|p| p.decoded_size())
         .sum();
+    let total = if verify { shard_bytes + part_bytes } else { 0 };
     let mut progress = report::Progress::new(total, std::io::stderr().is_terminal());
-    let (mut first_err, mut no_digest, mut verified) = (None, Vec::new(), 0usize);
+    let mut first_err = None;
+    let mut unavailable = Vec::new();
+    for s in model.shard_table() {
+        match model.shard(&s.name) {
+            Ok((store, found)) => {
+                if found != Found::Positional {
+                    say(
+                        "note: ",
+                        &format!(
+                            "shard {:?} found {} at {}",
+                            s.name,
+                            found_how(found),
+                            store.path().display()
+                        ),
+                    );
+                }
+                if verify {
+                    if let Err(e) = shards::verify_digest(store, s, &mut |n| progress.add(n)) {
+                        progress.clear();
+                        say("", &e);
+                        first_err.get_or_insert(e);
+                    }
+                }
+            }
+            Err(e) => {
+                say("warning: ", &e);
+                unavailable.push(s.name.as_str());
+            }
+        }
+    }
+    if !verify {
+        println!("{}: valid: {}", file.display(), report::summary(m));
+        return Ok(());
+    }
+    let (mut no_digest, mut verified, mut skipped) = (Vec::new(), 0usize, 0usize);
     for o in &m.objects {
         for p in &o.parts {
+            if p.blob
+                .shard
+                .as_deref()
+                .is_some_and(|s| unavailable.contains(&s))
+            {
+                skipped += 1;
+                continue;
+            }
             match read::verify(&model, o, p, &mut |n| progress.add(n)) {
                 Ok(Verified::Digest) => verified += 1,
                 Ok(Verified::NoDigest) => no_digest.push(format!("{:?}/{:?}", o.name, p.name)),
                 Err(e) => {
                     progress.clear();
-                    eprintln!("ztfs: {}: {e}", file.display());
+                    say("", &e);
                     first_err.get_or_insert(e);
                 }
             }
         }
     }
     progress.clear();
+    if skipped > 0 {
+        let e = Error::Unsupported(format!(
+            "{skipped} part(s) in unavailable shards ({}) cannot be verified",
+            unavailable.join(", ")
+        ));
+        say("", &e);
+        first_err.get_or_insert(e);
+    }
     if let Some(e) = first_err {
         return Err(Error::Reported(Box::new(e)));
     }
     for p in &no_digest {
-        eprintln!(
-            "ztfs: {}: note: part {p} has no digest; its content is not verified",
-            file.display()
+        say(
+            "note: ",
+            &format!("part {p} has no digest; its content is not verified"),
         );
     }
     println!(
@@ -251,8 +336,16 @@ fn check(file: &Path, verify: bool) -> Result<()> {
     Ok(())
 }
 
-fn ls(file: &Path, long: bool, as_json: bool) -> Result<()> {
-    let model = open(file)?;
+fn found_how(found: Found) -> &'static str {
+    match found {
+        Found::Override => "as given",
+        Found::Positional => "beside the root",
+        Found::Identity => "by identity (size and digest)",
+    }
+}
+
+fn ls(file: &Path, long: bool, as_json: bool, shard_paths: Vec<(String, PathBuf)>) -> Result<()> {
+    let model = Model::open_with(file, shard_paths)?;
     let mut out = std::io::stdout().lock();
     let text = match model.manifest() {
         None if as_json => "{\"data_shard\":true,\"objects\":[]}\n".to_string(),
@@ -260,8 +353,8 @@ fn ls(file: &Path, long: bool, as_json: bool) -> Result<()> {
             "{}: data shard (no manifest): nothing to list\n",
             file.display()
         ),
-        Some(m) if as_json => report::ls_json(m)? + "\n",
-        Some(m) if long => report::ls_long(m)?,
+        Some(_) if as_json => report::ls_json(&model)? + "\n",
+        Some(_) if long => report::ls_long(&model)?,
         Some(m) => m
             .objects
             .iter()
@@ -272,8 +365,14 @@ fn ls(file: &Path, long: bool, as_json: bool) -> Result<()> {
     out.flush().map_err(|e| Error::io("stdout", e))
 }
 
-fn cat(file: &Path, object: &str, part: &str, raw: bool) -> Result<()> {
-    let model = open(file)?;
+fn cat(
+    file: &Path,
+    object: &str,
+    part: &str,
+    raw: bool,
+    shard_paths: Vec<(String, PathBuf)>,
+) -> Result<()> {
+    let model = Model::open_with(file, shard_paths)?;
     let m = model.manifest().ok_or_else(|| {
         Error::NotFound(format!("{}: a data shard has no objects", file.display()))
     })?;
@@ -343,6 +442,7 @@ fn mount_cmd(m: MountCmd) -> Result<()> {
         mountpoint: m.mountpoint,
         foreground: m.foreground,
         allow_other: m.allow_other,
+        shards: m.shard,
         options,
     })
 }

@@ -193,6 +193,18 @@ impl Error {
         }
     }
 
+    /// The message without its kind ("rejected (Rule): ", "refused: ").
+    pub fn detail(&self) -> String {
+        match self {
+            Error::Reject { detail, .. } => detail.clone(),
+            Error::Unsupported(s) | Error::NotFound(s) | Error::Foreign(s) | Error::Usage(s) => {
+                s.clone()
+            }
+            Error::Io { context, source } => format!("{context}: {source}"),
+            Error::Reported(e) => e.detail(),
+        }
+    }
+
     /// The process exit code for this error: 1 for a file that is rejected
     /// or refused, 2 for usage and I/O.
     pub fn exit_code(&self) -> i32 {

@@ -16,6 +16,7 @@ pub mod model;
 pub mod mount;
 pub mod read;
 pub mod report;
+pub mod shards;
 pub mod store;
 pub mod sys;
 pub mod tree;

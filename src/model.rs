@@ -1,15 +1,16 @@
 //! An opened model: the root file validated, its manifest, and its shards
-//! resolved lazily by the positional convention (Appendix B) on first use.
+//! resolved lazily on first use (see [`crate::shards`]).
 //!
 //! Opening validates the root alone, so local parts stay readable when a
-//! shard is missing (notes §4 item 10). A shard is checked on first use:
-//! its size against the table, and its container structure.
+//! shard is missing (notes §4 item 10). A shard that cannot be resolved is
+//! remembered, and every part in it fails with the same explanation.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result, Rule};
-use crate::format::{self, Container, Footer, Manifest, Part};
+use crate::format::{self, Container, Footer, Manifest, Part, Shard};
+use crate::shards::{self, Found};
 use crate::store::Store;
 
 /// A validated root file and its lazily opened shards.
@@ -17,7 +18,8 @@ pub struct Model {
     root: Store,
     footer: Footer,
     manifest: Option<Manifest>,
-    shards: Vec<OnceLock<std::result::Result<Store, ShardError>>>,
+    overrides: Vec<(String, PathBuf)>,
+    shards: Vec<OnceLock<std::result::Result<(Store, Found), ShardError>>>,
 }
 
 /// Why a shard could not be used, kept so every later use reports it again.
@@ -30,6 +32,11 @@ struct ShardError {
 impl Model {
     /// Opens and fully validates `path` (§8 steps 1–6).
     pub fn open(path: &Path) -> Result<Model> {
+        Model::open_with(path, Vec::new())
+    }
+
+    /// Opens `path`, resolving the named shards to the given files first.
+    pub fn open_with(path: &Path, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
         let root = Store::open(path)?;
         let bytes = root.bytes();
         let container = format::read_container(bytes).map_err(|e| match e.rule() {
@@ -43,14 +50,21 @@ impl Model {
             Container::Model(m) => Some(m),
             Container::DataShard => None,
         };
-        let n = manifest
-            .as_ref()
-            .and_then(|m| m.shards.as_ref())
-            .map_or(0, Vec::len);
+        let table = manifest.as_ref().and_then(|m| m.shards.as_ref());
+        if let Some((name, _)) = overrides
+            .iter()
+            .find(|(n, _)| !table.is_some_and(|t| t.iter().any(|s| s.name == *n)))
+        {
+            return Err(Error::Usage(format!(
+                "--shard {name}: the model has no shard of that name"
+            )));
+        }
+        let n = table.map_or(0, Vec::len);
         Ok(Model {
             root,
             footer,
             manifest,
+            overrides,
             shards: (0..n).map(|_| OnceLock::new()).collect(),
         })
     }
@@ -82,51 +96,40 @@ impl Model {
     pub fn store_of(&self, part: &Part) -> Result<&Store> {
         match &part.blob.shard {
             None => Ok(&self.root),
-            Some(name) => self.shard(name),
+            Some(name) => self.shard(name).map(|(s, _)| s),
         }
     }
 
-    /// The opened shard `name`, resolving it on first use.
-    pub fn shard(&self, name: &str) -> Result<&Store> {
-        let (i, entry) = self
-            .manifest
+    /// The shard table, empty when there is none.
+    pub fn shard_table(&self) -> &[Shard] {
+        self.manifest
             .as_ref()
-            .and_then(|m| m.shards.as_ref())
-            .and_then(|s| s.iter().enumerate().find(|(_, s)| s.name == name))
+            .and_then(|m| m.shards.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// The opened shard `name` and how it was found, resolving it on first use.
+    pub fn shard(&self, name: &str) -> Result<(&Store, Found)> {
+        let (i, entry) = self
+            .shard_table()
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.name == name)
             .ok_or_else(|| Error::NotFound(format!("shard {name:?}")))?;
         let slot = self.shards[i].get_or_init(|| {
-            let path = self.shard_path(name);
-            open_shard(&path, entry.size).map_err(|e| ShardError {
-                rule: e.rule(),
-                detail: format!("shard {name:?} at {}: {e}", path.display()),
-            })
+            shards::resolve(self.root.path(), entry, &self.overrides)
+                .map(|r| (r.store, r.found))
+                .map_err(|e| ShardError {
+                    rule: e.rule(),
+                    detail: e.detail(),
+                })
         });
-        slot.as_ref().map_err(|e| match e.rule {
-            Some(rule) => Error::reject(rule, e.detail.clone()),
-            None => Error::Unsupported(format!("{} (the part cannot be read)", e.detail)),
-        })
+        match slot {
+            Ok((store, found)) => Ok((store, *found)),
+            Err(e) => Err(match e.rule {
+                Some(rule) => Error::reject(rule, e.detail.clone()),
+                None => Error::Unsupported(e.detail.clone()),
+            }),
+        }
     }
-
-    /// Where the positional convention looks for shard `name`:
-    /// `<dir>/<stem>-<name>.zt` beside the root.
-    pub fn shard_path(&self, name: &str) -> PathBuf {
-        let root = self.root.path();
-        let stem = root
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        root.with_file_name(format!("{stem}-{name}.zt"))
-    }
-}
-
-fn open_shard(path: &Path, size: u64) -> Result<Store> {
-    let store = Store::open(path)?;
-    if store.len() != size {
-        return Err(Error::reject(
-            Rule::ShardIdentity,
-            format!("file is {} bytes, the shard table says {size}", store.len()),
-        ));
-    }
-    format::read_container(store.bytes())?;
-    Ok(store)
 }

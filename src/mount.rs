@@ -40,6 +40,8 @@ pub struct MountArgs {
     pub foreground: bool,
     /// Let other users see the mount.
     pub allow_other: bool,
+    /// Files for named shards, ahead of the conventions.
+    pub shards: Vec<(String, PathBuf)>,
     /// Tree and serving options.
     pub options: Options,
 }
@@ -71,7 +73,14 @@ pub fn check_mountpoint(mnt: &Path) -> Result<()> {
 /// Validates, builds and mounts; returns when the daemon is ready
 /// (background) or when the filesystem is unmounted (foreground).
 pub fn mount(args: MountArgs) -> Result<()> {
-    let model = Model::open(&args.file)?;
+    let model = Model::open_with(&args.file, args.shards.clone())?;
+    // Resolve every shard now: a missing one does not stop the mount, but
+    // the log says so before the first read fails.
+    for s in model.shard_table() {
+        if let Err(e) = model.shard(&s.name) {
+            log::warn!("{e}; its parts will fail with EIO");
+        }
+    }
     check_mountpoint(&args.mountpoint)?;
     let tree = Arc::new(Tree::build(model, args.options.clone())?);
     if args.foreground {

@@ -121,7 +121,10 @@ fn type_label(o: &Object) -> String {
 }
 
 /// The long listing: one line per object, then attributes and shards.
-pub fn ls_long(m: &Manifest) -> Result<String> {
+pub fn ls_long(model: &Model) -> Result<String> {
+    let Some(m) = model.manifest() else {
+        return Ok(String::new());
+    };
     let mut s = String::new();
     for o in &m.objects {
         let size: u64 = o.parts.iter().map(|p| p.decoded_size()).sum();
@@ -159,13 +162,25 @@ pub fn ls_long(m: &Manifest) -> Result<String> {
     Ok(s)
 }
 
+/// Whether a part's stored bytes can be reached: false for a part in a
+/// shard that cannot be resolved.
+pub fn part_available(model: &Model, p: &crate::format::Part) -> bool {
+    p.blob
+        .shard
+        .as_deref()
+        .is_none_or(|s| model.shard(s).is_ok())
+}
+
 /// Text, or null when absent.
 pub fn opt_text(v: Option<&str>) -> Value<'_> {
     v.map_or(Value::Null, Value::Text)
 }
 
 /// Everything about the objects as one JSON document.
-pub fn ls_json(m: &Manifest) -> Result<String> {
+pub fn ls_json(model: &Model) -> Result<String> {
+    let Some(m) = model.manifest() else {
+        return Ok(String::new());
+    };
     let attrs: Vec<Option<Value<'_>>> = m
         .objects
         .iter()
@@ -195,6 +210,7 @@ pub fn ls_json(m: &Manifest) -> Result<String> {
                     e.push((text("decoded_length"), Value::Uint(p.decoded_size())));
                     e.push((text("shard"), opt(p.blob.shard.as_deref())));
                     e.push((text("digest"), opt(p.digest.as_deref())));
+                    e.push((text("available"), Value::Bool(part_available(model, p))));
                     Value::Map(e)
                 })
                 .collect();

@@ -255,6 +255,10 @@ impl Tree {
                     (t("digest"), opt(p.digest.as_deref())),
                     (t("shard"), opt(p.blob.shard.as_deref())),
                     (
+                        t("available"),
+                        Value::Bool(report::part_available(&self.model, p)),
+                    ),
+                    (
                         t("files"),
                         Value::Array(files[j].iter().map(|f| t(f)).collect()),
                     ),
