@@ -140,6 +140,11 @@ pub struct MountCmd {
     /// Let other users access the mount (needs user_allow_other for non-root).
     #[arg(long)]
     pub allow_other: bool,
+    /// Serve user.zt.* extended attributes on part files (getfattr -d).
+    /// Off by default: with it on, every entry `ls -l` lists costs three
+    /// extra round trips to the daemon.
+    #[arg(long)]
+    pub xattrs: bool,
     /// Memory for decoded frames of compressed parts, in MiB.
     #[arg(long, default_value_t = 256)]
     pub cache_mib: u64,
@@ -442,6 +447,7 @@ fn mount_cmd(m: MountCmd) -> Result<()> {
         mountpoint: m.mountpoint,
         foreground: m.foreground,
         allow_other: m.allow_other,
+        xattrs: m.xattrs,
         shards: m.shard,
         options,
     })

@@ -40,6 +40,8 @@ pub struct MountArgs {
     pub foreground: bool,
     /// Let other users see the mount.
     pub allow_other: bool,
+    /// Serve `user.zt.*` extended attributes.
+    pub xattrs: bool,
     /// Files for named shards, ahead of the conventions.
     pub shards: Vec<(String, PathBuf)>,
     /// Tree and serving options.
@@ -83,6 +85,7 @@ pub fn mount(args: MountArgs) -> Result<()> {
     }
     check_mountpoint(&args.mountpoint)?;
     let tree = Arc::new(Tree::build(model, args.options.clone())?);
+    sys::trim_heap();
     if args.foreground {
         return serve(&args, tree, None);
     }
@@ -134,7 +137,7 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
         cfg.mount_options.push(MountOption::DefaultPermissions);
     }
     cfg.n_threads = Some(THREADS);
-    let started = fuser::Session::new(ZtFs::new(tree), mnt, &cfg)
+    let started = fuser::Session::new(ZtFs::new(tree, args.xattrs), mnt, &cfg)
         .and_then(|s| s.spawn())
         .map_err(|e| Error::io(format!("mounting on {}", mnt.display()), e));
     let session = match started {
@@ -166,10 +169,7 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
 /// Waits for a stop signal (then unmounts lazily, so readers in flight
 /// finish) or for the session to end (an external unmount).
 fn wait_for_end(mnt: &Path, session: fuser::BackgroundSession) -> Result<()> {
-    loop {
-        if session.guard.is_finished() {
-            break;
-        }
+    while !session.guard.is_finished() {
         if let Some(sig) = sys::wait_signal(&STOP_SIGNALS, Duration::from_millis(200)) {
             log::info!("signal {sig}: unmounting {}", mnt.display());
             if let Err(e) = sys::unmount(mnt, true) {
@@ -177,10 +177,13 @@ fn wait_for_end(mnt: &Path, session: fuser::BackgroundSession) -> Result<()> {
             }
         }
     }
-    session.join().map_err(|e| {
-        log::error!("fuse session: {e}");
-        Error::io("fuse session", e)
-    })
+    // The filesystem is unmounted by now. Dropping the session would
+    // unmount by path once more (fuser 0.18 misjudges whether it is still
+    // mounted) and could detach a new mount made at the same path since;
+    // the process is about to exit, so leave it be.
+    std::mem::forget(session);
+    log::info!("{} unmounted", mnt.display());
+    Ok(())
 }
 
 /// Widens the readahead window of the mount's bdi (worth 25-35% on

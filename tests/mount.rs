@@ -503,7 +503,7 @@ fn xattrs() {
     let mut files = vec![sample("tiny-llama.zt"), sample("mixed-dtypes.zt")];
     files.extend(zstd_parts().into_iter().map(|t| t.file).take(1));
     for file in &files {
-        let m = Mount::new(file, &[]);
+        let m = Mount::new(file, &["--xattrs"]);
         let dirs = object_dirs(&m);
         for o in ls(file).objects {
             let dir = m.join(&dirs[&o.name]);
@@ -518,6 +518,14 @@ fn xattrs() {
         }
         assert_eq!(list_xattrs(&m.join("manifest.json")), Vec::<String>::new());
     }
+    // Without --xattrs the daemon declines them, so the kernel stops asking
+    // (and `ls -l` costs no round trips for them).
+    let file = sample("tiny-llama.zt");
+    let m = Mount::new(&file, &[]);
+    let o = &ls(&file).objects[0];
+    let dir = m.join(&object_dirs(&m)[&o.name]);
+    let e = get_xattr(&dir, "user.zt.shape").expect_err("no xattrs without --xattrs");
+    assert_eq!(e.raw_os_error(), Some(libc::EOPNOTSUPP), "{e}");
 }
 
 /// What an object directory (`part` None) or a part file carries, sorted.
@@ -996,4 +1004,26 @@ fn unmount_not_a_mount() {
         assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
         assert!(out.stdout.is_empty(), "{}", describe(&args, &out));
     }
+}
+
+// ---------------------------------------------------------------------------
+// Regression: the daemon of an unmounted filesystem must not take a new
+// mount at the same path with it when it exits.
+
+#[test]
+fn remount_at_same_path_survives_old_daemon() {
+    let file = sample("tiny-llama.zt");
+    let m = Mount::new(&file, &[]);
+    let old = m.daemon();
+    let out = ztfs(&["unmount".as_ref(), m.path().as_os_str()]);
+    assert!(out.status.success(), "{}", describe(&["unmount"], &out));
+    let again = m.mount(&file, &[]);
+    assert!(again.status.success(), "{}", describe(&["mount"], &again));
+    assert!(
+        wait_until(Duration::from_secs(5), || !is_alive(old)),
+        "the old daemon exits"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(is_mounted(m.path()), "the new mount is still there");
+    assert!(m.join("manifest.json").exists());
 }

@@ -69,7 +69,11 @@ impl Tree {
     fn manifest_json(&self) -> &[u8] {
         self.manifest_json.get_or_init(|| {
             report::manifest_json_of(self.manifest_cbor.as_deref())
-                .map(String::into_bytes)
+                .map(|s| {
+                    let mut b = s.into_bytes();
+                    b.shrink_to_fit();
+                    b
+                })
                 .unwrap_or_else(|e| {
                     log::error!("manifest.json: {e}");
                     Vec::new()
@@ -173,9 +177,10 @@ impl Tree {
         }
     }
 
-    /// A range of a part's stored bytes, checked against the backing file's
-    /// current length so a file truncated under the mount gives EIO, not a
-    /// fault.
+    /// A range of a part's stored bytes, straight from the map. Not checked
+    /// against a truncated backing file: the kernel copies these bytes in
+    /// the reply's writev, where a page past the end fails that write (the
+    /// reader gets EIO) instead of faulting the daemon.
     fn read_stored(
         &self,
         object: u32,
@@ -184,7 +189,7 @@ impl Tree {
         size: u32,
     ) -> Result<Data<'_>, FsError> {
         let (o, p) = self.part(object, part);
-        let stored = self.live_stored(p).map_err(|e| {
+        let stored = self.model.stored(p).map_err(|e| {
             log::error!("{:?}/{:?}: read [{offset}, +{size}): {e}", o.name, p.name);
             FsError::Io
         })?;
@@ -204,7 +209,7 @@ impl Tree {
         };
         let r = clip(p.decoded_size(), offset, size);
         let mut out = Vec::with_capacity(r.len());
-        let stored = self.live_stored(p).map_err(|e| {
+        let stored = self.model.stored(p).map_err(|e| {
             log::error!("{:?}/{:?}: read [{offset}, +{size}): {e}", o.name, p.name);
             FsError::Io
         })?;
@@ -215,7 +220,12 @@ impl Tree {
             let f = table.frames[i];
             let frame = self
                 .frames
-                .get_or_decode((key, i as u32), || table.decode_frame(stored, i))
+                .get_or_decode((key, i as u32), || {
+                    // Decoding reads the map in user space, where a page
+                    // past the end of a truncated file would fault.
+                    self.live_stored(p)?;
+                    table.decode_frame(stored, i)
+                })
                 .map_err(|e| {
                     log::error!("{:?}/{:?}: frame {i}: {e}", o.name, p.name);
                     FsError::Io

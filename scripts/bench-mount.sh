@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Read-speed benchmark of a ztfs mount beside a bare fuser server
+# (examples/bare_server.rs) and native reads of the backing file.
+#
+#   scripts/bench-mount.sh [--size 1G] [--reps 5] [--slow-reps 3]
+#                          [--objects 1000,100000,1000000] [--ls-objects 100000]
+#                          [--only default,direct,random,metadata]
+#
+# Needs root (FUSE mounts, /sys/class/bdi), dd, ls and python3 (standard
+# library only). Builds release binaries into $CARGO_TARGET_DIR (default
+# /tmp/bench-target), writes its files to a temporary directory under
+# $TMPDIR (default /tmp; about size + 150 MB; it must not be tmpfs for the
+# figures to mean anything), and removes it and every mount in it on exit.
+# Prints a markdown table on stdout, progress on stderr. A benchmark, not a
+# test: exit 0 whatever the figures, non-zero only if something failed to run.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/tmp/bench-target}"
+
+examples=(--example bare_server --example xxh3)
+gen=()
+if [[ -f examples/gen_manifest.rs ]]; then
+    examples+=(--example gen_manifest)
+    gen=(--gen-manifest "$CARGO_TARGET_DIR/release/examples/gen_manifest")
+fi
+cargo build --release --quiet --bin ztfs "${examples[@]}"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/ztfs-bench.XXXXXX")"
+cleanup() {
+    # bench_mount.py unmounts what it mounted; this catches what a killed
+    # run left behind. Each daemon exits once its mount is gone.
+    local mnt
+    while read -r _ _ _ _ mnt _; do
+        case "$mnt" in "$work"/*) umount -l "$mnt" 2>/dev/null || true ;; esac
+    done </proc/self/mountinfo
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+python3 scripts/bench_mount.py \
+    --ztfs "$CARGO_TARGET_DIR/release/ztfs" \
+    --bare "$CARGO_TARGET_DIR/release/examples/bare_server" \
+    --xxh3 "$CARGO_TARGET_DIR/release/examples/xxh3" \
+    "${gen[@]}" --work "$work" "$@" &
+bench=$!
+# On a signal, let the benchmark unmount what it mounted, then clean up.
+trap 'kill -TERM "$bench" 2>/dev/null; wait "$bench"; exit 130' INT TERM
+wait "$bench"

@@ -1,0 +1,734 @@
+#!/usr/bin/env python3
+"""Read-speed benchmark of a ztfs mount, beside a bare fuser server and native reads.
+
+Run through scripts/bench-mount.sh, which builds the binaries and owns the
+work directory. Every figure is measured in the same run as its baselines,
+the three interleaved (their order rotates from one repetition to the next),
+and printed as median [min-max]. Ratios are speed ratios: for a time, the
+baseline's time over ztfs's, so 1.0 means as fast as the baseline and a
+value above 1 means faster.
+
+  native  the backing file, warm in the page cache (dd, mmap, pread)
+  bare    examples/bare_server.rs: the barest fuser server serving the same
+          byte range from an mmap, with ztfs's mount settings
+  ztfs    `ztfs mount`, reading big/data
+
+A benchmark, not a test: nothing is asserted about time. It exits non-zero
+only when something fails to run. Python standard library only.
+"""
+
+import argparse
+import mmap
+import os
+import random
+import re
+import select
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import time
+
+MAGIC = b"\x89ZT2\r\n\x1a\n"
+BLOB_OFFSET = 65536
+ALIGN = 65536
+MIB = 1 << 20
+PAGE = 4096
+# The blob's byte pattern never contains this byte, so mmap.find scans it all.
+ABSENT = b"\xff"
+
+
+class Failed(Exception):
+    """Something did not run; the benchmark exits 2."""
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- the files
+
+
+def cbor_head(major, n):
+    if n < 24:
+        return bytes([major << 5 | n])
+    for extra, width in ((24, 1), (25, 2), (26, 4), (27, 8)):
+        if n < 1 << (8 * width):
+            return bytes([major << 5 | extra]) + n.to_bytes(width, "big")
+    raise ValueError(n)
+
+
+class Encoded(bytes):
+    """A value already in CBOR."""
+
+
+def cbor(v):
+    """Deterministic CBOR (RFC 8949 §4.2.1) of ints, strings, lists, dicts."""
+    if isinstance(v, Encoded):
+        return bytes(v)
+    if isinstance(v, int):
+        return cbor_head(0, v)
+    if isinstance(v, str):
+        b = v.encode()
+        return cbor_head(3, len(b)) + b
+    if isinstance(v, list):
+        return cbor_head(4, len(v)) + b"".join(cbor(x) for x in v)
+    if isinstance(v, dict):
+        items = sorted((cbor(k), cbor(x)) for k, x in v.items())
+        return cbor_head(5, len(items)) + b"".join(k + x for k, x in items)
+    raise TypeError(type(v))
+
+
+def u8_object(offset, length):
+    return {
+        "parts": {"data": {"blob": [offset, length], "dtype": "u8"}},
+        "shape": [length],
+        "layout": "dense",
+    }
+
+
+def write_zt(path, write_blob, blob_len, manifest, xxh3):
+    """Magic, zeros, the blob at BLOB_OFFSET, the manifest at the next 64 KiB
+    boundary, the footer."""
+    hashed = subprocess.run([xxh3], input=manifest, capture_output=True, check=True)
+    digest = int(hashed.stdout)
+    moff = -(-(BLOB_OFFSET + blob_len) // ALIGN) * ALIGN
+    with open(path, "wb") as f:
+        f.write(MAGIC + bytes(BLOB_OFFSET - len(MAGIC)))
+        write_blob(f)
+        f.write(bytes(moff - BLOB_OFFSET - blob_len))
+        f.write(manifest)
+        f.write(struct.pack("<QQQII", moff, len(manifest), digest, 2, 0) + MAGIC)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def make_big(path, n, xxh3):
+    chunk = bytes(i % 251 for i in range(MIB))
+
+    def write_blob(f):
+        left = n
+        while left:
+            k = min(left, MIB)
+            f.write(chunk[:k])
+            left -= k
+
+    manifest = cbor({"objects": {"big": u8_object(BLOB_OFFSET, n)}})
+    write_zt(path, write_blob, n, manifest, xxh3)
+
+
+def make_many(path, count, xxh3):
+    """`count` objects t0000000.., all referencing one 64-byte blob (identical
+    references are allowed, §2.4), so the file is little more than manifest."""
+    width = max(7, len(str(count - 1)))
+    value = cbor(u8_object(BLOB_OFFSET, 64))
+    body = b"".join(cbor(f"t{i:0{width}d}") + value for i in range(count))
+    objects = Encoded(cbor_head(5, count) + body)
+    manifest = cbor({"objects": objects})
+    write_zt(path, lambda f: f.write(bytes(range(64))), 64, manifest, xxh3)
+
+
+def manifest_len(path):
+    with open(path, "rb") as f:
+        f.seek(-40, os.SEEK_END)
+        return struct.unpack("<QQQII", f.read(32))[1]
+
+
+# ------------------------------------------------------------- processes
+
+
+def proc_argv(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")[:-1]
+    except OSError:
+        return None
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def cpu_ns(pid):
+    """CPU time of all threads of `pid`, in ns (schedstat, not ticks)."""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except OSError:
+            pass
+    return total
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise Failed(f"no VmRSS for pid {pid}")
+
+
+def mounted(mnt):
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == mnt for line in f)
+
+
+def read_ahead_kb(mnt):
+    dev = os.stat(mnt).st_dev
+    with open(f"/sys/class/bdi/{os.major(dev)}:{os.minor(dev)}/read_ahead_kb") as f:
+        return int(f.read())
+
+
+class Mount:
+    """One mount we made and must undo: a ztfs daemon or a bare server."""
+
+    live = []
+    ztfs_bin = "ztfs"
+
+    def __init__(self, kind, mnt, pid, popen, path, started_s):
+        self.kind, self.mnt, self.pid, self.popen = kind, mnt, pid, popen
+        self.path, self.started_s = path, started_s
+        Mount.live.append(self)
+
+    @classmethod
+    def ztfs(cls, bins, file, mnt, direct_io=False):
+        argv = [bins.ztfs, "mount", file, mnt] + (["--direct-io"] if direct_io else [])
+        t0 = time.perf_counter()
+        r = subprocess.run(argv, capture_output=True)
+        dt = time.perf_counter() - t0
+        if r.returncode != 0:
+            raise Failed(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr.decode().strip()}")
+        want = [a.encode() for a in argv]
+        pids = [p for p in os.listdir("/proc") if p.isdigit() and proc_argv(p) == want]
+        if len(pids) != 1:
+            subprocess.run([bins.ztfs, "unmount", mnt])
+            raise Failed(f"found {len(pids)} daemons for {mnt}")
+        return cls("ztfs", mnt, int(pids[0]), None, os.path.join(mnt, "big", "data"), dt)
+
+    @classmethod
+    def bare(cls, bins, file, mnt, offset, length, direct_io=False):
+        argv = [bins.bare, file, mnt, str(offset), str(length)]
+        argv += ["--direct-io"] if direct_io else []
+        t0 = time.perf_counter()
+        # Its own session, like the ztfs daemon (setsid): with scheduler
+        # autogroups, which session a daemon is in changes where its threads
+        # are woken, and so the latency of small reads.
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, start_new_session=True)
+        ready, _, _ = select.select([p.stdout], [], [], 30)
+        line = p.stdout.readline() if ready else b""
+        dt = time.perf_counter() - t0
+        if line.strip() != b"ready":
+            p.terminate()
+            raise Failed(f"bare_server did not mount on {mnt} (exit {p.wait()})")
+        return cls("bare", mnt, p.pid, p, os.path.join(mnt, "blob"), dt)
+
+    def unmount(self, bins):
+        if self not in Mount.live:
+            return
+        Mount.live.remove(self)
+        if self.popen is not None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+                raise Failed(f"bare_server on {self.mnt} ignored SIGTERM")
+        else:
+            r = subprocess.run([bins.ztfs, "unmount", self.mnt], capture_output=True)
+            # Wait for the daemon to be gone before anything is mounted here
+            # again: on its way out it unmounts its mount point by path
+            # (fuser 0.18), which would detach a newer mount.
+            deadline = time.monotonic() + 20
+            while alive(self.pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if r.returncode != 0 or alive(self.pid):
+                if alive(self.pid):
+                    os.kill(self.pid, signal.SIGTERM)
+                raise Failed(f"ztfs unmount {self.mnt}: {r.stderr.decode().strip()}")
+        if mounted(self.mnt):
+            subprocess.run(["umount", "-l", self.mnt])
+
+    @classmethod
+    def unmount_all(cls):
+        bins = argparse.Namespace(ztfs=cls.ztfs_bin)
+        for m in list(cls.live):
+            try:
+                m.unmount(bins)
+            except Failed as e:
+                log(f"cleanup: {e}")
+
+
+# ------------------------------------------------------------------ readers
+
+
+def start_dd(argv):
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE), argv
+
+
+def dd_wait(started, count, t0=None):
+    t0 = time.perf_counter() if t0 is None else t0
+    total = 0
+    for p, argv in started:
+        err = p.communicate()[1]
+        m = re.search(rb"^(\d+) bytes", err, re.M)
+        n = int(m.group(1)) if m else -1
+        if p.returncode != 0 or (count is not None and n != count):
+            raise Failed(f"{' '.join(argv)}: exit {p.returncode}, {n} bytes: {err.decode().strip()}")
+        total += n
+    return total / (time.perf_counter() - t0) / 1e9
+
+
+def dd_argv(path, skip, count):
+    argv = ["dd", f"if={path}", "of=/dev/null", "bs=1M", f"count={count}"]
+    if skip:
+        argv.append(f"skip={skip}")
+    return argv + ["iflag=" + ("skip_bytes,count_bytes" if skip else "count_bytes")]
+
+
+def dd_seq(path, skip, count):
+    t0 = time.perf_counter()
+    return dd_wait([start_dd(dd_argv(path, skip, count))], count, t0)
+
+
+def dd_halves(path, skip, count):
+    """Two concurrent dd readers of the two halves; aggregate GB/s."""
+    half = count // 2 // PAGE * PAGE
+    t0 = time.perf_counter()
+    ps = [
+        start_dd(dd_argv(path, skip, half)),
+        start_dd(dd_argv(path, skip + half, count - half)),
+    ]
+    total = 0
+    for p, argv in ps:
+        err = p.communicate()[1]
+        m = re.search(rb"^(\d+) bytes", err, re.M)
+        if p.returncode != 0 or not m:
+            raise Failed(f"{' '.join(argv)}: exit {p.returncode}: {err.decode().strip()}")
+        total += int(m.group(1))
+    dt = time.perf_counter() - t0
+    if total != count:
+        raise Failed(f"two readers of {path} read {total} bytes of {count}")
+    return total / dt / 1e9
+
+
+def mmap_read(path, offset, length, how):
+    """Maps [offset, +length) MAP_SHARED read-only (what numpy's memmap does)
+    and touches one byte per page (`touch`) or scans every byte (`scan`,
+    memchr speed); GB/s, mapping and unmapping included."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        t0 = time.perf_counter()
+        m = mmap.mmap(fd, length, access=mmap.ACCESS_READ, offset=offset)
+        if how == "touch":
+            ok = len(m[::PAGE]) == -(-length // PAGE)
+        else:
+            ok = m.find(ABSENT) == -1
+        m.close()
+        dt = time.perf_counter() - t0
+    finally:
+        os.close(fd)
+    if not ok:
+        raise Failed(f"mmap {how} of {path} saw unexpected bytes")
+    return length / dt / 1e9
+
+
+def rand_preads(targets, length, count, seed, chunk=1000):
+    """4 KiB preads at `count` random 4 KiB-aligned offsets of [0, length)
+    into each target {who: (path, base offset)}, each call timed on its own;
+    the median latency per target in µs. The targets take turns by chunks,
+    so a change of scheduler state (which CPU a daemon thread wakes on) hits
+    them all alike."""
+    rng = random.Random(seed)
+    offsets = [rng.randrange(length // PAGE) * PAGE for _ in range(count)]
+    fds = {who: os.open(path, os.O_RDONLY) for who, (path, _) in targets.items()}
+    lat = {who: [] for who in targets}
+    clock, pread = time.perf_counter_ns, os.pread
+    try:
+        order = list(targets)
+        for k, c in enumerate(range(0, count, chunk)):
+            for who in order[k % len(order):] + order[:k % len(order)]:
+                fd, base, out = fds[who], targets[who][1], lat[who]
+                for off in offsets[c:c + chunk]:
+                    t = clock()
+                    b = pread(fd, PAGE, base + off)
+                    out.append(clock() - t)
+                    if len(b) != PAGE:
+                        raise Failed(f"pread {targets[who][0]} at {base + off}: {len(b)} bytes")
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    return {who: statistics.median(x) / 1000 for who, x in lat.items()}
+
+
+def timed(argv, **kw):
+    t0 = time.perf_counter()
+    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise Failed(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr.decode().strip()}")
+    return dt
+
+
+# ---------------------------------------------------------------- the table
+
+
+class Results:
+    def __init__(self):
+        self.rows = []  # (section, figure, unit, {col: [samples]}, higher_is_better)
+
+    def row(self, section, figure, unit, higher=True):
+        """A figure's samples per column; `higher` says which way is faster,
+        None that the figure is a check, not a speed (no ratio)."""
+        cols = {"native": [], "bare": [], "ztfs": []}
+        self.rows.append((section, figure, unit, cols, higher))
+        return cols
+
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def fmt_num(x):
+    if x is None:
+        return "–"
+    if isinstance(x, str):
+        return x
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    if abs(x) >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}"
+
+
+def fmt_cell(xs):
+    if not xs:
+        return "–"
+    if isinstance(xs[0], str):
+        return xs[0] if len(set(xs)) == 1 else "/".join(sorted(set(xs)))
+    if len(xs) == 1:
+        return fmt_num(xs[0])
+    return f"{fmt_num(med(xs))} [{fmt_num(min(xs))}–{fmt_num(max(xs))}]"
+
+
+def ratio(a, b, higher):
+    """Speed ratio of column a against baseline b."""
+    if higher is None or not a or not b or isinstance(a[0], str) or isinstance(b[0], str):
+        return "–"
+    ma, mb = med(a), med(b)
+    if not ma or not mb:
+        return "–"
+    return f"{(ma / mb if higher else mb / ma):.2f}"
+
+
+def print_table(rows, out=sys.stdout):
+    head = ["figure", "unit", "native", "bare", "ztfs", "ztfs/bare", "ztfs/native"]
+    lines = []
+    section = None
+    for sec, fig, unit, cols, higher in rows:
+        if sec != section:
+            lines.append(None)
+            lines.append([f"**{sec}**"] + [""] * 6)
+            section = sec
+        lines.append([
+            fig, unit, fmt_cell(cols["native"]), fmt_cell(cols["bare"]), fmt_cell(cols["ztfs"]),
+            ratio(cols["ztfs"], cols["bare"], higher), ratio(cols["ztfs"], cols["native"], higher),
+        ])
+    print("| " + " | ".join(head) + " |", file=out)
+    print("|" + "|".join("---" for _ in head) + "|", file=out)
+    for line in lines:
+        if line is not None:
+            print("| " + " | ".join(line) + " |", file=out)
+
+
+# --------------------------------------------------------------- the runs
+
+
+def rotations(reps):
+    names = ["native", "bare", "ztfs"]
+    for i in range(reps):
+        k = i % 3
+        yield i, names[k:] + names[:k]
+
+
+def bench_default(a, bins, res, big, n):
+    sec = "default mode (buffered, FOPEN_KEEP_CACHE), dd bs=1M"
+    first = res.row(sec, "1st read after a fresh mount (wall clock, incl. exec+open)", "GB/s")
+    second = res.row(sec, "2nd read", "GB/s")
+    second_cpu = res.row(sec, "daemon CPU during the 2nd read (≈0: served from the FUSE cache)",
+                         "ms", higher=None)
+    third = res.row(sec, "3rd read", "GB/s")
+    touch = res.row(sec, "mmap of the warm file, touch 1 B/page", "GB/s")
+    scan = res.row(sec, "mmap of the warm file, scan every byte", "GB/s")
+    cpu = res.row(sec, "daemon CPU for the 1st read", "CPU-s/GiB", higher=False)
+    ra = res.row(sec, "bdi read_ahead_kb of the mount", "KiB", higher=None)
+    for i, order in rotations(a.reps):
+        log(f"default mode, rep {i + 1}/{a.reps}")
+        for who in order:
+            if who == "native":
+                for col in (first, second, third):
+                    col["native"].append(dd_seq(big, BLOB_OFFSET, n))
+                touch["native"].append(mmap_read(big, BLOB_OFFSET, n, "touch"))
+                scan["native"].append(mmap_read(big, BLOB_OFFSET, n, "scan"))
+                continue
+            m = fresh_mount(a, bins, who, big, n, direct_io=False)
+            try:
+                ra[who].append(read_ahead_kb(m.mnt))
+                c0 = cpu_ns(m.pid)
+                first[who].append(dd_seq(m.path, 0, n))
+                c1 = cpu_ns(m.pid)
+                second[who].append(dd_seq(m.path, 0, n))
+                c2 = cpu_ns(m.pid)
+                third[who].append(dd_seq(m.path, 0, n))
+                touch[who].append(mmap_read(m.path, 0, n, "touch"))
+                scan[who].append(mmap_read(m.path, 0, n, "scan"))
+                cpu[who].append((c1 - c0) / 1e9 / (n / 2**30))
+                second_cpu[who].append((c2 - c1) / 1e6)
+            finally:
+                m.unmount(bins)
+
+
+def fresh_mount(a, bins, who, big, n, direct_io):
+    mnt = os.path.join(a.work, f"mnt-{who}")
+    if who == "ztfs":
+        return Mount.ztfs(bins, big, mnt, direct_io)
+    return Mount.bare(bins, big, mnt, BLOB_OFFSET, n, direct_io)
+
+
+def bench_direct(a, bins, res, big, n):
+    sec = "--direct-io mode (FOPEN_DIRECT_IO), dd bs=1M"
+    one = res.row(sec, "1 reader", "GB/s")
+    two = res.row(sec, "2 concurrent readers of the two halves, aggregate", "GB/s")
+    cpu = res.row(sec, "daemon CPU for 1 reader", "CPU-s/GiB", higher=False)
+    shared = res.row(sec, "MAP_SHARED mmap, touch 1 B/page (works?)", "GB/s")
+    for i, order in rotations(a.reps):
+        log(f"--direct-io, rep {i + 1}/{a.reps}")
+        # Fresh daemons each time: where a daemon's threads happen to wake
+        # (beside the reader or on the other CPU) sticks to the process.
+        mounts = {}
+        try:
+            for w in ("bare", "ztfs"):
+                mounts[w] = fresh_mount(a, bins, w, big, n, direct_io=True)
+            for who in order:
+                if who == "native":
+                    one["native"].append(dd_seq(big, BLOB_OFFSET, n))
+                    two["native"].append(dd_halves(big, BLOB_OFFSET, n))
+                    shared["native"].append(mmap_read(big, BLOB_OFFSET, n, "touch"))
+                    continue
+                m = mounts[who]
+                c0 = cpu_ns(m.pid)
+                one[who].append(dd_seq(m.path, 0, n))
+                cpu[who].append((cpu_ns(m.pid) - c0) / 1e9 / (n / 2**30))
+                two[who].append(dd_halves(m.path, 0, n))
+                try:
+                    shared[who].append(mmap_read(m.path, 0, n, "touch"))
+                except OSError as e:
+                    shared[who].append(f"fails: {e.strerror}")
+        finally:
+            for m in mounts.values():
+                m.unmount(bins)
+
+
+def bench_random(a, bins, res, big, n):
+    sec = f"4 KiB random pread, median latency of {a.preads} calls (Python loop)"
+    direct = res.row(sec, "--direct-io (every call reaches the daemon)", "µs", higher=False)
+    cpu = res.row(sec, "daemon CPU per call, --direct-io", "µs", higher=False)
+    cold = res.row(sec, "buffered, fresh mount (FUSE cache cold, backing file warm)", "µs",
+                   higher=False)
+    warm = res.row(sec, "buffered, same offsets again (FUSE cache hits)", "µs", higher=False)
+    native = (big, BLOB_OFFSET)
+    for i in range(a.reps):
+        log(f"random 4 KiB reads, rep {i + 1}/{a.reps}")
+        seed = 1000 + i
+        for direct_io, rows in ((True, (direct,)), (False, (cold, warm))):
+            mounts = {}
+            try:
+                for w in ("bare", "ztfs"):
+                    mounts[w] = fresh_mount(a, bins, w, big, n, direct_io)
+                targets = {"native": native} | {w: (m.path, 0) for w, m in mounts.items()}
+                for row in rows:
+                    c0 = {w: cpu_ns(m.pid) for w, m in mounts.items()}
+                    for who, x in rand_preads(targets, n, a.preads, seed).items():
+                        row[who].append(x)
+                    if direct_io:
+                        for w, m in mounts.items():
+                            cpu[w].append((cpu_ns(m.pid) - c0[w]) / 1e3 / a.preads)
+            finally:
+                for m in mounts.values():
+                    m.unmount(bins)
+
+
+def bench_metadata(a, bins, big, n, many):
+    """Per object count: manifest bytes, `ztfs check` time, mount time,
+    daemon RSS; for the `ls` count, `ls -l` of the root cold and warm beside
+    an ext4 directory of empty subdirectories with the same names (those
+    `slow_reps` times only: each listing of 100,000 entries takes seconds)."""
+    rows = []
+    mnt = os.path.join(a.work, "mnt-meta")
+    native_dir = os.path.join(a.work, "native-ls")
+    bare_mount = []
+    for count, path in many:
+        reps = a.slow_reps if count >= 1_000_000 else a.reps
+        r = {"objects": count, "manifest": manifest_len(path), "check": [], "mount": [],
+             "rss": [], "ls_cold": [], "ls_warm": [], "ls_native": [], "rss_ls": []}
+        ls_reps = a.slow_reps if count == a.ls_objects else 0
+        for i in range(reps):
+            log(f"metadata, {count} objects, rep {i + 1}/{reps}")
+            r["check"].append(timed([bins.ztfs, "check", path]) * 1e3)
+            m = Mount.ztfs(bins, path, mnt)
+            try:
+                r["mount"].append(m.started_s * 1e3)
+                r["rss"].append(rss_kib(m.pid) / 1024)
+                if i < ls_reps:
+                    env = dict(os.environ, LC_ALL="C")
+                    r["ls_cold"].append(timed(["ls", "-l", mnt], env=env) * 1e3)
+                    r["ls_warm"].append(timed(["ls", "-l", mnt], env=env) * 1e3)
+                    r["rss_ls"].append(rss_kib(m.pid) / 1024)
+                    if not os.path.isdir(native_dir):
+                        os.mkdir(native_dir)
+                        for name in os.listdir(mnt):
+                            os.mkdir(os.path.join(native_dir, name))
+                    timed(["ls", "-l", native_dir], env=env)
+                    r["ls_native"].append(timed(["ls", "-l", native_dir], env=env) * 1e3)
+            finally:
+                m.unmount(bins)
+            b = Mount.bare(bins, big, os.path.join(a.work, "mnt-bare"), BLOB_OFFSET, n)
+            bare_mount.append(b.started_s * 1e3)
+            b.unmount(bins)
+        rows.append(r)
+    return rows, bare_mount
+
+
+def print_metadata(rows, bare_mount, out=sys.stdout):
+    print("| objects | manifest bytes | `ztfs check` ms | `ztfs mount` ms (start to exit 0) "
+          "| bare_server mount ms (1 file) | daemon RSS MiB | RSS / manifest |", file=out)
+    print("|---|---|---|---|---|---|---|", file=out)
+    for r in rows:
+        rss = med(r["rss"])
+        print(f"| {r['objects']:,} | {r['manifest']:,} | {fmt_cell(r['check'])} "
+              f"| {fmt_cell(r['mount'])} | {fmt_cell(bare_mount)} | {fmt_cell(r['rss'])} "
+              f"| {rss * MIB / r['manifest']:.1f} |", file=out)
+    for r in rows:
+        if r["ls_cold"]:
+            print(file=out)
+            print(f"`ls -l MNT > /dev/null`, {r['objects']:,} object directories at the root:",
+                  file=out)
+            print(file=out)
+            print("| | ms | ratio (ext4 time / this) |", file=out)
+            print("|---|---|---|", file=out)
+            nat = med(r["ls_native"])
+            print(f"| ext4 directory of empty subdirectories with the same names, warm | "
+                  f"{fmt_cell(r['ls_native'])} | 1 |", file=out)
+            print(f"| ztfs, first `ls -l` after the mount | {fmt_cell(r['ls_cold'])} "
+                  f"| {nat / med(r['ls_cold']):.2f} |", file=out)
+            print(f"| ztfs, second `ls -l` | {fmt_cell(r['ls_warm'])} "
+                  f"| {nat / med(r['ls_warm']):.2f} |", file=out)
+            print(f"| daemon RSS after the two listings, MiB | {fmt_cell(r['rss_ls'])} | |",
+                  file=out)
+
+
+def parse_size(s):
+    m = re.fullmatch(r"(\d+)\s*([kmgt]?)(i?b?)", s.strip().lower())
+    if not m:
+        raise argparse.ArgumentTypeError(f"{s!r} is not a size such as 1G or 512M")
+    n = int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
+    if n < 2 * MIB:
+        raise argparse.ArgumentTypeError(f"size {n} is below 2 MiB")
+    return n
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ztfs", required=True)
+    ap.add_argument("--bare", required=True)
+    ap.add_argument("--xxh3", required=True)
+    ap.add_argument("--gen-manifest", help="examples/gen_manifest binary, if built")
+    ap.add_argument("--work", required=True, help="an empty directory on a disk filesystem")
+    ap.add_argument("--size", type=parse_size, default=1 << 30, help="blob size (default 1G)")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--slow-reps", type=int, default=3)
+    ap.add_argument("--preads", type=int, default=20000)
+    ap.add_argument("--objects", default="1000,100000,1000000",
+                    help="object counts of the metadata files (empty: skip)")
+    ap.add_argument("--ls-objects", type=int, default=100000)
+    ap.add_argument("--only", default="default,direct,random,metadata")
+    a = ap.parse_args()
+    bins = a  # the binaries' paths are among the arguments
+    Mount.ztfs_bin = a.ztfs
+    only = set(a.only.split(","))
+    n = a.size
+    big = os.path.join(a.work, "big.zt")
+    for d in ("mnt-bare", "mnt-ztfs", "mnt-meta"):
+        os.makedirs(os.path.join(a.work, d), exist_ok=True)
+
+    log(f"writing {big}: one raw u8 part of {n} bytes")
+    make_big(big, n, a.xxh3)
+    timed([a.ztfs, "check", big])
+    many = []
+    gens = set()
+    for count in [int(c) for c in a.objects.split(",") if c]:
+        path = os.path.join(a.work, f"many-{count}.zt")
+        how = "python"
+        if a.gen_manifest:
+            log(f"writing {path}: {count} objects (examples/gen_manifest)")
+            r = subprocess.run([a.gen_manifest, str(count), path], capture_output=True)
+            ok = r.returncode == 0 and subprocess.run([a.ztfs, "check", path],
+                                                      capture_output=True).returncode == 0
+            how = "gen_manifest" if ok else "python (gen_manifest failed)"
+        if how.startswith("python"):
+            log(f"writing {path}: {count} objects ({how})")
+            make_many(path, count, a.xxh3)
+            timed([a.ztfs, "check", path])
+        many.append((count, path))
+        gens.add(how)
+
+    # Warm the backing file, then run the sections.
+    dd_seq(big, 0, os.path.getsize(big))
+    res = Results()
+    if "default" in only:
+        bench_default(a, bins, res, big, n)
+    if "direct" in only:
+        bench_direct(a, bins, res, big, n)
+    if "random" in only:
+        bench_random(a, bins, res, big, n)
+    meta = bench_metadata(a, bins, big, n, many) if "metadata" in only and many else None
+
+    cpu = os.cpu_count()
+    uname = os.uname()
+    print()
+    print(f"ztfs read benchmark: blob {n / 2**30:.3g} GiB, kernel {uname.release}, {cpu} CPUs, "
+          f"medians of {a.reps} ({a.slow_reps} for 1M objects and ls -l) [min–max]; "
+          "ratios are speed ratios (for times and latencies: baseline time / ztfs time)")
+    print()
+    print_table(res.rows)
+    if meta:
+        print()
+        print("**metadata** (ztfs only; baselines: validation alone, and the bare server's mount; "
+              f"files written by {', '.join(sorted(gens))})")
+        print()
+        print_metadata(*meta)
+
+
+if __name__ == "__main__":
+    def stop(sig, _frame):
+        raise KeyboardInterrupt(f"signal {sig}")
+
+    signal.signal(signal.SIGTERM, stop)
+    code = 0
+    try:
+        main()
+    except Failed as e:
+        log(f"bench_mount: {e}")
+        code = 2
+    except KeyboardInterrupt:
+        log("bench_mount: interrupted")
+        code = 130
+    finally:
+        Mount.unmount_all()
+    sys.exit(code)
