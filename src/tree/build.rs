@@ -124,6 +124,7 @@ impl Tree {
             parent: super::ROOT,
             entries: Vec::new(),
             object: None,
+            subdirs: 0,
         });
         let mut entries = vec![(String::from("manifest.json"), Node::Manifest)];
         if tree.digest.is_some() {
@@ -178,10 +179,20 @@ impl Tree {
                 w[0].name
             )));
         }
-        let Node::Dir { entries: slot, .. } = &mut self.nodes[ino as usize - 1] else {
+        let count = entries
+            .iter()
+            .filter(|e| matches!(self.nodes[e.ino as usize - 1], Node::Dir { .. }))
+            .count() as u32;
+        let Node::Dir {
+            entries: slot,
+            subdirs,
+            ..
+        } = &mut self.nodes[ino as usize - 1]
+        else {
             unreachable!("fill_dir on a file");
         };
         *slot = entries;
+        *subdirs = count;
         Ok(())
     }
 
@@ -204,6 +215,7 @@ impl Tree {
             parent,
             entries: Vec::new(),
             object,
+            subdirs: 0,
         });
         if let Some(i) = object {
             self.object_dirs[i as usize] = ino;

@@ -72,6 +72,9 @@ impl Tree {
                 .map(|s| {
                     let mut b = s.into_bytes();
                     b.shrink_to_fit();
+                    // The parsed manifest behind the text was several times
+                    // its size; give that memory back.
+                    crate::sys::trim_heap();
                     b
                 })
                 .unwrap_or_else(|e| {

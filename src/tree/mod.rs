@@ -107,6 +107,8 @@ enum Node {
         parent: Ino,
         entries: Vec<Entry>,
         object: Option<u32>,
+        /// Subdirectories among `entries`, for the link count.
+        subdirs: u32,
     },
     Manifest,
     Digest,
@@ -199,18 +201,14 @@ impl Tree {
         let node = self.node(ino)?;
         let b = &self.base;
         let (kind, size, perm, nlink) = match node {
-            Node::Dir { entries, .. } => {
-                let subdirs = entries
-                    .iter()
-                    .filter(|e| matches!(self.nodes[e.ino as usize - 1], Node::Dir { .. }))
-                    .count();
-                (
-                    FileKind::Dir,
-                    entries.len() as u64,
-                    b.dir_perm,
-                    2 + subdirs as u32,
-                )
-            }
+            Node::Dir {
+                entries, subdirs, ..
+            } => (
+                FileKind::Dir,
+                entries.len() as u64,
+                b.dir_perm,
+                2u32.saturating_add(*subdirs),
+            ),
             _ => (FileKind::File, self.size(node), b.file_perm, 1),
         };
         Ok(Attr {
