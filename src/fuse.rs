@@ -141,7 +141,11 @@ impl Filesystem for ZtFs {
         reply: ReplyData,
     ) {
         match self.tree.read(ino.0, offset, size) {
-            Ok(data) => reply.data(&data),
+            Ok(data) => {
+                reply.data(&data);
+                drop(data);
+                self.tree.read_ahead(ino.0, offset, size);
+            }
             Err(e) => reply.error(errno(e)),
         }
     }

@@ -85,6 +85,7 @@ pub fn mount(args: MountArgs) -> Result<()> {
     }
     check_mountpoint(&args.mountpoint)?;
     let tree = Arc::new(Tree::build(model, args.options.clone())?);
+    tree.check_encodings();
     sys::trim_heap();
     if args.foreground {
         return serve(&args, tree, None);

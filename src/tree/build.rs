@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::names::{self, Reserved, NAME_MAX};
-use super::{content, Base, Entry, Ino, Node, Tree};
+use super::{Base, Entry, Ino, Node, Tree};
 use crate::decode::check_interpretable;
 use crate::digest::{content_digest, Algo};
 use crate::error::{Error, Result};
@@ -116,7 +116,8 @@ impl Tree {
             manifest_cbor: model.manifest().map(|_| model.manifest_bytes().to_vec()),
             manifest_json: OnceLock::new(),
             digest,
-            frames: content::FrameCache::new(opts.cache_bytes),
+            frames: super::frames::FrameCache::new(opts.cache_bytes),
+            last_end: (0..n_parts).map(|_| Default::default()).collect(),
             opts,
             model,
         };

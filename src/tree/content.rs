@@ -5,9 +5,6 @@
 //! decoded by frame, through a bounded cache shared by all readers. Virtual
 //! files (manifest.json, digest, meta.json) are rendered from the manifest.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
-
 use super::build::part_files;
 use super::{FsError, Ino, Node, OpenMode, Tree};
 use crate::decode::{ContentCheck, Encoding};
@@ -242,6 +239,62 @@ impl Tree {
         Ok(Data::Owned(out))
     }
 
+    /// Validates the seek table of every compressed part (mount time), so a
+    /// broken one is logged before anyone reads it; such a part fails to
+    /// open with EIO. Returns how many are broken.
+    pub fn check_encodings(&self) -> usize {
+        let Some(m) = self.model.manifest() else {
+            return 0;
+        };
+        let mut bad = 0;
+        for o in &m.objects {
+            for p in o.parts.iter().filter(|p| p.encoding.is_some()) {
+                let Ok(stored) = self.model.stored(p) else {
+                    continue;
+                };
+                if let Err(e) = Encoding::of(p, stored) {
+                    log::error!(
+                        "{:?}/{:?}: {e}; the part will fail with EIO",
+                        o.name,
+                        p.name
+                    );
+                    bad += 1;
+                }
+            }
+        }
+        bad
+    }
+
+    /// After a read of `ino` has been answered: if it continued where the
+    /// last read of that compressed part ended, decode the frame after it
+    /// into the cache, so a sequential reader finds it ready. Random reads
+    /// decode nothing ahead.
+    pub fn read_ahead(&self, ino: Ino, offset: u64, size: u32) {
+        let Ok(&Node::Part { object, part }) = self.node(ino) else {
+            return;
+        };
+        let key = self.part_base[object as usize] + part;
+        let (_, p) = self.part(object, part);
+        let end = offset.saturating_add(u64::from(size)).min(p.decoded_size());
+        let prev = self.last_end[key as usize].swap(end, std::sync::atomic::Ordering::Relaxed);
+        let Ok(Encoding::ZstdSeekable(table)) = self.decoder(object, part) else {
+            return;
+        };
+        if prev != offset || end == 0 {
+            return;
+        }
+        let next = table.frame_at(end - 1) + 1;
+        let Ok(stored) = self.model.stored(p) else {
+            return;
+        };
+        if next < table.frames.len() {
+            self.frames.prefetch((key, next as u32), || {
+                self.live_stored(p)?;
+                table.decode_frame(stored, next)
+            });
+        }
+    }
+
     /// The object's `meta.json`: true names, shape, layout, attributes, and
     /// per part its types, encoding, lengths, digest and the files serving it.
     pub(super) fn meta_json(&self, object: u32) -> Vec<u8> {
@@ -362,60 +415,5 @@ fn refusal(o: &Object, p: &Part) -> String {
             "encoding {:?} is not one this reader knows",
             p.encoding.as_deref().unwrap_or("")
         ),
-    }
-}
-
-/// Decoded frames shared by all readers, bounded by a byte budget and
-/// evicted oldest first.
-pub(super) struct FrameCache {
-    budget: u64,
-    inner: Mutex<CacheInner>,
-}
-
-#[derive(Default)]
-struct CacheInner {
-    bytes: u64,
-    map: HashMap<(u32, u32), Arc<Vec<u8>>>,
-    order: VecDeque<(u32, u32)>,
-}
-
-impl FrameCache {
-    pub(super) fn new(budget: u64) -> FrameCache {
-        FrameCache {
-            budget,
-            inner: Mutex::new(CacheInner::default()),
-        }
-    }
-
-    /// The decoded frame `key`, decoding it (outside the lock) if absent.
-    fn get_or_decode(
-        &self,
-        key: (u32, u32),
-        decode: impl FnOnce() -> crate::error::Result<Vec<u8>>,
-    ) -> crate::error::Result<Arc<Vec<u8>>> {
-        if let Some(f) = self.lock().map.get(&key) {
-            return Ok(f.clone());
-        }
-        let frame = Arc::new(decode()?);
-        let mut c = self.lock();
-        if !c.map.contains_key(&key) {
-            c.bytes += frame.len() as u64;
-            c.map.insert(key, frame.clone());
-            c.order.push_back(key);
-            while c.bytes > self.budget && c.order.len() > 1 {
-                let Some(old) = c.order.pop_front() else {
-                    break;
-                };
-                if let Some(f) = c.map.remove(&old) {
-                    c.bytes -= f.len() as u64;
-                }
-            }
-        }
-        Ok(frame)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, CacheInner> {
-        // A panic while holding the lock leaves the cache consistent enough.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

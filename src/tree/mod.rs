@@ -9,6 +9,7 @@
 
 mod build;
 mod content;
+mod frames;
 pub mod names;
 
 use std::sync::OnceLock;
@@ -148,7 +149,10 @@ pub struct Tree {
     manifest_cbor: Option<Vec<u8>>,
     manifest_json: OnceLock<Vec<u8>>,
     digest: Option<Vec<u8>>,
-    frames: content::FrameCache,
+    frames: frames::FrameCache,
+    /// Per part: where the last read ended, to tell a sequential reader
+    /// (whose next frame is decoded ahead) from a random one.
+    last_end: Vec<std::sync::atomic::AtomicU64>,
 }
 
 /// Ownership, permissions and times shared by every node.
