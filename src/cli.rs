@@ -249,14 +249,18 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
     for n in report::refusals(m) {
         say("note: ", &n);
     }
-    let shard_bytes: u64 = model.shard_table().iter().map(|s| s.size).sum();
-    let part_bytes: u64 = m
-        .objects
-        .iter()
-        .flat_map(|o| &o.parts)
-        .map(|p| p.decoded_size())
-        .sum();
-    let total = if verify { shard_bytes + part_bytes } else { 0 };
+    let shard_bytes = report::total(model.shard_table().iter().map(|s| s.size));
+    let part_bytes = report::total(
+        m.objects
+            .iter()
+            .flat_map(|o| &o.parts)
+            .map(|p| p.decoded_size()),
+    );
+    let total = if verify {
+        shard_bytes.saturating_add(part_bytes)
+    } else {
+        0
+    };
     let mut progress = report::Progress::new(total, std::io::stderr().is_terminal());
     let mut first_err = None;
     let mut unavailable = Vec::new();
@@ -294,24 +298,43 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
     }
     let (mut no_digest, mut verified, mut skipped) = (Vec::new(), 0usize, 0usize);
     for o in &m.objects {
+        let mut parts_ok = true;
         for p in &o.parts {
-            if p.blob
+            let in_missing = p
+                .blob
                 .shard
                 .as_deref()
-                .is_some_and(|s| unavailable.contains(&s))
-            {
+                .is_some_and(|s| unavailable.contains(&s));
+            let r = if in_missing {
                 skipped += 1;
-                continue;
-            }
-            match read::verify(&model, o, p, &mut |n| progress.add(n)) {
-                Ok(Verified::Digest) => verified += 1,
-                Ok(Verified::NoDigest) => no_digest.push(format!("{:?}/{:?}", o.name, p.name)),
+                Ok(None)
+            } else {
+                read::verify(&model, o, p, &mut |n| progress.add(n)).map(Some)
+            };
+            match r {
+                Ok(Some(Verified::Digest)) => verified += 1,
+                Ok(Some(Verified::NoDigest)) => {
+                    no_digest.push(format!("{:?}/{:?}", o.name, p.name))
+                }
+                Ok(None) => parts_ok = false,
                 Err(e) => {
+                    parts_ok = false;
                     progress.clear();
                     say("", &e);
                     first_err.get_or_insert(e);
                 }
             }
+        }
+        // Layout data rules need every part of the object.
+        let data = if parts_ok {
+            read::verify_object(&model, o)
+        } else {
+            Ok(())
+        };
+        if let Err(e) = data {
+            progress.clear();
+            say("", &e);
+            first_err.get_or_insert(e);
         }
     }
     progress.clear();

@@ -40,6 +40,26 @@ pub fn decoded(
     enc.stream(stored, sink)
 }
 
+/// A part's decoded bytes in memory, for the object-level data rules and
+/// views of layout profiles (whose parts are index arrays and values).
+pub fn decoded_vec(model: &Model, object: &Object, part_name: &str) -> Result<Vec<u8>> {
+    let part = object.part(part_name).ok_or_else(|| {
+        crate::error::Error::NotFound(format!("part {part_name:?} of object {:?}", object.name))
+    })?;
+    let mut out = Vec::new();
+    decoded(model, object, part, &mut |c| {
+        out.extend_from_slice(c);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Checks an object's layout data rules (sparse indices, ...) over its
+/// decoded parts; nothing to do for dense and unknown layouts.
+pub fn verify_object(model: &Model, object: &Object) -> Result<()> {
+    crate::decode::views::check_data(object, &|name| decoded_vec(model, object, name))
+}
+
 /// Streams the stored bytes of a part: structural access, no interpretation.
 pub fn stored(model: &Model, part: &Part, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
     let bytes = model.stored(part)?;

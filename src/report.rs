@@ -33,12 +33,12 @@ pub fn manifest_json_of(manifest: Option<&[u8]>) -> Result<String> {
 /// One line about a model: counts and total decoded size.
 pub fn summary(m: &Manifest) -> String {
     let parts: usize = m.objects.iter().map(|o| o.parts.len()).sum();
-    let bytes: u64 = m
-        .objects
-        .iter()
-        .flat_map(|o| &o.parts)
-        .map(|p| p.decoded_size())
-        .sum();
+    let bytes = total(
+        m.objects
+            .iter()
+            .flat_map(|o| &o.parts)
+            .map(|p| p.decoded_size()),
+    );
     let shards = m
         .shards
         .as_ref()
@@ -98,6 +98,12 @@ pub fn list_some(items: &[String], n: usize) -> String {
     s
 }
 
+/// A sum of sizes from the file, saturating: declared sizes of many parts
+/// can add up past u64 (the shapes and blobs themselves are validated).
+pub fn total(sizes: impl Iterator<Item = u64>) -> u64 {
+    sizes.fold(0u64, u64::saturating_add)
+}
+
 /// Bytes in a human unit.
 pub fn human(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -127,7 +133,7 @@ pub fn ls_long(model: &Model) -> Result<String> {
     };
     let mut s = String::new();
     for o in &m.objects {
-        let size: u64 = o.parts.iter().map(|p| p.decoded_size()).sum();
+        let size = total(o.parts.iter().map(|p| p.decoded_size()));
         let shape = format!("{:?}", o.shape);
         let enc = if o.parts.iter().any(|p| p.encoding.is_some()) {
             " (encoded)"
@@ -214,7 +220,7 @@ pub fn ls_json(model: &Model) -> Result<String> {
                     Value::Map(e)
                 })
                 .collect();
-            let size: u64 = o.parts.iter().map(|p| p.decoded_size()).sum();
+            let size = total(o.parts.iter().map(|p| p.decoded_size()));
             Value::Map(vec![
                 (text("name"), Value::Text(&o.name)),
                 (text("layout"), Value::Text(&o.layout)),

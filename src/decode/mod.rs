@@ -5,9 +5,11 @@
 //! Decoding streams in chunks (a slice of the map for raw parts, a frame for
 //! zstd-seekable), so verifying a large part never holds it in memory.
 
+pub mod views;
 pub mod zstd_seekable;
 
 use crate::error::{Error, Result, Rule};
+use crate::format::profiles::Layout;
 use crate::format::types::{Interpretation, LogicalType};
 use crate::format::{Object, Part};
 
@@ -53,7 +55,7 @@ impl Encoding {
 /// Refuses a part this reader must not interpret: one of an unknown layout
 /// or with an unknown logical type. Structural (raw) access stays possible.
 pub fn check_interpretable(object: &Object, part: &Part) -> Result<()> {
-    if object.layout != "dense" {
+    if !Layout::of(&object.layout).is_interpreted() {
         return Err(Error::Unsupported(format!(
             "object {:?} has layout {:?}, which this reader does not interpret (its stored bytes are available raw)",
             object.name, object.layout

@@ -10,6 +10,7 @@ pub mod cbor;
 pub mod footer;
 pub mod json;
 pub mod manifest;
+pub mod profiles;
 pub mod types;
 pub mod validate;
 

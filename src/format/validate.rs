@@ -107,50 +107,10 @@ fn check_part(m: &Manifest, o: &Object, p: &Part, file_len: u64) -> Result<()> {
     Ok(())
 }
 
-/// Layout metadata rules for the layouts this reader interprets. Unknown
-/// layouts are structural only and get no checks (§5.2).
+/// Layout metadata rules (§5): dense and the registered profiles this
+/// reader implements; unknown layouts get none (§5.2).
 fn check_layout(o: &Object) -> Result<()> {
-    if o.layout != "dense" {
-        return Ok(());
-    }
-    let [p] = o.parts.as_slice() else {
-        return Err(layout_rule(o));
-    };
-    if p.name != "data" {
-        return Err(layout_rule(o));
-    }
-    let n = o.num_elements().unwrap_or(0);
-    // An unregistered logical type has no known size function: the equation
-    // is skipped and decoding is refused later (notes §1, corpus
-    // unknown-ltype-structural).
-    if matches!(p.ty.interpretation(), Interpretation::Unknown) {
-        return Ok(());
-    }
-    match p.ty.size(n) {
-        Some(want) if want == p.decoded_size() => Ok(()),
-        want => Err(Error::reject(
-            Rule::DenseSize,
-            format!(
-                "dense object {:?}: {} elements of {} need {} bytes, the part decodes to {}",
-                o.name,
-                n,
-                p.ty.type_name(),
-                want.map_or("more than 2^64".to_string(), |w| w.to_string()),
-                p.decoded_size()
-            ),
-        )),
-    }
-}
-
-fn layout_rule(o: &Object) -> Error {
-    let names: Vec<&str> = o.parts.iter().map(|p| p.name.as_str()).collect();
-    Error::reject(
-        Rule::LayoutRule,
-        format!(
-            "dense object {:?} must have exactly one part named \"data\", has {names:?}",
-            o.name
-        ),
-    )
+    super::profiles::check_metadata(o)
 }
 
 /// §2.4 / §3.6 item 4: per target file, references (plus the root's manifest

@@ -12,7 +12,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::names::{self, Reserved, NAME_MAX};
 use super::{Base, Entry, Ino, Node, Tree};
-use crate::decode::check_interpretable;
+use crate::decode::{check_interpretable, views};
 use crate::digest::{content_digest, Algo};
 use crate::error::{Error, Result};
 use crate::format::Object;
@@ -69,7 +69,7 @@ const META: &str = "meta.json";
 /// Names an object directory's virtual files take, against which part
 /// names are escaped.
 pub const PART_RESERVED: Reserved<'static> = Reserved {
-    exact: &[META],
+    exact: &[META, views::DENSE_VIEW, views::DEQUANTIZED_VIEW],
     suffixes: PART_SUFFIXES,
 };
 /// Room left for the `.raw` suffix on a part's component.
@@ -117,6 +117,7 @@ impl Tree {
             manifest_json: OnceLock::new(),
             digest,
             frames: super::frames::FrameCache::new(opts.cache_bytes),
+            last_view: Default::default(),
             last_end: (0..n_parts).map(|_| Default::default()).collect(),
             opts,
             model,
@@ -253,6 +254,10 @@ impl Tree {
         let m = self.model.manifest().expect("objects imply a manifest");
         let o = &m.objects[i as usize];
         let mut out = vec![(META.to_string(), Node::Meta { object: i })];
+        let all_decodable = (0..o.parts.len()).all(|j| part_files(o, j).0);
+        if let Some((name, _)) = views::view(o).filter(|_| all_decodable) {
+            out.push((name.to_string(), Node::View { object: i }));
+        }
         for (j, p) in o.parts.iter().enumerate() {
             let j = j as u32;
             let (decoded, raw) = part_files(o, j as usize);

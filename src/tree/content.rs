@@ -7,8 +7,11 @@
 
 use super::build::part_files;
 use super::{FsError, Ino, Node, OpenMode, Tree};
-use crate::decode::{ContentCheck, Encoding};
+use std::sync::Arc;
+
+use crate::decode::{views, ContentCheck, Encoding};
 use crate::format::cbor::{self, Value};
+use crate::format::profiles::{self, Layout};
 use crate::format::{json, Object, Part};
 use crate::read;
 use crate::report;
@@ -58,6 +61,7 @@ impl Tree {
             Node::Manifest => self.manifest_json().len() as u64,
             Node::Digest => self.digest.as_ref().map_or(0, |d| d.len() as u64),
             Node::Meta { object } => self.meta_json(object).len() as u64,
+            Node::View { object } => views::view(self.object(object)).map_or(0, |v| v.1),
             Node::Part { object, part } => self.part(object, part).1.decoded_size(),
             Node::Raw { object, part } => self.part(object, part).1.blob.length,
         }
@@ -98,6 +102,9 @@ impl Tree {
                     log::error!("{:?}/{:?}: stored bytes unavailable: {e}", o.name, p.name);
                     FsError::Io
                 })?;
+            }
+            Node::View { object } => {
+                self.view(object)?;
             }
             Node::Manifest | Node::Digest | Node::Meta { .. } => {}
         }
@@ -170,6 +177,10 @@ impl Tree {
                 Ok(Data::Owned(b[r].to_vec()))
             }
             Node::Raw { object, part } => self.read_stored(object, part, offset, size),
+            Node::View { object } => {
+                let v = self.view(object)?;
+                Ok(Data::Owned(v[clip(v.len() as u64, offset, size)].to_vec()))
+            }
             Node::Part { object, part } => match self.decoder(object, part)? {
                 Encoding::Raw => self.read_stored(object, part, offset, size),
                 Encoding::ZstdSeekable(_) => self.read_frames(object, part, offset, size),
@@ -295,6 +306,40 @@ impl Tree {
         }
     }
 
+    /// The name of `object`'s view file, if it has one.
+    fn view_name(&self, object: u32) -> Option<&'static str> {
+        let dir = self.object_dirs[object as usize];
+        let Node::Dir { entries, .. } = &self.nodes[dir as usize - 1] else {
+            return None;
+        };
+        entries
+            .iter()
+            .find_map(|e| match self.nodes[e.ino as usize - 1] {
+                Node::View { .. } => views::view(self.object(object)).map(|v| v.0),
+                _ => None,
+            })
+    }
+
+    /// The rendered view of `object`, from the one-entry cache or rendered
+    /// now (which applies the profile's data rules first).
+    fn view(&self, object: u32) -> Result<Arc<Vec<u8>>, FsError> {
+        let cache = || self.last_view.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((o, v)) = cache().as_ref() {
+            if *o == object {
+                return Ok(v.clone());
+            }
+        }
+        let o = self.object(object);
+        let bytes =
+            views::render(o, &|name| read::decoded_vec(&self.model, o, name)).map_err(|e| {
+                log::error!("{:?}: view: {e}", o.name);
+                FsError::Io
+            })?;
+        let v = Arc::new(bytes);
+        *cache() = Some((object, v.clone()));
+        Ok(v)
+    }
+
     /// The object's `meta.json`: true names, shape, layout, attributes, and
     /// per part its types, encoding, lengths, digest and the files serving it.
     pub(super) fn meta_json(&self, object: u32) -> Vec<u8> {
@@ -332,7 +377,7 @@ impl Tree {
                 ])
             })
             .collect();
-        let doc = Value::Map(vec![
+        let mut doc = vec![
             (t("name"), t(&o.name)),
             (
                 t("shape"),
@@ -341,7 +386,16 @@ impl Tree {
             (t("layout"), t(&o.layout)),
             (t("attributes"), attrs.unwrap_or(Value::Null)),
             (t("parts"), Value::Array(parts)),
-        ]);
+        ];
+        let view = self.view_name(object);
+        doc.push((t("view"), opt(view)));
+        let layout = Layout::of(&o.layout);
+        let table_note = profiles::gguf_table_mismatch(o);
+        if let Layout::Gguf { ggml_type } = &layout {
+            doc.push((t("ggml_type"), t(ggml_type)));
+            doc.push((t("ggml_block_table"), opt(table_note.as_deref())));
+        }
+        let doc = Value::Map(doc);
         let mut s = String::new();
         json::to_json_pretty(&doc, &mut s);
         s.push('\n');

@@ -116,6 +116,10 @@ enum Node {
     Meta {
         object: u32,
     },
+    /// A decoded view of a layout profile's object (dense or dequantized).
+    View {
+        object: u32,
+    },
     Part {
         object: u32,
         part: u32,
@@ -150,6 +154,8 @@ pub struct Tree {
     manifest_json: OnceLock<Vec<u8>>,
     digest: Option<Vec<u8>>,
     frames: frames::FrameCache,
+    /// The most recently rendered view, since readers read it in pieces.
+    last_view: std::sync::Mutex<Option<(u32, std::sync::Arc<Vec<u8>>)>>,
     /// Per part: where the last read ended, to tell a sequential reader
     /// (whose next frame is decoded ahead) from a random one.
     last_end: Vec<std::sync::atomic::AtomicU64>,
