@@ -6,7 +6,7 @@
 
 mod corpus;
 
-use corpus::{corpus_dir, Case, Dir, Outcome, RULES, TABLE, TABLE_HEADER};
+use corpus::{corpus_dir, file_name, Case, Dir, Outcome, RULES, TABLE, TABLE_HEADER};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
@@ -15,12 +15,11 @@ use std::process::{Command, Output};
 /// Set to `1` to rewrite the corpus instead of comparing it.
 const REGEN_VAR: &str = "ZTFS_REGEN_CORPUS";
 
-/// Rules no file of this corpus can show: ShardIdentity needs a root and its
-/// shard files together, and `ztfs check` does not open shards.
-const NOT_COVERED: [&str; 1] = ["ShardIdentity"];
-
 /// Upper bound on all samples together, in bytes.
 const MAX_SAMPLES_BYTES: usize = 2 << 20;
+
+/// Upper bound on one file of a shard family, in bytes.
+const MAX_FAMILY_FILE_BYTES: usize = 32 << 10;
 
 /// Every file the corpus owns, by path below `corpus/`.
 fn expected_files(cases: &[Case]) -> BTreeMap<String, Vec<u8>> {
@@ -114,19 +113,32 @@ fn cases_are_well_formed() {
         assert!(names.insert(c.name), "{} appears twice", c.name);
         match c.dir {
             Dir::Samples => assert_eq!((c.open, c.verify), (Outcome::Valid, Outcome::Valid)),
-            Dir::Valid => assert_eq!(c.open, Outcome::Valid, "{}", c.name),
+            Dir::Valid | Dir::Families => assert_eq!(c.open, Outcome::Valid, "{}", c.name),
             Dir::Reject => {
                 assert!(matches!(c.open, Outcome::Reject(_)), "{}", c.name);
                 assert_eq!(c.open, c.verify, "{}", c.name);
             }
         }
-        if c.dir != Dir::Samples {
-            let kebab = c.name.split('-').all(|w| {
+        let kebab = |s: &str| {
+            s.split('-').all(|w| {
                 !w.is_empty()
                     && w.bytes()
                         .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            });
-            assert!(kebab, "{} is not kebab-case", c.name);
+            })
+        };
+        match c.dir {
+            Dir::Samples => {}
+            Dir::Valid | Dir::Reject => assert!(kebab(c.name), "{} is not kebab-case", c.name),
+            // A family folder and a file in it; the file may keep an
+            // extension of its own.
+            Dir::Families => {
+                let parts: Vec<&str> = c.name.split('/').collect();
+                let [family, file] = parts[..] else {
+                    panic!("{} is not <family>/<file>", c.name);
+                };
+                let well_formed = kebab(family) && file.split('.').all(kebab);
+                assert!(well_formed, "{} is not kebab-case", c.name);
+            }
         }
         for outcome in [c.open, c.verify] {
             let parsed = Outcome::parse(&outcome.to_field());
@@ -151,10 +163,7 @@ fn every_rule_is_covered() {
             _ => None,
         })
         .collect();
-    let missing: Vec<&str> = RULES
-        .into_iter()
-        .filter(|r| !shown.contains(r) && !NOT_COVERED.contains(r))
-        .collect();
+    let missing: Vec<&str> = RULES.into_iter().filter(|r| !shown.contains(r)).collect();
     assert!(missing.is_empty(), "no case shows {missing:?}");
     assert!(cases.iter().any(|c| c.verify == Outcome::Refused));
 }
@@ -169,14 +178,39 @@ fn samples_stay_small() {
     assert!(total < MAX_SAMPLES_BYTES, "samples take {total} bytes");
 }
 
-/// Why `out` does not show `want`, if it does not.
-fn disagreement(want: Outcome, out: &Output) -> Option<String> {
+#[test]
+fn families_stay_small() {
+    for c in corpus::all().iter().filter(|c| c.dir == Dir::Families) {
+        let n = c.bytes.len();
+        assert!(n <= MAX_FAMILY_FILE_BYTES, "{} takes {n} bytes", c.path());
+    }
+}
+
+/// The stderr line that carries the verdict of `ztfs check` on `arg`: the
+/// first that is not a `warning:` or a `note:`. A root whose shard is the
+/// wrong size warns `rejected (ShardIdentity)` about the shard and then
+/// refuses the parts it cannot reach: the refusal is the verdict.
+fn verdict_line<'a>(stderr: &'a str, arg: &str) -> &'a str {
+    let prefix = format!("ztfs: {arg}: ");
+    stderr
+        .lines()
+        .find(|l| {
+            let rest = l.strip_prefix(&prefix).unwrap_or(l);
+            !(rest.starts_with("warning: ") || rest.starts_with("note: "))
+        })
+        .unwrap_or("")
+}
+
+/// Why `out` (of `ztfs check` on `arg`) does not show `want`, if it does
+/// not.
+fn disagreement(want: Outcome, arg: &str, out: &Output) -> Option<String> {
     let stderr = String::from_utf8_lossy(&out.stderr);
+    let verdict = verdict_line(&stderr, arg);
     let code = out.status.code();
     let agrees = match want {
         Outcome::Valid => code == Some(0),
-        Outcome::Refused => code == Some(1) && stderr.contains("refused"),
-        Outcome::Reject(rule) => code == Some(1) && stderr.contains(&format!("rejected ({rule})")),
+        Outcome::Refused => code == Some(1) && verdict.contains("refused"),
+        Outcome::Reject(rule) => code == Some(1) && verdict.contains(&format!("rejected ({rule})")),
     };
     let got = match code {
         Some(c) => format!("exit {c}"),
@@ -189,6 +223,42 @@ fn disagreement(want: Outcome, out: &Output) -> Option<String> {
             stderr.trim_end()
         )
     })
+}
+
+/// Where to run `ztfs check` on a file, and the path to give it.
+struct Run {
+    cwd: std::path::PathBuf,
+    arg: String,
+    what: &'static str,
+}
+
+/// The runs for a file. A family member runs twice, so that shard
+/// resolution is seen to depend on the root's folder and not on the working
+/// directory: from `/` with its absolute path, and from its own folder with
+/// its bare file name (a path whose parent is empty).
+fn runs_for(dir: Dir, path: &Path) -> Vec<Run> {
+    let absolute = Run {
+        cwd: if dir == Dir::Families {
+            "/".into()
+        } else {
+            corpus_dir()
+        },
+        arg: path.display().to_string(),
+        what: "",
+    };
+    if dir != Dir::Families {
+        return vec![absolute];
+    }
+    let bare = Run {
+        cwd: path.parent().expect("a family folder").to_path_buf(),
+        arg: path
+            .file_name()
+            .expect("a file name")
+            .to_string_lossy()
+            .into_owned(),
+        what: " (from its own folder)",
+    };
+    vec![absolute, bare]
 }
 
 #[test]
@@ -204,18 +274,27 @@ fn check_agrees_with_table() {
         let [name, dir, open, verify] = fields[..] else {
             panic!("malformed table line {line:?}");
         };
-        assert!(Dir::parse(dir).is_some(), "unknown dir in {line:?}");
-        let path = root.join(dir).join(format!("{name}.zt"));
-        for (args, want) in [(&["check"][..], open), (&["check", "--verify"][..], verify)] {
-            let want = Outcome::parse(want).unwrap_or_else(|| panic!("bad outcome in {line:?}"));
-            let out = Command::new(env!("CARGO_BIN_EXE_ztfs"))
-                .args(args)
-                .arg(&path)
-                .output()
-                .expect("run ztfs");
-            runs += 1;
-            if let Some(why) = disagreement(want, &out) {
-                mismatches.push(format!("{dir}/{name}.zt: ztfs {}: {why}", args.join(" ")));
+        let d = Dir::parse(dir).unwrap_or_else(|| panic!("unknown dir in {line:?}"));
+        let path = root.join(dir).join(file_name(name));
+        for run in runs_for(d, &path) {
+            for (args, want) in [(&["check"][..], open), (&["check", "--verify"][..], verify)] {
+                let want =
+                    Outcome::parse(want).unwrap_or_else(|| panic!("bad outcome in {line:?}"));
+                let out = Command::new(env!("CARGO_BIN_EXE_ztfs"))
+                    .current_dir(&run.cwd)
+                    .args(args)
+                    .arg(&run.arg)
+                    .output()
+                    .expect("run ztfs");
+                runs += 1;
+                if let Some(why) = disagreement(want, &run.arg, &out) {
+                    mismatches.push(format!(
+                        "{dir}/{}: ztfs {}{}: {why}",
+                        file_name(name),
+                        args.join(" "),
+                        run.what
+                    ));
+                }
             }
         }
     }

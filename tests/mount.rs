@@ -138,6 +138,32 @@ fn check_object(file: &Path, m: &Mount, dir: &Path, o: &ObjectInfo, seen: &mut B
             }
         }
     }
+    check_view(&m.join(dir), &meta, &what);
+    if let Some(view) = meta["view"].opt_text() {
+        seen.insert(dir.join(view));
+    }
+}
+
+/// A layout profile's view file (`dense`, `dequantized`), named by
+/// meta.json: its size is what stat says, or opening it fails with EIO when
+/// the object breaks its layout's data rules; no other object has one.
+fn check_view(dir: &Path, meta: &Json, what: &str) {
+    let Some(view) = meta["view"].opt_text() else {
+        let layout = meta["layout"].text();
+        assert!(
+            layout == "dense" || !dir.join("dense").exists(),
+            "{what}: view file without meta"
+        );
+        return;
+    };
+    let path = dir.join(&view);
+    let size = fs::metadata(&path)
+        .unwrap_or_else(|e| panic!("{what}: stat {view}: {e}"))
+        .len();
+    match fs::read(&path) {
+        Ok(bytes) => assert_eq!(bytes.len() as u64, size, "{what}: {view} size"),
+        Err(e) => assert_eq!(e.raw_os_error(), Some(libc::EIO), "{what}: {view}: {e}"),
+    }
 }
 
 fn check_part_meta(pm: &Json, p: &PartInfo, what: &str) {

@@ -201,3 +201,37 @@ fn random_ranges_match_whole_part() {
         }
     }
 }
+
+/// The dense view of a CSR object against a naive scatter of its parts.
+#[test]
+fn csr_dense_view_matches_naive_scatter() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/valid/csr-u32.zt");
+    let tree = Tree::build(Model::open(&path).unwrap(), Options::default()).unwrap();
+    let files = walk(&tree);
+    let model = tree.model();
+    let o = &model.manifest().unwrap().objects[0];
+    let part = |n: &str| ztfs::read::decoded_vec(model, o, n).unwrap();
+    let words = |b: Vec<u8>| -> Vec<usize> {
+        b.chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()) as usize)
+            .collect()
+    };
+    let (indptr, indices, values) = (
+        words(part("indptr")),
+        words(part("indices")),
+        part("values"),
+    );
+    let (rows, cols) = (o.shape[0] as usize, o.shape[1] as usize);
+    let mut want = vec![0u8; rows * cols * 4];
+    for r in 0..rows {
+        for k in indptr[r]..indptr[r + 1] {
+            let at = (r * cols + indices[k]) * 4;
+            want[at..at + 4].copy_from_slice(&values[k * 4..k * 4 + 4]);
+        }
+    }
+    let (_, &ino) = files
+        .iter()
+        .find(|(p, _)| p.ends_with("/dense"))
+        .expect("a dense view file");
+    assert_eq!(read_all(&tree, ino, 7), want);
+}

@@ -83,7 +83,14 @@ pub struct Row {
 impl Row {
     /// The file's path.
     pub fn path(&self) -> PathBuf {
-        corpus().join(&self.dir).join(format!("{}.zt", self.name))
+        // As the generator names files: `.zt` unless the name has an extension.
+        let last = self.name.rsplit('/').next().unwrap_or(&self.name);
+        let file = if last.contains('.') {
+            self.name.clone()
+        } else {
+            format!("{}.zt", self.name)
+        };
+        corpus().join(&self.dir).join(file)
     }
 }
 

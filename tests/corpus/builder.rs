@@ -365,25 +365,72 @@ pub fn zstd_seekable(data: &[u8], frame_len: usize) -> Vec<u8> {
 /// One zstd frame of `data`, level 3, with the content checksum and without
 /// the content size.
 pub fn zstd_frame(data: &[u8]) -> Vec<u8> {
+    zstd_frame_with(data, true)
+}
+
+/// One zstd frame of `data`, level 3, without the content size, and with
+/// the content checksum when `checksum` is set.
+pub fn zstd_frame_with(data: &[u8], checksum: bool) -> Vec<u8> {
     let mut c = zstd::bulk::Compressor::new(3).expect("zstd compressor");
-    c.include_checksum(true).expect("zstd checksum flag");
+    c.include_checksum(checksum).expect("zstd checksum flag");
     c.include_contentsize(false)
         .expect("zstd content size flag");
     c.compress(data).expect("zstd compress")
 }
 
+/// The checksum of a decoded frame as zstd and the seek table's checksum
+/// column define it: the low 32 bits of XXH64, seed 0.
+pub fn frame_checksum(decoded: &[u8]) -> u32 {
+    xxhash_rust::xxh64::xxh64(decoded, 0) as u32
+}
+
 /// A seek table with descriptor 0 (no checksum column) for `entries` of
 /// (compressed size, decompressed size).
 pub fn seek_table(entries: &[(u32, u32)]) -> Vec<u8> {
+    let entries: Vec<SeekEntry> = entries
+        .iter()
+        .map(|&(compressed, decompressed)| SeekEntry {
+            compressed,
+            decompressed,
+            checksum: 0,
+        })
+        .collect();
+    seek_table_with(&entries, 0)
+}
+
+/// One seek-table entry.
+#[derive(Clone, Copy, Debug)]
+pub struct SeekEntry {
+    pub compressed: u32,
+    pub decompressed: u32,
+    /// Written only when the descriptor sets bit 7 (`Checksum_Flag`).
+    pub checksum: u32,
+}
+
+/// The bit of the seek-table descriptor that adds the checksum column.
+pub const CHECKSUM_FLAG: u8 = 0x80;
+
+/// A seek table for `entries` with `descriptor` as given: 12-byte entries
+/// when it sets [`CHECKSUM_FLAG`], else 8-byte ones; other bits are written
+/// and mean nothing to this writer.
+pub fn seek_table_with(entries: &[SeekEntry], descriptor: u8) -> Vec<u8> {
+    let entry_len: u32 = if descriptor & CHECKSUM_FLAG != 0 {
+        12
+    } else {
+        8
+    };
     let mut out = Vec::new();
     out.extend_from_slice(&SEEK_TABLE_MAGIC.to_le_bytes());
-    out.extend_from_slice(&(entries.len() as u32 * 8 + 9).to_le_bytes());
-    for (compressed, decompressed) in entries {
-        out.extend_from_slice(&compressed.to_le_bytes());
-        out.extend_from_slice(&decompressed.to_le_bytes());
+    out.extend_from_slice(&(entries.len() as u32 * entry_len + 9).to_le_bytes());
+    for e in entries {
+        out.extend_from_slice(&e.compressed.to_le_bytes());
+        out.extend_from_slice(&e.decompressed.to_le_bytes());
+        if entry_len == 12 {
+            out.extend_from_slice(&e.checksum.to_le_bytes());
+        }
     }
     out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
-    out.push(0);
+    out.push(descriptor);
     out.extend_from_slice(&SEEKABLE_MAGIC.to_le_bytes());
     out
 }

@@ -12,9 +12,14 @@
 mod blobs;
 mod cbor;
 mod container;
+mod encodings;
+mod gguf;
+mod layout;
 mod names;
+mod quant;
 mod schema;
 mod shards;
+mod sparse;
 mod types;
 
 use super::builder::{dense, part, root, BlobRef, CborItem, Fields, FileBuilder, Footer};
@@ -30,6 +35,10 @@ pub fn all() -> Vec<Case> {
         blobs::cases(),
         shards::cases(),
         types::cases(),
+        encodings::cases(),
+        sparse::cases(),
+        quant::cases(),
+        gguf::cases(),
     ]
     .into_iter()
     .flatten()

@@ -5,13 +5,18 @@
 //! * `valid/<name>.zt`: files that open (some then fail `--verify`)
 //! * `reject/<name>.zt`: files a reader must reject, each for one rule
 //! * `samples/...`: small realistic models, valid under every check
+//! * `families/<family>/...`: a root model and its shard files, one folder
+//!   per way a shard is found or fails to be (§7, Appendix B)
 //! * `expected.tsv`: `name`, `dir`, `open`, `verify` for every file, sorted
-//!   by name; an outcome is `valid`, `refused` or `reject:<Rule>`.
+//!   by name; an outcome is `valid`, `refused` or `reject:<Rule>`. A name is
+//!   the path below `dir` without `.zt`, or with its own extension when the
+//!   file has one that is not `.zt` (see [`file_name`]).
 //!
 //! Nothing here uses the ztfs library: the corpus is the reader's oracle.
 
 pub mod builder;
 pub mod cases;
+pub mod families;
 pub mod samples;
 
 use std::path::PathBuf;
@@ -55,6 +60,9 @@ pub enum Dir {
     Reject,
     /// A realistic model, valid under every check.
     Samples,
+    /// Shard families: every file opens; a root's `--verify` depends on
+    /// which of its shards are found beside it.
+    Families,
 }
 
 impl Dir {
@@ -63,11 +71,12 @@ impl Dir {
             Dir::Valid => "valid",
             Dir::Reject => "reject",
             Dir::Samples => "samples",
+            Dir::Families => "families",
         }
     }
 
     pub fn parse(s: &str) -> Option<Dir> {
-        [Dir::Valid, Dir::Reject, Dir::Samples]
+        [Dir::Valid, Dir::Reject, Dir::Samples, Dir::Families]
             .into_iter()
             .find(|d| d.as_str() == s)
     }
@@ -110,7 +119,8 @@ impl Outcome {
 
 /// One corpus file and its expected outcomes.
 pub struct Case {
-    /// The file stem; for samples a path below `samples/`.
+    /// The file stem; for samples and families a path below the directory,
+    /// and the whole file name when it has an extension other than `.zt`.
     pub name: &'static str,
     pub dir: Dir,
     pub bytes: Vec<u8>,
@@ -123,7 +133,7 @@ pub struct Case {
 impl Case {
     /// The path below `corpus/`.
     pub fn path(&self) -> String {
-        format!("{}/{}.zt", self.dir.as_str(), self.name)
+        format!("{}/{}", self.dir.as_str(), file_name(self.name))
     }
 
     /// The line of `expected.tsv`.
@@ -143,15 +153,28 @@ pub const TABLE: &str = "expected.tsv";
 /// The table's header line.
 pub const TABLE_HEADER: &str = "name\tdir\topen\tverify\n";
 
+/// The path of a case's file below its directory: the name and `.zt`, or
+/// the name alone when its last component has an extension already (a shard
+/// renamed to `weights.bin` is still found by identity).
+pub fn file_name(name: &str) -> String {
+    let last = name.rsplit('/').next().unwrap_or(name);
+    if last.contains('.') {
+        name.to_string()
+    } else {
+        format!("{name}.zt")
+    }
+}
+
 /// `corpus/` at the crate root.
 pub fn corpus_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus")
 }
 
-/// Every case and sample, sorted by name.
+/// Every case, sample and family member, sorted by name.
 pub fn all() -> Vec<Case> {
     let mut all = cases::all();
     all.extend(samples::all());
+    all.extend(families::all());
     all.sort_by(|a, b| a.name.cmp(b.name));
     all
 }

@@ -1,9 +1,10 @@
 //! The shard table and shard references (§7, implementer notes §1), checked
-//! from the root manifest alone: `check` does not open shards, and no shard
-//! file of these roots is in the corpus. `check --verify` must read every
-//! part, so it must refuse the parts whose shard it cannot resolve: the root
-//! is still valid (no rejection) and the parts are not verified (no pass).
-//! `samples/sharded` is the case with its shards present.
+//! from the root manifest alone: no shard file of these roots is in the
+//! corpus, so `check` can only warn that they are unavailable. `check
+//! --verify` must read every part, so it must refuse the parts whose shard
+//! it cannot resolve: the root is still valid (no rejection) and the parts
+//! are not verified (no pass). `samples/sharded` and the folders under
+//! `families/` are roots with their shards present (or deliberately wrong).
 
 use super::super::builder::{dense, part, root, sha256_digest, BlobRef, CborItem, Fields};
 use super::super::Outcome;

@@ -1,9 +1,7 @@
-//! Layouts (§5), storage and logical types (§4, Appendix A), digests (§3.4)
-//! and encodings (§5.3, implementer notes §3.1).
+//! The dense layout (§5.1) and unknown layouts (§5.2), storage and logical
+//! types (§4, Appendix A), and digests (§3.4).
 
-use super::super::builder::{
-    dense, part, root, sha256_digest, xxh3_digest, zstd_frame, zstd_seekable, CborItem, Fields, Lcg,
-};
+use super::super::builder::{dense, part, root, sha256_digest, xxh3_digest, CborItem, Fields, Lcg};
 use super::super::Outcome;
 use super::{
     file, reject, structural, valid, valid_then, with_object, with_part, Case, DATA, W_BLOB,
@@ -11,7 +9,7 @@ use super::{
 use xxhash_rust::xxh3::xxh3_64;
 
 pub fn cases() -> Vec<Case> {
-    [layouts(), types(), digests(), encodings()]
+    [layouts(), types(), digests()]
         .into_iter()
         .flatten()
         .collect()
@@ -240,117 +238,4 @@ fn leading_zero_digest() -> Vec<u8> {
         .unwrap();
     assert!(xxh3_digest(&data).starts_with("xxh3:0"));
     tensors_file(&[tensor("w", &[data.len() as u64], "u8", None, data)])
-}
-
-/// 2500 f32 (10000 bytes) that compress well.
-fn zstd_input() -> Vec<u8> {
-    (0..2500u32)
-        .flat_map(|i| ((i % 50) as f32 * 0.25).to_le_bytes())
-        .collect()
-}
-
-/// Frames of this many decoded bytes: 10000 bytes make 3 frames.
-const FRAME: usize = 4096;
-
-/// Object `w`, dense `dtype` of `shape`, stored as `stored` under
-/// `encoding` with `decoded_length`, and the digest when given.
-fn encoded(
-    stored: &[u8],
-    encoding: &str,
-    decoded_length: u64,
-    shape: &[u64],
-    dtype: &str,
-    digest: Option<String>,
-) -> Vec<u8> {
-    file(&[stored], |b| {
-        let mut p = part(dtype, b[0])
-            .set("encoding", encoding)
-            .set("decoded_length", decoded_length);
-        if let Some(d) = digest {
-            p = p.set("digest", d);
-        }
-        root(Fields::new().set("w", dense(shape, p))).sorted()
-    })
-}
-
-fn encodings() -> Vec<Case> {
-    let data = zstd_input();
-    let stored = zstd_seekable(&data, FRAME);
-    let zstd = "zt.zstd-seekable/1";
-    let n = data.len() as u64;
-    let encoding = Outcome::Reject("Encoding");
-    let unknown = vec![0x42; 64];
-    vec![
-        valid(
-            "zstd-seekable",
-            encoded(&stored, zstd, n, &[n / 4], "f32", Some(xxh3_digest(&data))),
-        ),
-        // No frames: the bare 17-byte seek table.
-        valid(
-            "zstd-seekable-empty",
-            encoded(
-                &zstd_seekable(&[], FRAME),
-                zstd,
-                0,
-                &[0],
-                "u8",
-                Some(xxh3_digest(&[])),
-            ),
-        ),
-        // The shape counts stored bytes; the dense size is the decoded length.
-        reject(
-            "zstd-dense-size-uses-decoded-length",
-            "DenseSize",
-            encoded(&stored, zstd, n, &[stored.len() as u64], "u8", None),
-        ),
-        valid_then(
-            "zstd-corrupt-frame",
-            encoding,
-            encoded(&corrupt_first_frame(&data), zstd, n, &[n / 4], "f32", None),
-        ),
-        // The frames decode to 10000 bytes; the part says 10001.
-        valid_then(
-            "zstd-seek-table-sum-mismatch",
-            encoding,
-            encoded(&stored, zstd, n + 1, &[n + 1], "u8", None),
-        ),
-        // The digest of the stored bytes, not of the decoded ones.
-        valid_then(
-            "zstd-digest-over-stored-bytes",
-            Outcome::Reject("Digest"),
-            encoded(
-                &stored,
-                zstd,
-                n,
-                &[n / 4],
-                "f32",
-                Some(xxh3_digest(&stored)),
-            ),
-        ),
-        // With a digest, so that verify must decode it.
-        valid_then(
-            "view-unknown-encoding-refused",
-            Outcome::Refused,
-            encoded(
-                DATA,
-                "acme.lz/1",
-                64,
-                &[64],
-                "u8",
-                Some(xxh3_digest(&unknown)),
-            ),
-        ),
-    ]
-}
-
-/// `data` as zstd-seekable with one byte of the first frame's block
-/// flipped, so that zstd (its checksum at the latest) fails on the frame.
-fn corrupt_first_frame(data: &[u8]) -> Vec<u8> {
-    let mut stored = zstd_seekable(data, FRAME);
-    let first = zstd_frame(&data[..FRAME]);
-    assert_eq!(stored[..first.len()], first[..]);
-    // 4 magic, 1 descriptor, 1 window descriptor, 3 block header.
-    stored[12] ^= 0x40;
-    assert!(zstd::bulk::decompress(&stored[..first.len()], FRAME).is_err());
-    stored
 }
