@@ -11,39 +11,59 @@
 //! rejects almost every mutant before the parser sees it.
 //!
 //! Oracles: no panic; the largest single allocation and the peak growth of
-//! live bytes stay within [`alloc_bound`]; a container `read_container`
-//! accepts opens as a `Model`; every validated local blob lies in the file;
-//! a part that decodes yields exactly its decoded size.
+//! live bytes stay within [`alloc_bound`]; a manifest `cbor::parse` accepts
+//! re-encodes to the same bytes; a container `read_container` accepts opens
+//! as a `Model`; every validated local blob lies in the file; a part that
+//! decodes yields exactly its decoded size.
 //!
 //! Environment: `ZTFS_MUTATION_SEED` (decimal or `0x` hex) replaces the
 //! seed, `ZTFS_MUTATION_ROUNDS` the rounds per input, and
 //! `ZTFS_MUTATION_REPLAY=FILE` checks one saved mutant instead. A failing
-//! mutant is written under the temp dir and its path printed.
+//! mutant is written under the temp dir and its path printed. Run with
+//! `--nocapture` to see what the mutants met, rule by rule.
+//!
+//! The helpers live in `tests/mutation/`: the counting allocator and panic
+//! guard, an owned CBOR tree and encoder, the file builder, the inputs, and
+//! the mutators.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+#[path = "mutation/build.rs"]
+mod build;
+#[path = "mutation/cbor.rs"]
+mod cbor_tree;
+#[path = "mutation/guard.rs"]
+mod guard;
+#[path = "mutation/inputs.rs"]
+mod inputs;
+#[path = "mutation/mutate.rs"]
+mod mutate;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use ztfs::decode::{check_interpretable, ContentCheck, Encoding};
 use ztfs::digest::{self, Algo, Hasher};
-use ztfs::format::cbor::{self, Value};
+use ztfs::format::cbor;
 use ztfs::format::{read_container, Container, Manifest, Object, Part};
 use ztfs::model::Model;
 
+use build::built_inputs;
+use cbor_tree::{map, t, Cv};
+use guard::{guarded, install_panic_hook, measured, stage};
+use inputs::{companions_of, corpus_inputs, Input};
+use mutate::{mutate, Rng};
+
 const DEFAULT_SEED: u64 = 0x5EED_2A54_0000_0001;
-/// Rounds per input; with ~70 inputs this is some twenty thousand mutants.
-const DEFAULT_ROUNDS: u64 = 300;
+/// Mutants per run when `ZTFS_MUTATION_ROUNDS` is unset, spread evenly over
+/// the inputs (at least [`MIN_ROUNDS`] each): some 15 s in a debug build on
+/// two cores.
+const DEFAULT_BUDGET: u64 = 150_000;
+const MIN_ROUNDS: u64 = 500;
 const MAGIC: [u8; 8] = [0x89, b'Z', b'T', b'2', 0x0d, 0x0a, 0x1a, 0x0a];
 /// A corpus with an `expected.tsv` must give at least this many inputs.
 const MIN_CORPUS_FILES: usize = 20;
 /// One decoded zstd frame may take this much, in bytes (`MAX_FRAME_LEN`).
 const FRAME_ALLOWANCE: usize = 16 << 20;
-/// A single allocation above this, in bytes, aborts the run after saving
-/// the mutant: the allocation itself would abort the process.
-const HARD_CAP: usize = 4 << 30;
 
 /// What a mutant of `len` bytes may allocate, in bytes.
 fn alloc_bound(len: usize) -> usize {
@@ -51,501 +71,531 @@ fn alloc_bound(len: usize) -> usize {
 }
 
 // ---------------------------------------------------------------------------
-// Counting allocator: per thread, so parallel workers measure themselves.
+// Checking one mutant.
 
-struct Counting;
-
-#[global_allocator]
-static ALLOC: Counting = Counting;
-
-thread_local! {
-    static LIVE: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
-    static LARGEST: Cell<usize> = const { Cell::new(0) };
-    static ARMED: Cell<bool> = const { Cell::new(false) };
-    static MUTANT: Cell<(*const u8, usize)> = const { Cell::new((std::ptr::null(), 0)) };
-}
-
-fn note_alloc(size: usize) {
-    let _ = LIVE.try_with(|live| {
-        let now = live.get() + size as isize;
-        live.set(now);
-        PEAK.with(|p| p.set(p.get().max(now)));
-        LARGEST.with(|l| l.set(l.get().max(size)));
-    });
-    if size > HARD_CAP && ARMED.try_with(Cell::get).unwrap_or(false) {
-        oversize(size);
+/// A rejection's label for the statistics: the rule, or the error kind.
+fn label(e: &ztfs::error::Error) -> String {
+    match e.rule() {
+        Some(rule) => rule.name().to_string(),
+        None => format!("{:?}", e)
+            .split([' ', '(', '{'])
+            .next()
+            .unwrap_or("?")
+            .to_string(),
     }
 }
 
-fn note_free(size: usize) {
-    let _ = LIVE.try_with(|live| live.set(live.get() - size as isize));
+/// Everything the public API offers on a validated manifest, without files.
+fn use_manifest(m: &Manifest) {
+    stage("report::summary");
+    let _ = ztfs::report::summary(m);
+    stage("report::refusals");
+    let _ = ztfs::report::refusals(m);
+    stage("digest::content_digest");
+    let _ = digest::content_digest(m, Algo::Xxh3);
+    let _ = digest::content_digest(m, Algo::Sha256);
 }
 
-/// Saves the mutant being checked and aborts: an allocation this large
-/// cannot be reported after the fact.
-fn oversize(size: usize) -> ! {
-    ARMED.with(|a| a.set(false));
-    let (ptr, len) = MUTANT.with(Cell::get);
-    // SAFETY: MUTANT is set by `arm` to a slice that outlives the armed window.
-    let bytes = unsafe { std::slice::from_raw_parts(ptr, len) };
-    let path = std::env::temp_dir().join("ztfs-mutation-oversize.zt");
-    let _ = std::fs::write(&path, bytes);
-    eprintln!(
-        "mutation: a single allocation of {size} bytes for a mutant of {len} bytes; saved to {}",
-        path.display()
-    );
-    std::process::abort()
-}
-
-// SAFETY: every method forwards to System unchanged and only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note_alloc(layout.size());
-        System.alloc(layout)
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note_alloc(layout.size());
-        System.alloc_zeroed(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
-        note_free(layout.size());
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // Old and new blocks may both be live during the move.
-        note_alloc(new_size);
-        note_free(layout.size());
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
-/// What one armed window allocated: peak growth and largest block, in bytes.
-struct Usage {
-    peak_growth: usize,
-    largest: usize,
-}
-
-fn measured<T>(mutant: &[u8], f: impl FnOnce() -> T) -> (T, Usage) {
-    let base = LIVE.with(Cell::get);
-    PEAK.with(|p| p.set(base));
-    LARGEST.with(|l| l.set(0));
-    MUTANT.with(|m| m.set((mutant.as_ptr(), mutant.len())));
-    ARMED.with(|a| a.set(true));
-    let out = f();
-    ARMED.with(|a| a.set(false));
-    let usage = Usage {
-        peak_growth: (PEAK.with(Cell::get) - base).max(0) as usize,
-        largest: LARGEST.with(Cell::get),
+/// Decodes a local part from the file bytes, checking content rules and
+/// digest as `verify` does.
+fn decode_from_bytes(file: &[u8], o: &Object, p: &Part) -> Result<(), String> {
+    let (off, len) = (p.blob.offset, p.blob.length);
+    let stored = off
+        .checked_add(len)
+        .and_then(|end| file.get(off as usize..end as usize))
+        .ok_or_else(|| {
+            format!(
+                "validated blob [{off}, +{len}) of {:?} is outside the file",
+                o.name
+            )
+        })?;
+    let _ = check_interpretable(o, p);
+    let Ok(enc) = Encoding::of(p, stored) else {
+        return Ok(());
     };
-    (out, usage)
+    let mut hasher = p
+        .digest
+        .as_deref()
+        .and_then(|d| Algo::of(d).ok())
+        .map(Hasher::new);
+    let mut rules = ContentCheck::new(o, p);
+    let mut n = 0u64;
+    let streamed = enc.stream(stored, &mut |c| {
+        n += c.len() as u64;
+        if let Some(h) = hasher.as_mut() {
+            h.update(c);
+        }
+        rules.update(c)
+    });
+    if streamed.is_ok() {
+        let _ = rules.finish();
+        if n != p.decoded_size() {
+            return Err(format!(
+                "{:?}/{:?} streamed {n} bytes, decoded size is {}",
+                o.name,
+                p.name,
+                p.decoded_size()
+            ));
+        }
+        if let (Some(h), Some(d)) = (hasher, &p.digest) {
+            let _ = digest::check(d, &h.finish(), "part");
+        }
+    }
+    Ok(())
+}
+
+/// `read_container`, then everything that works from bytes alone. Returns
+/// the verdict, or an oracle failure.
+fn from_bytes(file: &[u8]) -> Result<(String, bool), String> {
+    check_round_trip(file)?;
+    stage("read_container");
+    match read_container(file) {
+        Err(e) => Ok((label(&e), false)),
+        Ok(Container::DataShard) => Ok(("ok (data shard)".into(), true)),
+        Ok(Container::Model(m)) => {
+            use_manifest(&m);
+            stage("decode from bytes");
+            for o in &m.objects {
+                for p in o.parts.iter().filter(|p| p.blob.shard.is_none()) {
+                    decode_from_bytes(file, o, p)?;
+                }
+            }
+            Ok(("ok".into(), true))
+        }
+    }
+}
+
+/// The accepted file through `Model`: open, verify, decode and read every part.
+fn through_model(path: &Path) -> Result<(), String> {
+    stage("Model::open");
+    let model = Model::open(path)
+        .map_err(|e| format!("read_container accepts the file, Model::open rejects it: {e}"))?;
+    stage("report::manifest_json");
+    let _ = ztfs::report::manifest_json(&model);
+    stage("report::ls_long");
+    let _ = ztfs::report::ls_long(&model);
+    stage("report::ls_json");
+    let _ = ztfs::report::ls_json(&model);
+    let Some(m) = model.manifest() else {
+        return Ok(());
+    };
+    for o in &m.objects {
+        for p in &o.parts {
+            stage("read::verify");
+            let _ = ztfs::read::verify(&model, o, p, &mut |_| {});
+            stage("read::decoded");
+            let mut n = 0u64;
+            let decoded = ztfs::read::decoded(&model, o, p, &mut |c| {
+                n += c.len() as u64;
+                Ok(())
+            });
+            if decoded.is_ok() && n != p.decoded_size() {
+                return Err(format!(
+                    "read::decoded gave {n} bytes of {:?}/{:?}, decoded size is {}",
+                    o.name,
+                    p.name,
+                    p.decoded_size()
+                ));
+            }
+            stage("read::stored");
+            let _ = ztfs::read::stored(&model, p, &mut |_| Ok(()));
+        }
+    }
+    Ok(())
+}
+
+/// Runs `f` guarded and measured; a panic, an oracle failure or an
+/// allocation past the bound becomes `Err`.
+fn checked<T>(
+    what: &str,
+    mutant: &[u8],
+    extra_len: usize,
+    f: impl FnOnce() -> Result<T, String>,
+) -> Result<(T, usize), String> {
+    let (r, usage) = measured(mutant, || guarded(f));
+    let bound = alloc_bound(mutant.len() + extra_len);
+    let r = match r {
+        Err(panic) => Err(format!("panic {panic}")),
+        Ok(r) => r.map_err(|e| format!("{what}: {e}")),
+    }?;
+    if usage.largest > bound || usage.peak_growth > bound {
+        return Err(format!(
+            "{what}: largest allocation {} bytes, peak growth {} bytes, bound {bound} for {} input bytes",
+            usage.largest,
+            usage.peak_growth,
+            mutant.len() + extra_len
+        ));
+    }
+    Ok((r, usage.peak_growth))
+}
+
+/// Checks one mutant; `dir` holds its companions as `m-<name>.zt`. Returns
+/// the verdict and the peak growth of live bytes.
+fn check_mutant(mutant: &[u8], dir: &Path, companions: usize) -> Result<(String, usize), String> {
+    let ((verdict, accepted), peak) = checked("read_container", mutant, 0, || from_bytes(mutant))?;
+    if !accepted {
+        return Ok((verdict, peak));
+    }
+    let path = dir.join("m.zt");
+    std::fs::write(&path, mutant).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    let ((), model_peak) = checked("Model", mutant, companions, || through_model(&path))?;
+    Ok((verdict, peak.max(model_peak)))
+}
+
+/// Oracle: a manifest the strict decoder accepts is the deterministic
+/// encoding of its value, so encoding the value gives the same bytes.
+fn check_round_trip(file: &[u8]) -> Result<(), String> {
+    let Some((off, len)) = inputs::manifest_range(file) else {
+        return Ok(());
+    };
+    let bytes = &file[off..off + len];
+    stage("cbor::parse");
+    let Ok(value) = cbor::parse(bytes) else {
+        return Ok(());
+    };
+    stage("cbor::encode");
+    let mut again = Vec::new();
+    cbor::encode(&value, &mut again);
+    if again != bytes {
+        let at = again.iter().zip(bytes).position(|(a, b)| a != b);
+        return Err(format!(
+            "cbor::parse accepts a manifest of {len} bytes that cbor::encode writes back as {} bytes, first difference at {at:?}",
+            again.len()
+        ));
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
-// Panics: caught per mutant, message kept instead of printed.
+// The run.
 
-thread_local! {
-    static GUARDED: Cell<bool> = const { Cell::new(false) };
-    static LAST_PANIC: RefCell<String> = const { RefCell::new(String::new()) };
+struct Failure {
+    input: String,
+    round: u64,
+    what: String,
+    saved: PathBuf,
 }
 
-fn install_panic_hook() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if GUARDED.with(Cell::get) {
-                LAST_PANIC.with(|p| *p.borrow_mut() = info.to_string());
-            } else {
-                previous(info);
-            }
-        }));
-    });
+/// Verdict counts per strategy, and the largest allocation growth seen.
+#[derive(Default)]
+struct Tally {
+    verdicts: BTreeMap<(&'static str, String), u64>,
+    /// The peak growth nearest its bound: the fraction of the bound, the
+    /// peak in bytes, and the mutant's length.
+    worst: (f64, usize, usize),
 }
 
-/// Runs `f`, turning a panic into `Err(message)`.
-fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
-    GUARDED.with(|g| g.set(true));
-    let r = catch_unwind(AssertUnwindSafe(f));
-    GUARDED.with(|g| g.set(false));
-    r.map_err(|_| LAST_PANIC.with(|p| p.borrow().clone()))
-}
-
-// ---------------------------------------------------------------------------
-// Deterministic PRNG (splitmix64).
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `0..n`; `n` must be positive.
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn percent(&mut self, p: usize) -> bool {
-        self.below(100) < p
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-    /// A range within `0..len`, possibly empty; `len` may be 0.
-    fn span(&mut self, len: usize) -> (usize, usize) {
-        let a = self.below(len + 1);
-        let max = if self.percent(70) { 16 } else { len + 1 };
-        (a, (a + self.below(max.min(len - a + 1))).min(len))
-    }
-}
-
-// ---------------------------------------------------------------------------
-// An owned CBOR tree with a deterministic encoder.
-
-#[derive(Clone, Debug, PartialEq)]
-enum Cv {
-    U(u64),
-    N(u64),
-    B(Vec<u8>),
-    T(String),
-    A(Vec<Cv>),
-    M(Vec<(Cv, Cv)>),
-    Bool(bool),
-    Null,
-    F(f64),
-}
-
-fn owned(v: &Value<'_>) -> Cv {
-    match v {
-        Value::Uint(n) => Cv::U(*n),
-        Value::Nint(n) => Cv::N(*n),
-        Value::Bytes(b) => Cv::B(b.to_vec()),
-        Value::Text(s) => Cv::T(s.to_string()),
-        Value::Array(a) => Cv::A(a.iter().map(owned).collect()),
-        Value::Map(m) => Cv::M(m.iter().map(|(k, v)| (owned(k), owned(v))).collect()),
-        Value::Bool(b) => Cv::Bool(*b),
-        Value::Null => Cv::Null,
-        Value::Float(x) => Cv::F(*x),
-    }
-}
-
-fn head(out: &mut Vec<u8>, major: u8, arg: u64) {
-    let mt = major << 5;
-    match arg {
-        0..=23 => out.push(mt | arg as u8),
-        24..=0xff => out.extend_from_slice(&[mt | 24, arg as u8]),
-        0x100..=0xffff => {
-            out.push(mt | 25);
-            out.extend_from_slice(&(arg as u16).to_be_bytes());
+impl Tally {
+    fn merge(&mut self, other: Tally) {
+        for (k, n) in other.verdicts {
+            *self.verdicts.entry(k).or_default() += n;
         }
-        0x1_0000..=0xffff_ffff => {
-            out.push(mt | 26);
-            out.extend_from_slice(&(arg as u32).to_be_bytes());
-        }
-        _ => {
-            out.push(mt | 27);
-            out.extend_from_slice(&arg.to_be_bytes());
+        if other.worst.0 > self.worst.0 {
+            self.worst = other.worst;
         }
     }
 }
 
-fn f16_value(h: u16) -> f64 {
-    let (exp, frac) = (i32::from((h >> 10) & 0x1f), f64::from(h & 0x3ff));
-    let mag = match exp {
-        0 => frac * 2f64.powi(-24),
-        0x1f if frac == 0.0 => f64::INFINITY,
-        0x1f => f64::NAN,
-        _ => (1.0 + frac / 1024.0) * 2f64.powi(exp - 15),
+fn env_u64(name: &str) -> Option<u64> {
+    let v = std::env::var(name).ok()?;
+    let v = v.trim();
+    let parsed = match v.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => v.parse(),
     };
-    if h & 0x8000 != 0 {
-        -mag
-    } else {
-        mag
+    Some(parsed.unwrap_or_else(|_| panic!("{name}={v:?} is not a number")))
+}
+
+/// The generator for one round: a function of seed, input and round alone,
+/// so a failure reproduces whatever ran before it.
+fn round_rng(seed: u64, input: usize, round: u64) -> Rng {
+    let mut r = Rng(seed ^ (input as u64).wrapping_mul(0xA24B_AED4_963E_E407));
+    r.0 ^= round.wrapping_mul(0x9FB2_1C65_1E98_DF25);
+    r.next();
+    r
+}
+
+/// Saves a failing mutant and its companions so `ZTFS_MUTATION_REPLAY` can
+/// run it again; returns its path.
+fn save(seed: u64, name: &str, mutant: &[u8], companions: &[(String, Vec<u8>)]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ztfs-mutation-{seed:016x}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (suffix, bytes) in companions {
+        std::fs::write(dir.join(format!("{name}-{suffix}.zt")), bytes).unwrap();
     }
+    let path = dir.join(format!("{name}.zt"));
+    std::fs::write(&path, mutant).unwrap();
+    path
 }
 
-/// The f16 bits that hold `x` exactly: positive f16 bit patterns up to
-/// infinity are ordered like their values, so a binary search finds them.
-fn f16_exact(x: f64) -> Option<u16> {
-    let sign = if x.is_sign_negative() { 0x8000 } else { 0 };
-    let (mut lo, mut hi) = (0u16, 0x7c00u16);
-    let a = x.abs();
-    while lo <= hi {
-        let mid = lo + (hi - lo) / 2;
-        let v = f16_value(mid);
-        if v == a {
-            return Some(sign | mid);
-        }
-        if v < a {
-            lo = mid + 1;
-        } else if mid == 0 {
-            return None;
-        } else {
-            hi = mid - 1;
-        }
+/// Leaves exactly `companions` in `dir`, as the shards of `m.zt`; returns
+/// their total length.
+fn write_companions(dir: &Path, companions: &[(String, Vec<u8>)]) -> usize {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        std::fs::remove_file(e.path()).unwrap();
     }
-    None
-}
-
-fn encode(v: &Cv, out: &mut Vec<u8>) {
-    match v {
-        Cv::U(n) => head(out, 0, *n),
-        Cv::N(n) => head(out, 1, *n),
-        Cv::B(b) => {
-            head(out, 2, b.len() as u64);
-            out.extend_from_slice(b);
-        }
-        Cv::T(s) => {
-            head(out, 3, s.len() as u64);
-            out.extend_from_slice(s.as_bytes());
-        }
-        Cv::A(items) => {
-            head(out, 4, items.len() as u64);
-            items.iter().for_each(|i| encode(i, out));
-        }
-        Cv::M(entries) => {
-            // Deterministic order: bytewise over the encoded keys.
-            let mut sorted: Vec<(Vec<u8>, &Cv)> =
-                entries.iter().map(|(k, v)| (to_bytes(k), v)).collect();
-            sorted.sort_by(|a, b| a.0.cmp(&b.0));
-            head(out, 5, sorted.len() as u64);
-            for (k, v) in sorted {
-                out.extend_from_slice(&k);
-                encode(v, out);
-            }
-        }
-        Cv::Bool(b) => out.push(0xf4 + u8::from(*b)),
-        Cv::Null => out.push(0xf6),
-        Cv::F(x) if x.is_nan() => out.extend_from_slice(&[0xf9, 0x7e, 0x00]),
-        Cv::F(x) => match f16_exact(*x) {
-            Some(h) => {
-                out.push(0xf9);
-                out.extend_from_slice(&h.to_be_bytes());
-            }
-            None if f64::from(*x as f32) == *x => {
-                out.push(0xfa);
-                out.extend_from_slice(&(*x as f32).to_bits().to_be_bytes());
-            }
-            None => {
-                out.push(0xfb);
-                out.extend_from_slice(&x.to_bits().to_be_bytes());
-            }
-        },
+    for (suffix, bytes) in companions {
+        std::fs::write(dir.join(format!("m-{suffix}.zt")), bytes).unwrap();
     }
+    companions.iter().map(|(_, b)| b.len()).sum()
 }
 
-fn to_bytes(v: &Cv) -> Vec<u8> {
-    let mut out = Vec::new();
-    encode(v, &mut out);
-    out
-}
-
-fn t(s: &str) -> Cv {
-    Cv::T(s.to_string())
-}
-
-fn map(entries: Vec<(&str, Cv)>) -> Cv {
-    Cv::M(entries.into_iter().map(|(k, v)| (t(k), v)).collect())
-}
-
-fn uints(ns: &[u64]) -> Cv {
-    Cv::A(ns.iter().map(|&n| Cv::U(n)).collect())
-}
-
-// ---------------------------------------------------------------------------
-// A tiny writer for the inputs built here.
-
-fn footer(offset: u64, manifest: &[u8]) -> [u8; 40] {
-    let mut f = [0u8; 40];
-    f[0..8].copy_from_slice(&offset.to_le_bytes());
-    f[8..16].copy_from_slice(&(manifest.len() as u64).to_le_bytes());
-    let hash = if manifest.is_empty() {
-        0
-    } else {
-        xxhash_rust::xxh3::xxh3_64(manifest)
-    };
-    f[16..24].copy_from_slice(&hash.to_le_bytes());
-    f[24..28].copy_from_slice(&2u32.to_le_bytes());
-    f[32..40].copy_from_slice(&MAGIC);
-    f
-}
-
-fn pad_to_page(out: &mut Vec<u8>) -> u64 {
-    let at = (out.len() as u64).div_ceil(4096).max(1) * 4096;
-    out.resize(at as usize, 0);
-    at
-}
-
-/// Places `blobs` at successive 4096-aligned offsets, then the manifest
-/// `make` builds from their `(offset, length)`, then the footer.
-fn assemble(blobs: &[Vec<u8>], make: impl FnOnce(&[(u64, u64)]) -> Option<Cv>) -> Vec<u8> {
-    let mut out = MAGIC.to_vec();
-    let mut refs = Vec::new();
-    for b in blobs {
-        refs.push((pad_to_page(&mut out), b.len() as u64));
-        out.extend_from_slice(b);
-    }
-    let Some(manifest) = make(&refs) else {
-        out.extend_from_slice(&footer(0, &[]));
-        return out;
-    };
-    let bytes = to_bytes(&manifest);
-    let at = pad_to_page(&mut out);
-    out.extend_from_slice(&bytes);
-    out.extend_from_slice(&footer(at, &bytes));
-    out
-}
-
-fn xxh3_digest(data: &[u8]) -> Cv {
-    Cv::T(format!("xxh3:{:016x}", xxhash_rust::xxh3::xxh3_64(data)))
-}
-
-fn sha256_digest(data: &[u8]) -> Cv {
-    use sha2::Digest;
-    Cv::T(format!("sha256:{}", digest::hex(&sha2::Sha256::digest(data))))
-}
-
-fn part(dtype: &str, blob: (u64, u64), extra: Vec<(&str, Cv)>) -> Cv {
-    let mut e = vec![("dtype", t(dtype)), ("blob", uints(&[blob.0, blob.1]))];
-    e.extend(extra);
-    map(e)
-}
-
-fn object(shape: &[u64], layout: &str, parts: Vec<(&str, Cv)>, extra: Vec<(&str, Cv)>) -> Cv {
-    let mut e = vec![
-        ("shape", uints(shape)),
-        ("layout", t(layout)),
-        ("parts", map(parts)),
-    ];
-    e.extend(extra);
-    map(e)
-}
-
-/// `data` in `zt.zstd-seekable/1`: checksummed frames of `frame` bytes and a
-/// seek table, with the optional checksum column when `checksums`.
-fn seekable(data: &[u8], frame: usize, checksums: bool) -> Vec<u8> {
-    let (mut out, mut table) = (Vec::new(), Vec::new());
-    for chunk in data.chunks(frame) {
-        let mut enc = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
-        enc.include_checksum(true).unwrap();
-        std::io::Write::write_all(&mut enc, chunk).unwrap();
-        let c = enc.finish().unwrap();
-        table.extend_from_slice(&(c.len() as u32).to_le_bytes());
-        table.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
-        if checksums {
-            let x = xxhash_rust::xxh64::xxh64(chunk, 0) as u32;
-            table.extend_from_slice(&x.to_le_bytes());
-        }
-        out.extend_from_slice(&c);
-    }
-    let count = data.len().div_ceil(frame) as u32;
-    out.extend_from_slice(&0x184D_2A5Eu32.to_le_bytes());
-    out.extend_from_slice(&(table.len() as u32 + 9).to_le_bytes());
-    out.extend_from_slice(&table);
-    out.extend_from_slice(&count.to_le_bytes());
-    out.push(if checksums { 0x80 } else { 0 });
-    out.extend_from_slice(&0x8F92_EAB1u32.to_le_bytes());
-    out
-}
-
-/// Files built here, so the test has inputs before the corpus exists and
-/// covers what a corpus might lack. Each is `(name, bytes, companions)`.
-fn built_inputs() -> Vec<(String, Vec<u8>, Vec<(String, Vec<u8>)>)> {
-    let f32s: Vec<u8> = [1.0f32, -2.5].iter().flat_map(|x| x.to_le_bytes()).collect();
-    let bools = vec![0u8, 1, 1, 0, 1];
-    let text: Vec<u8> = (0..5000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
-    let mut out = Vec::new();
-    let basic = assemble(&[f32s.clone()], |r| {
-        let p = part("f32", r[0], vec![("digest", xxh3_digest(&f32s))]);
-        Some(map(vec![(
-            "objects",
-            map(vec![("w", object(&[2], "dense", vec![("data", p)], vec![]))]),
-        )]))
-    });
-    out.push(("basic".into(), basic, vec![]));
-    let attrs = map(vec![
-        ("n", Cv::N(7)),
-        ("f", Cv::F(0.1)),
-        ("h", Cv::F(1.5)),
-        ("nested", Cv::A(vec![Cv::Null, Cv::Bool(true), Cv::B(vec![1, 2])])),
-        ("m", map(vec![("k", t("v"))])),
-    ]);
-    let mixed = assemble(&[f32s.clone(), bools.clone(), vec![0x21, 0x03], vec![]], |r| {
-        let w = part("f32", r[0], vec![("digest", sha256_digest(&f32s))]);
-        let tied = part("f32", r[0], vec![]);
-        let b = part("u8", r[1], vec![("type", t("bool")), ("digest", xxh3_digest(&bools))]);
-        let f4 = part("u8", r[2], vec![("type", t("f4_e2m1"))]);
-        let c = part("f32", r[0], vec![("type", t("complex64"))]);
-        let z = part("i64", r[3], vec![]);
-        let objects = map(vec![
-            ("model.embed.weight", object(&[2], "dense", vec![("data", w)], vec![])),
-            ("lm_head.weight", object(&[2, 1], "dense", vec![("data", tied)], vec![])),
-            ("mask", object(&[5], "dense", vec![("data", b)], vec![("attributes", attrs.clone())])),
-            ("q", object(&[3], "dense", vec![("data", f4)], vec![])),
-            ("c", object(&[1], "dense", vec![("data", c)], vec![])),
-            ("empty", object(&[0, 4], "dense", vec![("data", z)], vec![])),
-        ]);
-        Some(map(vec![("objects", objects), ("attributes", attrs.clone())]))
-    });
-    out.push(("mixed".into(), mixed, vec![]));
-    let (z1, z2) = (seekable(&text, 4096, true), seekable(&text[..1000], 256, false));
-    let zstd = assemble(&[z1, z2], |r| {
-        let enc = |blob, n: usize, d: Cv| {
-            let extra = vec![("encoding", t("zt.zstd-seekable/1")), ("decoded_length", Cv::U(n as u64)), ("digest", d)];
-            part("u32", blob, extra)
+/// Mutates the inputs `mine` (indices into `all`) for `rounds` rounds each.
+fn worker(seed: u64, rounds: u64, all: &[Input], mine: &[usize]) -> (Tally, Vec<Failure>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut tally, mut failures) = (Tally::default(), Vec::new());
+    for &i in mine {
+        let input = &all[i];
+        let extra = write_companions(dir.path(), &input.companions);
+        let mut fail = |round, mutant: &[u8], what| {
+            let name = format!("{}-r{round}", input.name);
+            let saved = save(seed, &name, mutant, &input.companions);
+            let input = input.name.clone();
+            failures.push(Failure {
+                input,
+                round,
+                what,
+                saved,
+            });
         };
-        let a = enc(r[0], text.len(), xxh3_digest(&text));
-        let b = enc(r[1], 1000, sha256_digest(&text[..1000]));
+        if let Err(what) = check_mutant(&input.bytes, dir.path(), extra) {
+            fail(u64::MAX, &input.bytes, what);
+        }
+        for round in 0..rounds {
+            let mut rng = round_rng(seed, i, round);
+            let other = &all[rng.below(all.len())];
+            let (mutant, strategy) = mutate(input, other, &mut rng);
+            let verdict = match check_mutant(&mutant, dir.path(), extra) {
+                Ok((verdict, peak)) => {
+                    let ratio = peak as f64 / alloc_bound(mutant.len() + extra) as f64;
+                    if ratio > tally.worst.0 {
+                        tally.worst = (ratio, peak, mutant.len());
+                    }
+                    verdict
+                }
+                Err(what) => {
+                    fail(round, &mutant, what);
+                    "FAILED".into()
+                }
+            };
+            *tally.verdicts.entry((strategy, verdict)).or_default() += 1;
+        }
+    }
+    (tally, failures)
+}
+
+fn print_tally(t: &Tally, seed: u64, rounds: u64, inputs: usize, secs: f64) {
+    let total: u64 = t.verdicts.values().sum();
+    eprintln!(
+        "mutation: seed {seed:#018x}, {rounds} rounds x {inputs} inputs = {total} mutants in {secs:.1} s"
+    );
+    let mut by_strategy: BTreeMap<&str, Vec<(&str, u64)>> = BTreeMap::new();
+    for ((s, v), n) in &t.verdicts {
+        by_strategy.entry(s).or_default().push((v, *n));
+    }
+    for (s, mut vs) in by_strategy {
+        vs.sort_by_key(|v| std::cmp::Reverse(v.1));
+        let line: Vec<String> = vs.iter().map(|(v, n)| format!("{v} {n}")).collect();
+        eprintln!("  {s:<15} {}", line.join(", "));
+    }
+    let (ratio, peak, len) = t.worst;
+    eprintln!(
+        "mutation: peak growth nearest its bound: {peak} bytes for a {len}-byte mutant, {:.2}% of the bound",
+        100.0 * ratio
+    );
+}
+
+/// Prints one example of each kind of failure (same stage, message and
+/// library frames, numbers aside), the smallest mutant, with a count.
+fn report_failures(failures: &[Failure]) {
+    let mut kinds: BTreeMap<String, (usize, &Failure)> = BTreeMap::new();
+    let size = |f: &Failure| std::fs::metadata(&f.saved).map_or(0, |m| m.len());
+    for f in failures {
+        let key: String = f.what.chars().filter(|c| !c.is_ascii_digit()).collect();
+        let e = kinds.entry(key).or_insert((0, f));
+        e.0 += 1;
+        if size(f) < size(e.1) {
+            e.1 = f;
+        }
+    }
+    for (n, f) in kinds.values() {
+        let round = match f.round {
+            u64::MAX => "unmutated".to_string(),
+            r => format!("round {r}"),
+        };
+        eprintln!(
+            "FAILURE x{n}, e.g. {} {round}: {}\n  saved: {}",
+            f.input,
+            f.what,
+            f.saved.display()
+        );
+    }
+}
+
+/// The run reached the parser and validator, not just the footer and hash.
+fn check_coverage(t: &Tally) {
+    let count = |f: &dyn Fn(&str, &str) -> bool| -> u64 {
+        t.verdicts
+            .iter()
+            .filter(|((s, v), _)| f(s, v))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let total = count(&|_, _| true);
+    let manifest = count(&|s, _| s.starts_with("manifest"));
+    assert!(
+        2 * manifest >= total,
+        "only {manifest} of {total} mutants were manifest-aware"
+    );
+    let hash = count(&|s, v| s.starts_with("manifest") && v == "ManifestHash");
+    assert_eq!(hash, 0, "a manifest-aware mutant failed the manifest hash");
+    let verdicts: BTreeSet<&str> = t.verdicts.keys().map(|(_, v)| v.as_str()).collect();
+    assert!(verdicts.len() >= 12, "mutants reached only {verdicts:?}");
+    assert!(
+        verdicts.contains("ok"),
+        "no mutant was accepted, so none was decoded"
+    );
+}
+
+fn all_inputs() -> (Vec<Input>, usize) {
+    let (mut inputs, corpus_exists) = corpus_inputs();
+    let from_corpus = inputs.len();
+    if corpus_exists {
+        assert!(
+            from_corpus >= MIN_CORPUS_FILES,
+            "corpus/expected.tsv exists, but corpus/valid and corpus/samples hold {from_corpus} .zt files, fewer than {MIN_CORPUS_FILES}"
+        );
+    }
+    for (name, bytes, companions) in built_inputs() {
+        let r = read_container(&bytes);
+        assert!(r.is_ok(), "built input {name:?} is invalid: {:?}", r.err());
+        inputs.push(Input::new(format!("built_{name}"), bytes, companions));
+    }
+    (inputs, from_corpus)
+}
+
+#[test]
+fn mutants_never_panic_or_overallocate() {
+    install_panic_hook();
+    if let Ok(path) = std::env::var("ZTFS_MUTATION_REPLAY") {
+        return replay(Path::new(&path));
+    }
+    let seed = env_u64("ZTFS_MUTATION_SEED").unwrap_or(DEFAULT_SEED);
+    let (inputs, from_corpus) = all_inputs();
+    let rounds = env_u64("ZTFS_MUTATION_ROUNDS")
+        .unwrap_or((DEFAULT_BUDGET / inputs.len() as u64).max(MIN_ROUNDS));
+    let started = std::time::Instant::now();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for w in 0..workers {
+            let mine: Vec<usize> = (w..inputs.len()).step_by(workers).collect();
+            let (inputs, results) = (&inputs, &results);
+            s.spawn(move || {
+                let r = worker(seed, rounds, inputs, &mine);
+                results.lock().unwrap().push(r);
+            });
+        }
+    });
+    let (mut tally, mut failures) = (Tally::default(), Vec::new());
+    for (t, f) in results.into_inner().unwrap() {
+        tally.merge(t);
+        failures.extend(f);
+    }
+    let secs = started.elapsed().as_secs_f64();
+    print_tally(&tally, seed, rounds, inputs.len(), secs);
+    let built = inputs.len() - from_corpus;
+    eprintln!("mutation: {from_corpus} corpus inputs, {built} built");
+    report_failures(&failures);
+    assert!(
+        failures.is_empty(),
+        "{} mutants failed (seed {seed:#018x}); replay one with ZTFS_MUTATION_REPLAY=<saved path>",
+        failures.len()
+    );
+    check_coverage(&tally);
+}
+
+fn replay(path: &Path) {
+    let mutant = std::fs::read(path).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let extra = write_companions(dir.path(), &companions_of(path));
+    match check_mutant(&mutant, dir.path(), extra) {
+        Ok((verdict, peak)) => eprintln!(
+            "replay {}: {verdict}, peak growth {peak} bytes",
+            path.display()
+        ),
+        Err(what) => panic!("replay {}: {what}", path.display()),
+    }
+}
+
+/// Found by this test: a part's `decoded_length` is any u64 when the part
+/// has an encoding, so totals over parts must not overflow. Two shapes of
+/// it: an unknown layout (no size equation), and dense u8 parts whose shape
+/// makes the equation hold at u64::MAX.
+#[test]
+fn huge_decoded_lengths_do_not_overflow_totals() {
+    let big = |blob: (u64, u64)| {
+        build::part(
+            "u8",
+            blob,
+            vec![
+                ("encoding", t("zt.zstd-seekable/1")),
+                ("decoded_length", Cv::U(u64::MAX)),
+            ],
+        )
+    };
+    let unknown = build::assemble(&[vec![7]], |r| {
+        let parts = vec![("a", big(r[0])), ("b", build::part("u8", r[0], vec![]))];
+        let o = build::object(&[1], "acme.x/1", parts, vec![]);
+        Some(map(vec![("objects", map(vec![("x", o)]))]))
+    });
+    let dense = build::assemble(&[vec![7]], |r| {
+        let huge = build::object(&[u64::MAX], "dense", vec![("data", big(r[0]))], vec![]);
+        let one = build::object(
+            &[1],
+            "dense",
+            vec![("data", build::part("u8", r[0], vec![]))],
+            vec![],
+        );
         Some(map(vec![(
             "objects",
-            map(vec![
-                ("z.a", object(&[5000], "dense", vec![("data", a)], vec![])),
-                ("z.b", object(&[250], "dense", vec![("data", b)], vec![])),
-            ]),
+            map(vec![("huge", huge), ("one", one)]),
         )]))
     });
-    out.push(("zstd".into(), zstd, vec![]));
-    let odd = assemble(&[bools.clone(), f32s.clone()], |r| {
-        let parts = vec![
-            ("indices", part("u8", r[0], vec![("type", t("acme.idx"))])),
-            ("values", part("f32", r[1], vec![("encoding", t("acme.zip/1")), ("decoded_length", Cv::U(99))])),
-        ];
-        let layout = object(&[10, 10], "zt.sparse_coo/1", parts, vec![("attributes", map(vec![("nnz", Cv::U(2))]))]);
-        let unknown_type = part("u8", r[0], vec![("type", t("acme.u8/1"))]);
-        Some(map(vec![(
-            "objects",
-            map(vec![
-                ("s", layout),
-                ("u", object(&[5], "dense", vec![("data", unknown_type)], vec![])),
-            ]),
-        )]))
+    let dir = tempfile::tempdir().unwrap();
+    for (name, file) in [("unknown", unknown), ("dense", dense)] {
+        let r = read_container(&file);
+        assert!(
+            r.is_ok(),
+            "reproducer {name:?} should be valid: {:?}",
+            r.err()
+        );
+        let path = dir.path().join(format!("{name}.zt"));
+        std::fs::write(&path, &file).unwrap();
+        let model = Model::open(&path).unwrap();
+        let _ = ztfs::report::summary(model.manifest().unwrap());
+        let _ = ztfs::report::ls_long(&model);
+        let _ = ztfs::report::ls_json(&model);
+    }
+}
+
+/// Found by reading `cli::check` after the test above: shard sizes are any
+/// u64 of at least 48, so their total must not overflow either. `ztfs check`
+/// sums them even without `--verify`.
+#[test]
+fn huge_shard_sizes_do_not_overflow_check() {
+    use clap::Parser;
+    let huge = || map(vec![("size", Cv::U(1 << 63)), ("digest", t("xxh3:00"))]);
+    let file = build::assemble(&[], |_| {
+        let shards = map(vec![("a", huge()), ("b", huge())]);
+        Some(map(vec![("objects", Cv::M(vec![])), ("shards", shards)]))
     });
-    out.push(("unknown".into(), odd, vec![]));
-    let data_shard = assemble(&[f32s.clone()], |_| None);
-    let root = assemble(&[bools.clone()], |r| {
-        let shards = map(vec![(
-            "00001",
-            map(vec![("size", Cv::U(data_shard.len() as u64)), ("digest", xxh3_digest(&data_shard))]),
-        )]);
-        let remote = part("f32", (4096, 8), vec![("shard", t("00001")), ("digest", xxh3_digest(&f32s))]);
-        let local = part("u8", r[0], vec![]);
-        Some(map(vec![
-            ("shards", shards),
-            (
-                "objects",
-                map(vec![
-                    ("remote", object(&[2], "dense", vec![("data", remote)], vec![])),
-                    ("local", object(&[5], "dense", vec![("data", local)], vec![])),
-                ]),
-            ),
-        ]))
-    });
-    out.push(("root".into(), root, vec![("00001".into(), data_shard.clone())]));
-    out.push(("datashard".into(), data_shard, vec![]));
-    let empty = assemble(&[], |_| Some(map(vec![("objects", Cv::M(vec![]))])));
-    out.push(("empty".into(), empty, vec![]));
-    out
+    let r = read_container(&file);
+    assert!(r.is_ok(), "the reproducer should be valid: {:?}", r.err());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shards.zt");
+    std::fs::write(&path, &file).unwrap();
+    let cli = ztfs::cli::Cli::try_parse_from(["ztfs".as_ref(), "check".as_ref(), path.as_os_str()]);
+    // Missing shards may be an error; overflowing the total must not panic.
+    let _ = ztfs::cli::run(cli.unwrap());
 }
