@@ -200,11 +200,23 @@ impl Tree {
         size: u32,
     ) -> Result<Data<'_>, FsError> {
         let (o, p) = self.part(object, part);
-        let stored = self.model.stored(p).map_err(|e| {
+        let stored = self.stored_for_read(o, p, offset, size)?;
+        Ok(Data::Borrowed(&stored[clip(p.blob.length, offset, size)]))
+    }
+
+    /// A part's stored bytes for a read, or EIO with a log line saying why
+    /// (a shard that cannot be resolved).
+    fn stored_for_read(
+        &self,
+        o: &Object,
+        p: &Part,
+        offset: u64,
+        size: u32,
+    ) -> Result<&[u8], FsError> {
+        self.model.stored(p).map_err(|e| {
             log::error!("{:?}/{:?}: read [{offset}, +{size}): {e}", o.name, p.name);
             FsError::Io
-        })?;
-        Ok(Data::Borrowed(&stored[clip(p.blob.length, offset, size)]))
+        })
     }
 
     fn read_frames(
@@ -220,10 +232,7 @@ impl Tree {
         };
         let r = clip(p.decoded_size(), offset, size);
         let mut out = Vec::with_capacity(r.len());
-        let stored = self.model.stored(p).map_err(|e| {
-            log::error!("{:?}/{:?}: read [{offset}, +{size}): {e}", o.name, p.name);
-            FsError::Io
-        })?;
+        let stored = self.stored_for_read(o, p, offset, size)?;
         let key = self.part_base[object as usize] + part;
         let mut pos = r.start as u64;
         while pos < r.end as u64 {
