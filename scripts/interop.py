@@ -22,6 +22,30 @@ Two directions:
             the package writes must re-encode to the same bytes.
             A few files the package writes are broken on purpose (or by a
             package bug), and both readers must then reject them.
+
+  mount     Each of those files is also mounted (`ztfs mount FILE MNT` on a
+            fresh temporary directory, always released by `ztfs unmount`
+            in a finally, also on Ctrl-C/SIGTERM). Object directories are
+            found by the true name in their meta.json; for every part the
+            decoded file is read by random-offset preads (first, so they
+            reach the daemon rather than the page cache), Python mmap and a
+            whole read, each compared with the package's bytes; `.raw`
+            files with the stored bytes; a part `ztfs cat` refuses must be
+            refused in meta.json too. MNT/manifest.json must equal `ztfs
+            manifest`, MNT/digest `ztfs digest` (absent when that exits 1).
+            A file ztfs rejects must not mount.
+
+  shards    The package cannot write a multi-file model (see gen_sharded),
+            so this script assembles one: a root it writes itself (local
+            blobs copied from a package file, a shard table, deterministic
+            CBOR manifest, footer), two package-written files as shards and
+            a data shard. The package must open it (positionally) and read
+            each object as the bytes of the file it came from, and its deep
+            verify must pass; then the root gets every forward check above.
+            Renamed (found by size and digest, beside a same-size decoy and
+            a wrong file under a positional name) it must still agree, and
+            the package's single-file ingest of it must have the same
+            content digest.
             ztfs may refuse (exit 1, "refused") to decode a part of a
             non-dense layout or of an unregistered logical type, as the spec
             allows; `ztfs cat --raw` must then give the stored bytes. Any
@@ -62,21 +86,26 @@ errors. The last line is "interop: N passed, N failed".
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import faulthandler
 import glob
 import hashlib
 import json
 import math
+import mmap
 import os
+import random
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
 import tempfile
 import time
 import unicodedata
+import zlib
 from typing import Any, Callable, Optional
 
 try:
@@ -528,6 +557,12 @@ class Gen:
     reject_rule: Optional[str] = None  # set when the package wrote a broken file
     what: str = ""
     shared: tuple = ()  # (object, part) pairs that must share one blob reference
+    # A multi-file model: shard name -> the file holding it (for the stored
+    # bytes of its parts), and where the package reads the model when that is
+    # not `path` (the package finds shards only positionally, so a renamed
+    # family is read through the same family under its positional names).
+    shard_files: dict = dataclasses.field(default_factory=dict)
+    view_path: Optional[str] = None
 
 
 RNG_SEED = 20240229
@@ -909,6 +944,328 @@ def gen_all(tmp: str, log) -> list[Gen]:
 
 
 # --------------------------------------------------------------------------
+# A multi-file model (spec §7), built around files the package writes
+# --------------------------------------------------------------------------
+#
+# The package cannot write one: Writer takes (path, canonical, align, publish,
+# append) and nothing else, a part dict without `data` is refused ("part has
+# no data"), the numpy shim and convert write one file, and ingest copies
+# into one file. Its compiled core has external parts (`Writer::link`), but
+# the Python binding does not expose them. It reads families, though:
+# ztensor.open resolves shards positionally (<stem>-<name>.zt) and eagerly.
+#
+# So the family is assembled here. Shards 00001 (non-canonical, 4 KiB,
+# zstd-seekable parts, a blob shared by two tensors) and 00002 (canonical)
+# are whole package-written files: any .zt file is a legal shard (§7.2).
+# Shard 00003 is a data shard (no manifest) holding blobs copied from a
+# package-written file. The root holds local blobs copied from another one
+# (an encoded part among them) and a manifest whose part entries are copied
+# from the files the blobs come from, plus a shard field; one object has
+# parts in three files, one aliases a shard blob under another dtype.
+
+
+def place_blobs(blobs: list) -> tuple[bytearray, list]:
+    """The head of a container: magic, zero padding up to 4096, then each
+    blob at the next 4096-aligned offset (a zero-length one at 4096)."""
+    data = bytearray(MAGIC) + bytes(4096 - len(MAGIC))
+    offs = []
+    for b in blobs:
+        if not b:
+            offs.append(4096)
+            continue
+        data += bytes(-len(data) % 4096)
+        offs.append(len(data))
+        data += b
+    return data, offs
+
+
+def finish_container(data: bytearray, manifest: Optional[dict]) -> bytes:
+    """Appends the manifest (4096-aligned, deterministic CBOR) and the footer:
+    manifest offset, length, XXH3-64, version 2, reserved 0, magic. Without a
+    manifest it is a data shard: offset, length and hash all 0 (§7.2)."""
+    if manifest is None:
+        return bytes(data) + struct.pack("<QQQII", 0, 0, 0, 2, 0) + MAGIC
+    mb = cbor_encode(manifest)
+    data += bytes(-len(data) % 4096)
+    mo = len(data)
+    data += mb
+    return bytes(data) + struct.pack("<QQQII", mo, len(mb), xxhash.xxh3_64_intdigest(mb),
+                                     2, 0) + MAGIC
+
+
+class Heap:
+    """Blobs copied from other files into one container, each source range
+    once (parts that shared a blob there share it here too)."""
+
+    def __init__(self):
+        self.blobs: list = []
+        self.index: dict = {}
+        self.refs: list = []
+
+    def take(self, src: str, src_data: bytes, part: dict) -> dict:
+        """A copy of the part entry `part` of file `src`, its blob to be
+        placed in this heap."""
+        off, ln = part["blob"]
+        key = (src, off, ln)
+        i = self.index.get(key)
+        if i is None:
+            i = self.index[key] = len(self.blobs)
+            self.blobs.append(src_data[off : off + ln])
+        entry = dict(part)
+        self.refs.append((entry, i))
+        return entry
+
+    def place(self) -> bytearray:
+        data, offs = place_blobs(self.blobs)
+        for entry, i in self.refs:
+            entry["blob"] = [offs[i], len(self.blobs[i])]
+        return data
+
+
+def file_digest(path: str, algo: str) -> str:
+    with open(path, "rb") as f:
+        data = f.read()
+    if algo == "sha256":
+        return "sha256:" + hashlib.sha256(data).hexdigest()
+    return "xxh3:%016x" % xxhash.xxh3_64_intdigest(data)
+
+
+def gen_sharded(tmp: str, log, res: Results) -> list[Gen]:
+    """Writes the family (positional names), a renamed copy of it, and the
+    package's single-file ingest of it; returns them as Gens (plus the
+    package-written files it is made of). Package-side sanity checks (the
+    package reads every root object as the bytes of its source object, and
+    deep-verifies the family) are counted in `res`."""
+    rng = np.random.default_rng(RNG_SEED + 7)
+    mib = 1024 * 1024
+    fam = os.path.join(tmp, "sharded")
+    os.makedirs(fam, exist_ok=True)
+    stem = "model"
+
+    def shard_path(d, name):
+        return os.path.join(d, f"{stem}-{name}.zt")
+
+    out: list[Gen] = []
+    t0 = time.monotonic()
+
+    # The package-written pieces.
+    semi = rng.integers(0, 16, size=5 * 512 * 1024, dtype=np.uint8).tobytes()
+    tied = rand_bytes(rng, 16 * 16 * 4)
+    s1 = shard_path(fam, "00001")
+    write_tensors(s1, [
+        ("s1.zstd.frames", "u8", None, [len(semi)], semi, ZSTD),
+        ("s1.zstd.f32", "f32", None, [100, 33], rand_bytes(rng, 100 * 33 * 4), ZSTD),
+        ("s1.raw.f16", "f16", None, [33], rand_bytes(rng, 66)),
+        ("s1.tied.a", "f32", None, [16, 16], tied),
+        ("s1.tied.b", "f32", None, [16, 16], tied),
+        ("s1.unreferenced", "u8", None, [5], b"hello"),
+        obj("s1.mixed", [16],
+            {"codes": {"dtype": "u8", "data": semi[:4096], "encoding": ZSTD},
+             "scales": {"dtype": "f16", "data": rand_bytes(rng, 32)}},
+            layout="acme.mixed/1", attrs={"note": "an object in shard 00001"}),
+    ], canonical=False, align=4096, attrs={"role": "shard 00001"})
+    s2 = shard_path(fam, "00002")
+    csr_values = np.array([1.0, 2.0, 3.0, 4.0], np.float32).tobytes()
+    write_tensors(s2, [
+        ("s2.bf16", "bf16", None, [64, 64], rand_bytes(rng, 64 * 64 * 2)),
+        ("s2.bool", "u8", "bool", [100], bytes(rng.integers(0, 2, 100, dtype=np.uint8))),
+        ("s2.scalar", "i64", None, [], rand_bytes(rng, 8)),
+        ("s2.empty", "f32", None, [0], b""),
+        ("s2.f4", "u8", "f4_e2m1", [5], b"\x21\x43\x05"),
+        obj("s2.csr", [3, 4],
+            {"values": {"dtype": "f32", "data": csr_values},
+             "indices": {"dtype": "u32", "data": np.array([0, 3, 1, 2], np.uint32).tobytes()},
+             "indptr": {"dtype": "u32", "data": np.array([0, 2, 2, 4], np.uint32).tobytes()}},
+            layout="zt.sparse_csr/1"),
+    ], canonical=True, order="sorted")
+    src3 = os.path.join(tmp, "sharded-src3.zt")
+    write_tensors(src3, [
+        ("s3.zstd.1MiB+1", "u8", None, [mib + 1], semi[: mib + 1], ZSTD),
+        ("s3.i32", "i32", None, [1000], rand_bytes(rng, 4000)),
+        ("s3.c64", "f32", "complex64", [4], rand_bytes(rng, 32)),
+    ], canonical=False, align=4096)
+    lsrc = os.path.join(tmp, "sharded-local-src.zt")
+    write_tensors(lsrc, [
+        ("local.f32", "f32", None, [8, 8], rand_bytes(rng, 256)),
+        ("local.zstd", "f32", None, [5000],
+         np.repeat(np.arange(500, dtype=np.float32), 10).tobytes(), ZSTD),
+        ("local.zero", "u8", None, [0], b""),
+        ("local.bool", "u8", "bool", [3], b"\x01\x00\x01"),
+        ("local.part", "u16", None, [4], rand_bytes(rng, 8)),
+    ], canonical=False, align=4096, attrs={"role": "local source"})
+
+    raws = {p: read_raw(p) for p in (s1, s2, src3, lsrc)}
+    datas = {p: open(p, "rb").read() for p in (s1, s2, src3, lsrc)}
+
+    def mobj(path, name):
+        return raws[path].manifest["objects"][name]
+
+    def copy_obj(path, name, shard=None, heap=None):
+        """The object entry of `name` in `path`, every part pointing into
+        `shard` (None: the root) or relocated into `heap`."""
+        o = dict(mobj(path, name))
+        parts = {}
+        for pn, p in o["parts"].items():
+            e = heap.take(path, datas[path], p) if heap is not None else dict(p)
+            if shard is not None:
+                e["shard"] = shard
+            parts[pn] = e
+        o["parts"] = parts
+        return o
+
+    # The data shard 00003: the blobs of src3, no manifest.
+    heap3 = Heap()
+    objects: dict = {}
+    source_of: dict = {}  # root object -> (file the package reads it from, object)
+    for name in raws[src3].manifest["objects"]:
+        objects[name] = copy_obj(src3, name, "00003", heap3)
+        source_of[name] = (src3, name)
+    s3 = shard_path(fam, "00003")
+    with open(s3, "wb") as f:
+        f.write(finish_container(heap3.place(), None))
+
+    for name in raws[s1].manifest["objects"]:
+        if name != "s1.unreferenced":
+            objects[name] = copy_obj(s1, name, "00001")
+            source_of[name] = (s1, name)
+    for name in raws[s2].manifest["objects"]:
+        objects[name] = copy_obj(s2, name, "00002")
+        source_of[name] = (s2, name)
+    root_heap = Heap()
+    for name in raws[lsrc].manifest["objects"]:
+        if name != "local.part":
+            objects[name] = copy_obj(lsrc, name, None, root_heap)
+            source_of[name] = (lsrc, name)
+    # A shard blob under a second name and dtype (tying across files).
+    alias = dict(mobj(s1, "s1.raw.f16")["parts"]["data"], dtype="u8", shard="00001")
+    objects["alias.s1.raw.as_u8"] = {"shape": [66], "layout": "dense",
+                                     "parts": {"data": alias}}
+    source_of["alias.s1.raw.as_u8"] = (s1, "s1.raw.f16")
+    # One object with a part in the root, one in a full-model shard and one
+    # in the data shard (the last shares its blob with s3.i32).
+    s3_i32 = objects["s3.i32"]["parts"]["data"]
+    objects["split.across-files"] = {
+        "shape": [4], "layout": "acme.split/1", "attributes": {"files": 3},
+        "parts": {
+            "local": root_heap.take(lsrc, datas[lsrc], mobj(lsrc, "local.part")["parts"]["data"]),
+            "remote": dict(mobj(s1, "s1.zstd.f32")["parts"]["data"], shard="00001"),
+            "packed": dict(s3_i32),  # the blob of s3.i32, in the data shard
+        },
+    }
+    split_sources = {"local": (lsrc, "local.part"), "remote": (s1, "s1.zstd.f32"),
+                     "packed": (src3, "s3.i32")}
+    shards = {
+        "00001": {"size": os.path.getsize(s1), "digest": file_digest(s1, "sha256")},
+        # xxh3 is the minimum the spec allows for a shard identity (§7.1)
+        "00002": {"size": os.path.getsize(s2), "digest": file_digest(s2, "xxh3")},
+        "00003": {"size": os.path.getsize(s3), "digest": file_digest(s3, "sha256")},
+    }
+    head = root_heap.place()
+    manifest = {
+        "attributes": {"family": "interop", "written by": "scripts/interop.py",
+                       "shards": ["00001 (package)", "00002 (package, canonical)",
+                                  "00003 (data shard)"]},
+        "objects": objects,
+        "shards": shards,
+    }
+    root = os.path.join(fam, f"{stem}.zt")
+    with open(root, "wb") as f:
+        f.write(finish_container(head, manifest))
+    shard_files = {n: shard_path(fam, n) for n in shards}
+    sizes = ", ".join("%s (%d bytes)" % (n, e["size"]) for n, e in shards.items())
+    log(f"  wrote sharded/{stem}.zt ({os.path.getsize(root)} bytes, {len(objects)} objects) "
+        f"and shards {sizes} "
+        f"({time.monotonic() - t0:.2f}s)")
+
+    # Package side: the root reads as the objects it was made of, and deep
+    # verify (whole-shard digests) passes.
+    where = "sharded/model.zt [package]"
+    try:
+        with ztensor.open(root) as src:
+            files = [os.path.realpath(x) for x in src.files]
+            res.check(all(os.path.realpath(p) in files for p in shard_files.values()), where,
+                      f"the package's Source.files {files!r} does not list every shard")
+            bad = []
+            for name, (spath, sname) in source_of.items():
+                with ztensor.open(spath) as s:
+                    for pn in src[name].parts:
+                        want = s[sname][pn].tobytes()
+                        if src[name][pn].tobytes() != want:
+                            bad.append(f"{name}/{pn}")
+            for pn, (spath, sname) in split_sources.items():
+                with ztensor.open(spath) as s:
+                    if src["split.across-files"][pn].tobytes() != s[sname]["data"].tobytes():
+                        bad.append(f"split.across-files/{pn}")
+            res.check(not bad, where, f"the package reads these root parts as other bytes "
+                                      f"than their source files hold: {bad}")
+            checked, undigested = src.verify(deep=True)
+            res.check(undigested == 0 and checked > 0, where,
+                      f"package deep verify: {checked} checked, {undigested} undigested")
+    except BaseException as e:  # noqa: BLE001
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        res.fail(where, f"the package cannot open the family: {type(e).__name__}: {e}")
+
+    what = ("root with 5 local objects (zstd among them) and a shard table; 00001 a "
+            "package file (zstd, tied), 00002 a canonical package file, 00003 a data "
+            "shard; an object with parts in three files")
+    out.append(Gen(f"sharded/{stem}.zt", root, "sharded", shard_files=shard_files, what=what))
+
+    # The same family renamed: the shards are found by size and digest only.
+    # A same-size copy of 00001 with one padding byte changed (a valid file,
+    # another digest) sorts first, and a file of another size has the
+    # positional name of 00002.
+    ren = os.path.join(tmp, "sharded-renamed")
+    os.makedirs(ren, exist_ok=True)
+    new_names = {"00001": "weights-A.bin", "00002": "second.zt", "00003": "blobs.dat"}
+    ren_files = {}
+    for n, fn in new_names.items():
+        ren_files[n] = os.path.join(ren, fn)
+        shutil.copyfile(shard_files[n], ren_files[n])
+    shutil.copyfile(root, os.path.join(ren, f"{stem}.zt"))
+    decoy = bytearray(datas[s1])
+    decoy[100] ^= 0x5A
+    with open(os.path.join(ren, "a-decoy.zt"), "wb") as f:
+        f.write(decoy)
+    shutil.copyfile(src3, shard_path(ren, "00002"))
+    try:
+        with ztensor.open(os.path.join(ren, f"{stem}.zt")):
+            pass
+        res.note("note sharded-renamed/model.zt: the package opens the renamed family")
+    except BaseException as e:  # noqa: BLE001
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        res.note(f"note sharded-renamed/model.zt: the package (positional resolution only) "
+                 f"does not open it, as expected: {classify(e).message[:120]}")
+    out.append(Gen(f"sharded-renamed/{stem}.zt", os.path.join(ren, f"{stem}.zt"), "sharded",
+                   shard_files=ren_files, view_path=root,
+                   what="the same family with the shards renamed (found by size and "
+                        "digest), a same-size decoy and a wrong file under a positional name"))
+
+    # The package flattens the family into one canonical file: same content.
+    flat = os.path.join(tmp, "sharded-flat.zt")
+    try:
+        w = ztensor.Writer(flat)
+        with ztensor.open(root) as src:
+            w.ingest(src)
+        w.finish()
+        out.append(Gen("sharded-flat.zt", flat, "sharded",
+                       what="Writer.ingest of the sharded model into one canonical file"))
+    except BaseException as e:  # noqa: BLE001
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        res.fail("sharded-flat.zt", f"the package cannot ingest the family: "
+                                    f"{type(e).__name__}: {e}")
+
+    # The package-written pieces, each as a file of its own.
+    out.append(Gen("sharded/model-00001.zt", s1, what="shard 00001 alone (package, zstd)"))
+    out.append(Gen("sharded/model-00002.zt", s2, what="shard 00002 alone (package, canonical)"))
+    out.append(Gen("sharded-src3.zt", src3, what="source of the data shard 00003 (package)"))
+    out.append(Gen("sharded-local-src.zt", lsrc, what="source of the root's local blobs"))
+    return out
+
+
+# --------------------------------------------------------------------------
 # The package's view of a file
 # --------------------------------------------------------------------------
 
@@ -1066,10 +1423,15 @@ def check_generated(gen: Gen, z: Optional[Ztfs], res: Results, digests_by_group:
         check_generated_reject(gen, z, res)
         return
 
+    # The package reads a renamed shard family through its positional twin.
+    vpath = gen.view_path or path
     try:
-        objs, fattrs = package_view(path)
+        objs, fattrs = package_view(vpath)
     except BaseException as e:  # noqa: BLE001 - report whatever the package raised
-        res.fail(where, f"the package cannot read a file it wrote: {type(e).__name__}: {e}")
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        what = "a model this script built from its files" if gen.shard_files else "a file it wrote"
+        res.fail(where, f"the package cannot read {what}: {type(e).__name__}: {e}")
         return
     manifest = raw.manifest or {}
     res.check(sorted(objs) == sorted(manifest.get("objects", {})), where,
@@ -1082,10 +1444,14 @@ def check_generated(gen: Gen, z: Optional[Ztfs], res: Results, digests_by_group:
         res.check(same_value(fattrs, manifest.get("attributes")), where,
                   "package's file attributes differ from the manifest's")
     try:
-        with ztensor.open(path) as src:
-            checked, undigested = src.verify()
+        # deep: also the whole-file digests of the shards (the package's
+        # shallow verify skips them, notes §1 Data shards).
+        with ztensor.open(vpath) as src:
+            checked, undigested = src.verify(deep=bool(gen.shard_files))
         res.check(undigested == 0, where, f"package verify: {undigested} parts without digest")
     except BaseException as e:  # noqa: BLE001
+        if isinstance(e, KeyboardInterrupt):
+            raise
         res.fail(where, f"package verify fails on its own file: {e}")
 
     value = content_value(objs, manifest, res, where)
@@ -1138,19 +1504,19 @@ def check_generated(gen: Gen, z: Optional[Ztfs], res: Results, digests_by_group:
         check_ls(out, objs, res, where)
 
     # cat every part
-    with open(path, "rb") as f:
-        fdata = f.read()
+    stored_of = stored_bytes_reader(path, gen.shard_files, manifest)
     cat_fail = 0
     refused: dict = {}  # why -> count
+    cat_refused: dict = {}  # (object, part) -> why, for the mount check
     for name, o in objs.items():
         for pn, pp in o.parts.items():
             mp = manifest["objects"][name]["parts"][pn]
-            off, ln = mp["blob"]
             args = [path, name] if pn == "data" and len(o.parts) == 1 else [path, name, pn]
-            ok, why, detail = cat_part(z, args, pp.data, fdata[off : off + ln],
+            ok, why, detail = cat_part(z, args, pp.data, stored_of(name, pn),
                                        "encoding" in mp, may_refuse(o.layout, pp.logical))
             if why:
                 refused[why] = refused.get(why, 0) + 1
+                cat_refused[(name, pn)] = why
             if ok:
                 res.ok()
                 continue
@@ -1164,9 +1530,37 @@ def check_generated(gen: Gen, z: Optional[Ztfs], res: Results, digests_by_group:
     for why, n in sorted(refused.items()):
         res.note(f"note {where}: ztfs refuses to decode {n} part(s): {why}; "
                  "`cat --raw` gives the stored bytes")
+
+    # The same bytes through the mount.
+    mounted_how = check_mount(gen, z, res, objs, stored_of, cat_refused)
+
     bad = len(res.failures) - fails_before
     print(f"{'ok  ' if not bad else 'FAIL'} {where}: {len(objs)} objects, {nparts} parts"
-          + (f", {bad} failures" if bad else ""), flush=True)
+          + (f", {len(gen.shard_files)} shards" if gen.shard_files else "")
+          + f"; {mounted_how}" + (f", {bad} failures" if bad else ""), flush=True)
+
+
+def stored_bytes_reader(path: str, shard_files: dict, manifest: dict):
+    """(object, part) -> the part's stored bytes, from the root or from the
+    shard file holding them (None when that file is unknown)."""
+    cache: dict = {}
+
+    def stored(name: str, pn: str) -> Optional[bytes]:
+        mp = manifest["objects"][name]["parts"][pn]
+        shard = mp.get("shard")
+        if shard not in cache:
+            src = path if shard is None else shard_files.get(shard)
+            cache[shard] = None
+            if src is not None:
+                with open(src, "rb") as f:
+                    cache[shard] = f.read()
+        data = cache[shard]
+        if data is None:
+            return None
+        off, ln = mp["blob"]
+        return data[off : off + ln]
+
+    return stored
 
 
 def may_refuse(layout: str, logical: Optional[str]) -> Optional[str]:
@@ -1298,8 +1692,336 @@ def check_generated_reject(gen: Gen, z: Optional[Ztfs], res: Results):
                    f"`ztfs check` must reject (exit 1, 'rejected (Rule)'); exit {rc}: {short(err)}")
     if ok and rule != (prule or gen.reject_rule):
         res.note(f"note {where}: ztfs rejects with {rule}, package with {prule} ({pmsg})")
+    # `ztfs mount` validates as `check` does: nothing may get mounted.
+    t0 = time.monotonic()
+    with mounted(z, gen.path, res, where) as (mrc, merr, mnt):
+        ok &= res.check(mrc == 1 and not is_mounted(mnt), where,
+                        f"`ztfs mount` of a file ztfs rejects exited {mrc} "
+                        f"({'mounted' if is_mounted(mnt) else 'not mounted'}): {short(merr)}")
+    MOUNT_STATS["mounts"] += 1
+    MOUNT_STATS["seconds"] += time.monotonic() - t0
     print(f"{'ok  ' if ok else 'FAIL'} {where}: package {stage}/{prule}, ztfs exit {rc}/{rule}",
           flush=True)
+
+
+# --------------------------------------------------------------------------
+# Through the mount: `ztfs mount FILE MNT`, the bytes read back as files
+# --------------------------------------------------------------------------
+
+
+MOUNT_STATS = {"mounts": 0, "seconds": 0.0, "files": 0, "bytes": 0}
+
+
+def _mountinfo_path(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def is_mounted(mnt: str) -> bool:
+    """Whether something is mounted on `mnt` (a real path). Read from
+    /proc/self/mountinfo, which also lists a stale FUSE mount whose daemon
+    died (os.path.ismount cannot stat that one and says False)."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            return any(len(fl) > 4 and _mountinfo_path(fl[4]) == mnt
+                       for fl in (line.split() for line in f))
+    except OSError:
+        return os.path.ismount(mnt)
+
+
+def _run_quiet(argv: list, timeout: float = 30.0) -> tuple[int, bytes]:
+    """Runs a helper in its own session, so a Ctrl-C meant for this script
+    does not kill an unmount half-way."""
+    try:
+        cp = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                            timeout=timeout, start_new_session=True)
+        return cp.returncode, cp.stderr
+    except subprocess.TimeoutExpired:
+        return 124, f"timed out after {timeout}s".encode()
+    except OSError as e:
+        return 127, str(e).encode()
+
+
+def release_mount(z: "Ztfs", mnt: str, expect_mounted: bool) -> list[str]:
+    """Unmounts `mnt` with `ztfs unmount` (retrying while busy, then lazily
+    with fusermount/umount as a last resort) and removes the directory.
+    SIGINT and SIGTERM are held off meanwhile and delivered afterwards.
+    Returns what went wrong."""
+    problems = []
+    blocked = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        if expect_mounted and not is_mounted(mnt):
+            problems.append(f"{mnt} is no longer mounted when the check ends")
+        tries = 0
+        while is_mounted(mnt) and tries < 6:
+            rc, err = _run_quiet([z.binary, "unmount", mnt])
+            if tries == 0 and rc != 0:
+                problems.append(f"`ztfs unmount` exited {rc}: {short(err)}")
+            tries += 1
+            if is_mounted(mnt):
+                time.sleep(0.2 * tries)
+        if is_mounted(mnt):
+            for argv in (["fusermount3", "-u", "-z", mnt], ["fusermount", "-u", "-z", mnt],
+                         ["umount", "-l", mnt]):
+                _run_quiet(argv)
+                if not is_mounted(mnt):
+                    break
+            problems.append(f"`ztfs unmount` left {mnt} mounted; "
+                            + ("unmounted lazily" if not is_mounted(mnt) else "STILL MOUNTED"))
+        if not is_mounted(mnt):
+            try:
+                os.rmdir(mnt)
+            except OSError as e:
+                problems.append(f"cannot remove the mount point {mnt}: {e}")
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    return problems
+
+
+@contextlib.contextmanager
+def mounted(z: "Ztfs", path: str, res: Results, where: str, flags: tuple = ()):
+    """Mounts `path` on a fresh temporary directory; yields (exit status,
+    stderr, mount point). Whatever happens inside (a failure, an exception,
+    Ctrl-C), the mount is released on the way out; a clean `ztfs unmount`
+    counts as a pass."""
+    mnt = os.path.realpath(tempfile.mkdtemp(prefix="ztfs-interop-mnt-"))
+    rc, err = 127, b"not run"
+    try:
+        rc, _, err = z.run("mount", [path, mnt], flags)
+        yield rc, err, mnt
+    finally:
+        was = rc == 0
+        problems = release_mount(z, mnt, was)
+        for p in problems:
+            res.fail(where, p)
+        if was and not problems:
+            res.ok()
+
+
+def pread_full(fd: int, n: int, off: int) -> bytes:
+    """pread until n bytes or end of file (a short read is legal POSIX)."""
+    out = []
+    while n > 0:
+        b = os.pread(fd, n, off)
+        if not b:
+            break
+        out.append(b)
+        n -= len(b)
+        off += len(b)
+    return b"".join(out)
+
+
+def first_diff(a: bytes, b: bytes) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def read_part_file(fpath: str, want: bytes, seed: str) -> list[tuple[bool, str]]:
+    """Reads one file of the mount every way a program would and compares
+    each read with `want`: random-offset preads on a fresh descriptor first
+    (so they reach the daemon before the page cache holds the file; a
+    compressed part then decodes frames out of order), then Python mmap,
+    then one whole read. Returns (ok, what) per comparison."""
+    n = len(want)
+    out = []
+    rng = random.Random(zlib.crc32(seed.encode("utf-8", "surrogatepass")))
+    try:
+        st = os.stat(fpath)
+    except OSError as e:
+        return [(False, f"stat: {e}")]
+    out.append((st.st_size == n, f"st_size {st.st_size}, the package has {n} bytes"))
+
+    spots = []
+    if n:
+        for _ in range(3):
+            off = rng.randrange(n)
+            cap = rng.choice((16, 4096, 65536 + 7, (1 << 20) + 5))
+            spots.append((off, rng.randint(1, max(1, min(n - off, cap)))))
+        spots.append((n - 1, 2))  # runs past the end: one byte back
+        if n > (1 << 20):
+            spots.append(((1 << 20) - 100, 200))  # across the first 1 MiB frame boundary
+    spots.append((n, 16))  # at the end: nothing
+    try:
+        fd = os.open(fpath, os.O_RDONLY)
+    except OSError as e:
+        return out + [(False, f"open: {e}")]
+    try:
+        for off, ln in spots:
+            try:
+                got = pread_full(fd, ln, off)
+            except OSError as e:
+                out.append((False, f"pread({ln} @ {off}): {e}"))
+                continue
+            exp = want[off : off + ln]
+            out.append((got == exp, f"pread({ln} @ {off}) gave {len(got)} bytes, "
+                                    f"expected {len(exp)}; first difference at "
+                                    f"{first_diff(got, exp)}"))
+    finally:
+        os.close(fd)
+
+    if n and st.st_size:
+        try:
+            with open(fpath, "rb") as f:
+                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                try:
+                    got = mm[:]
+                finally:
+                    mm.close()
+            out.append((got == want, f"mmap gave {len(got)} bytes, expected {n}; first "
+                                     f"difference at {first_diff(got, want)}"))
+        except (OSError, ValueError) as e:
+            out.append((False, f"mmap: {type(e).__name__}: {e}"))
+
+    try:
+        with open(fpath, "rb") as f:
+            got = f.read()
+        out.append((got == want, f"read() gave {len(got)} bytes, expected {n}; first "
+                                 f"difference at {first_diff(got, want)}"))
+    except OSError as e:
+        out.append((False, f"read(): {e}"))
+    MOUNT_STATS["files"] += 1
+    MOUNT_STATS["bytes"] += n
+    return out
+
+
+def read_whole(fpath: str) -> bytes:
+    with open(fpath, "rb") as f:
+        return f.read()
+
+
+def check_mount(gen: Gen, z: "Ztfs", res: Results, objs: dict, stored_of,
+                cat_refused: dict) -> str:
+    """Mounts the file and reads every part back through the filesystem.
+    Per part: the decoded file against the package's bytes (the bytes `ztfs
+    cat` was compared with) by preads, mmap and a whole read; a `.raw` file
+    against the stored bytes; a part `cat` refuses must be refused in the
+    mount too (no decoded file, `refused` in meta.json, a `.raw` file).
+    Also manifest.json against `ztfs manifest` and digest against `ztfs
+    digest`. Returns a summary for the status line."""
+    where = f"{gen.name} [mount]"
+    t0 = time.monotonic()
+    nfail = 0
+
+    def fail(what: str):
+        nonlocal nfail
+        nfail += 1
+        if nfail <= 10:
+            res.fail(where, what)
+        else:
+            res.failures.append(f"FAIL {where}: {what[:200]}")
+
+    def check(cond: bool, what: str) -> bool:
+        if cond:
+            res.ok()
+        else:
+            fail(what)
+        return cond
+
+    rc_m, man_out, err_m = z.run("manifest", [gen.path])
+    rc_d, dig_out, err_d = z.run("digest", [gen.path])
+    nfiles = 0
+    try:
+        with mounted(z, gen.path, res, where) as (rc, err, mnt):
+            if not check(rc == 0 and is_mounted(mnt),
+                         f"`ztfs mount` exited {rc} ({'mounted' if is_mounted(mnt) else 'not mounted'})"
+                         f": {short(err)}"):
+                return "mount FAILED"
+
+            # manifest.json and digest
+            try:
+                got = read_whole(os.path.join(mnt, "manifest.json"))
+                check(rc_m == 0 and got == man_out,
+                      f"manifest.json ({len(got)} bytes) differs from `ztfs manifest` "
+                      f"(exit {rc_m}, {len(man_out)} bytes): {short(err_m)}")
+            except OSError as e:
+                fail(f"manifest.json: {e}")
+            dpath = os.path.join(mnt, "digest")
+            if rc_d == 0:
+                try:
+                    got = read_whole(dpath)
+                    check(got == dig_out, f"digest holds {short(got)!r}, `ztfs digest` prints "
+                                          f"{short(dig_out)!r}")
+                except OSError as e:
+                    fail(f"digest: {e} (`ztfs digest` prints {short(dig_out)!r})")
+            elif rc_d == 1:
+                check(not os.path.lexists(dpath),
+                      "digest exists though `ztfs digest` exits 1 (content digest undefined)")
+            else:
+                fail(f"`ztfs digest` exited {rc_d}: {short(err_d)}")
+
+            # Object directories, found by the true name in meta.json.
+            by_name: dict = {}
+            for entry in sorted(os.listdir(mnt)):
+                d = os.path.join(mnt, entry)
+                if not os.path.isdir(d):
+                    continue
+                try:
+                    meta = json.loads(read_whole(os.path.join(d, "meta.json")))
+                    name = meta["name"]
+                except (OSError, ValueError, KeyError, TypeError) as e:
+                    fail(f"{entry!r}/meta.json unreadable: {type(e).__name__}: {e}")
+                    continue
+                if name in by_name:
+                    fail(f"two directories claim object {name!r}: {by_name[name][0]!r}, {entry!r}")
+                by_name[name] = (entry, meta)
+            missing = [n for n in objs if n not in by_name]
+            extra = [n for n in by_name if n not in objs]
+            check(not missing and not extra,
+                  f"object directories differ from the package's objects: missing "
+                  f"{missing[:5]!r}, extra {extra[:5]!r}")
+
+            for name, o in objs.items():
+                if name not in by_name:
+                    continue
+                entry, meta = by_name[name]
+                odir = os.path.join(mnt, entry)
+                mparts = {}
+                for mp in meta.get("parts") or []:
+                    if isinstance(mp, dict) and "name" in mp:
+                        mparts[mp["name"]] = mp
+                check(sorted(mparts) == sorted(o.parts),
+                      f"{name!r}: meta.json lists parts {sorted(mparts)!r}, the package "
+                      f"{sorted(o.parts)!r}")
+                for pn, pp in o.parts.items():
+                    mp = mparts.get(pn)
+                    if mp is None:
+                        continue
+                    files = mp.get("files") or []
+                    dec = [f for f in files if not f.endswith(".raw")]
+                    raws = [f for f in files if f.endswith(".raw")]
+                    label = f"{name!r}/{pn!r}"
+                    check(mp.get("available") is True,
+                          f"{label}: meta.json says available {mp.get('available')!r}")
+                    stored = stored_of(name, pn)
+                    if (name, pn) in cat_refused:
+                        # ztfs cat refused it: the mount must refuse it the same way.
+                        check(not dec and bool(mp.get("refused")) and len(raws) == 1,
+                              f"{label}: `ztfs cat` refuses it ({cat_refused[(name, pn)]}); "
+                              f"the mount serves files {files!r}, refused {mp.get('refused')!r}")
+                    else:
+                        if not check(len(dec) == 1 and mp.get("refused") is None,
+                                     f"{label}: the package reads it and `ztfs cat` decodes "
+                                     f"it, but meta.json gives files {files!r}, refused "
+                                     f"{mp.get('refused')!r}"):
+                            continue
+                        nfiles += 1
+                        for ok, what in read_part_file(os.path.join(odir, dec[0]), pp.data,
+                                                       f"{gen.name}\0{name}\0{pn}"):
+                            check(ok, f"{label} file {dec[0]!r}: {what}")
+                    for rf in raws:
+                        nfiles += 1
+                        try:
+                            got = read_whole(os.path.join(odir, rf))
+                        except OSError as e:
+                            fail(f"{label} file {rf!r}: {e}")
+                            continue
+                        if stored is not None:
+                            check(got == stored, f"{label} file {rf!r}: {len(got)} bytes, "
+                                                 f"not the {len(stored)} stored bytes")
+    finally:
+        MOUNT_STATS["mounts"] += 1
+        MOUNT_STATS["seconds"] += time.monotonic() - t0
+    return (f"mount: {nfiles} files read in {time.monotonic() - t0:.2f}s"
+            + (f", {nfail} mismatches" if nfail else ""))
 
 
 # -- mutations of package-written files: both readers must agree on an error
@@ -1873,6 +2595,13 @@ def main() -> int:
     args = ap.parse_args()
 
     t_start = time.monotonic()
+
+    # SIGTERM and SIGHUP unwind like Ctrl-C, so every mount is released.
+    def _terminate(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
     try:
         from importlib.metadata import version
 
@@ -1907,6 +2636,10 @@ def main() -> int:
         print(f"\n== writing files with the package into {tmp}")
         t0 = time.monotonic()
         gens = gen_all(tmp, lambda s: print(s, flush=True))
+        try:
+            gens += gen_sharded(tmp, lambda s: print(s, flush=True), res)
+        except Exception as e:  # noqa: BLE001 - a harness error is a failure
+            res.fail("sharded", f"building the multi-file model failed: {type(e).__name__}: {e}")
         if args.only:
             gens = [g for g in gens if args.only in g.name]
         t_gen = time.monotonic() - t0
@@ -1954,6 +2687,10 @@ def main() -> int:
     total = time.monotonic() - t_start
     print(f"\n== timing: write {t_gen:.1f}s, forward {t_fwd:.1f}s, reverse {t_rev:.1f}s, "
           f"total {total:.1f}s" + (f"; {z.calls} ztfs calls, {z.seconds:.1f}s in ztfs" if z else ""))
+    if MOUNT_STATS["mounts"]:
+        print(f"   mounts: {MOUNT_STATS['mounts']} mounts, {MOUNT_STATS['files']} part files "
+              f"({MOUNT_STATS['bytes'] / 1e6:.1f} MB) read through them, "
+              f"{MOUNT_STATS['seconds']:.1f}s of the forward time")
     if res.failures:
         print(f"\n== {len(res.failures)} failures:")
         for f in res.failures[:200]:
