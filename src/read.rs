@@ -40,13 +40,27 @@ pub fn decoded(
     enc.stream(stored, sink)
 }
 
+/// Largest part decoded whole into memory (for layout data rules and
+/// views), in bytes: a few hundred bytes of zstd can declare and produce
+/// gigabytes, so the amplification is capped per part (§8.1).
+pub const MAX_PART_IN_MEMORY: u64 = 1 << 30;
+
 /// A part's decoded bytes in memory, for the object-level data rules and
 /// views of layout profiles (whose parts are index arrays and values).
+/// Refused above [`MAX_PART_IN_MEMORY`]; allocated once, at the size the
+/// part decodes to.
 pub fn decoded_vec(model: &Model, object: &Object, part_name: &str) -> Result<Vec<u8>> {
     let part = object.part(part_name).ok_or_else(|| {
         crate::error::Error::NotFound(format!("part {part_name:?} of object {:?}", object.name))
     })?;
-    let mut out = Vec::new();
+    let size = part.decoded_size();
+    if size > MAX_PART_IN_MEMORY {
+        return Err(crate::error::Error::Unsupported(format!(
+            "part {:?}/{:?} decodes to {size} bytes, more than the {MAX_PART_IN_MEMORY} this reader holds in memory to check its layout's data rules or build a view",
+            object.name, part.name
+        )));
+    }
+    let mut out = Vec::with_capacity(size as usize);
     decoded(model, object, part, &mut |c| {
         out.extend_from_slice(c);
         Ok(())

@@ -180,6 +180,8 @@ fn through_model(path: &Path) -> Result<(), String> {
         return Ok(());
     };
     for o in &m.objects {
+        stage("read::verify_object");
+        let _ = ztfs::read::verify_object(&model, o);
         for p in &o.parts {
             stage("read::verify");
             let _ = ztfs::read::verify(&model, o, p, &mut |_| {});
@@ -598,4 +600,77 @@ fn huge_shard_sizes_do_not_overflow_check() {
     let cli = ztfs::cli::Cli::try_parse_from(["ztfs".as_ref(), "check".as_ref(), path.as_os_str()]);
     // Missing shards may be an error; overflowing the total must not panic.
     let _ = ztfs::cli::run(cli.unwrap());
+}
+
+/// A sparse object whose parts are tiny zstd streams of zeros that decode
+/// to 16 MiB each (about 1 KiB stored). Verifying it must hold each part
+/// once, at its decoded size (no doubling slack, no second copy), plus the
+/// 16 bytes per element of the COO duplicate-cell check: a bound set by the
+/// decoded sizes, which the seek table declares and the decoder enforces.
+fn sparse_zstd_bomb(frames_per_part: usize) -> (Vec<u8>, u64) {
+    let zeros = vec![0u8; 16 << 20];
+    let mut z = Vec::new();
+    for _ in 0..frames_per_part {
+        z.extend_from_slice(&zeros);
+    }
+    let n = z.len() as u64;
+    let stored = build::seekable(&z, 16 << 20, true);
+    let file = build::assemble(&[stored.clone(), stored], |r| {
+        let enc = |blob, dtype| {
+            let extra = vec![
+                ("encoding", t("zt.zstd-seekable/1")),
+                ("decoded_length", Cv::U(n)),
+            ];
+            build::part(dtype, blob, extra)
+        };
+        let parts = vec![("values", enc(r[0], "f32")), ("coords", enc(r[1], "u32"))];
+        let o = build::object(&[1 << 40], "zt.sparse_coo/1", parts, vec![]);
+        Some(map(vec![("objects", map(vec![("s", o)]))]))
+    });
+    (file, n)
+}
+
+#[test]
+fn verifying_compressed_sparse_parts_allocates_by_decoded_size() {
+    install_panic_hook();
+    let (file, n) = sparse_zstd_bomb(1);
+    assert!(read_container(&file).is_ok(), "the case should be valid");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bomb.zt");
+    std::fs::write(&path, &file).unwrap();
+    let model = Model::open(&path).unwrap();
+    let o = &model.manifest().unwrap().objects[0];
+    let (r, usage) = measured(&file, || ztfs::read::verify_object(&model, o));
+    // All coordinates are 0, so the data rules fail on a duplicate cell, after
+    // the whole check has been paid for: what is measured is that cost.
+    let e = r.expect_err("element 0 and 1 name the same cell");
+    assert_eq!(e.rule(), Some(ztfs::error::Rule::LayoutData), "{e}");
+    let elements = n as usize / 4;
+    let bound = 2 * n as usize + 16 * elements + (1 << 20);
+    assert!(
+        usage.peak_growth <= bound,
+        "peak {} > bound {bound}",
+        usage.peak_growth
+    );
+}
+
+/// Past the in-memory cap (1 GiB per part: 65 frames of 16 MiB here) the
+/// data rules are refused before anything is decoded.
+#[test]
+fn a_part_too_large_to_hold_is_refused_before_decoding() {
+    install_panic_hook();
+    let (file, _) = sparse_zstd_bomb(65);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bomb.zt");
+    std::fs::write(&path, &file).unwrap();
+    let model = Model::open(&path).unwrap();
+    let o = &model.manifest().unwrap().objects[0];
+    let (r, usage) = measured(&file, || ztfs::read::verify_object(&model, o));
+    let e = r.expect_err("refused");
+    assert!(matches!(e, ztfs::error::Error::Unsupported(_)), "{e}");
+    assert!(
+        usage.peak_growth < 1 << 20,
+        "allocated {} before refusing",
+        usage.peak_growth
+    );
 }

@@ -123,10 +123,7 @@ impl Manifest {
                 objects.type_name()
             ))
         })?;
-        m.objects = map
-            .iter()
-            .map(|(k, v)| parse_object(k, v))
-            .collect::<Result<_>>()?;
+        m.objects = exact_vec(map, parse_object)?;
         Ok(m)
     }
 
@@ -139,6 +136,20 @@ impl Manifest {
     pub fn shard(&self, name: &str) -> Option<&Shard> {
         self.shards.as_ref()?.iter().find(|s| s.name == name)
     }
+}
+
+/// Maps every entry of a CBOR map into a Vec of exactly its length:
+/// collecting a `Result` iterator would start small and double, leaving up
+/// to half of each Vec unused (4 slots for the usual single part).
+fn exact_vec<T>(
+    map: &[(Value<'_>, Value<'_>)],
+    mut f: impl FnMut(&Value<'_>, &Value<'_>) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut out = Vec::with_capacity(map.len());
+    for (k, v) in map {
+        out.push(f(k, v)?);
+    }
+    Ok(out)
 }
 
 fn schema(detail: impl Into<String>) -> Error {
@@ -212,10 +223,7 @@ fn parse_object(k: &Value<'_>, v: &Value<'_>) -> Result<Object> {
     if map.is_empty() {
         return Err(schema(format!("object {name:?} has an empty parts map")));
     }
-    let parts = map
-        .iter()
-        .map(|(k, v)| parse_part(name, k, v))
-        .collect::<Result<_>>()?;
+    let parts = exact_vec(map, |k, v| parse_part(name, k, v))?;
     Ok(Object {
         name: name.to_string(),
         shape,

@@ -77,7 +77,7 @@ pub fn object(shape: &[u64], layout: &str, parts: Vec<(&str, Cv)>, extra: Vec<(&
 
 /// `data` in `zt.zstd-seekable/1`: checksummed frames of `frame` bytes and a
 /// seek table, with the optional checksum column when `checksums`.
-fn seekable(data: &[u8], frame: usize, checksums: bool) -> Vec<u8> {
+pub fn seekable(data: &[u8], frame: usize, checksums: bool) -> Vec<u8> {
     let (mut out, mut table) = (Vec::new(), Vec::new());
     for chunk in data.chunks(frame) {
         let mut enc = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
