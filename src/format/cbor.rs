@@ -158,6 +158,39 @@ pub fn parse(bytes: &[u8]) -> Result<Value<'_>> {
     Ok(value)
 }
 
+/// A map entry handed over one at a time: the map's entry count, the key
+/// and the value.
+pub type EntryFn<'f, 'a> = dyn FnMut(usize, &Value<'a>, &Value<'a>) -> Result<()> + 'f;
+
+/// Decodes like [`parse`], with every check in the same order, but when the
+/// root is a map whose entry `stream_key` (a text key) is itself a map,
+/// hands that map's entries to `each` one at a time instead of keeping them:
+/// a manifest's objects are never all held as one tree. The returned root
+/// holds an empty map in that entry's place; the flag says whether it was
+/// streamed. An error from `each` stops the decoding.
+pub fn parse_streaming<'a>(
+    bytes: &'a [u8],
+    stream_key: &str,
+    each: &mut EntryFn<'_, 'a>,
+) -> Result<(Value<'a>, bool)> {
+    let mut decoder = Decoder {
+        input: bytes,
+        pos: 0,
+    };
+    let (value, streamed) = decoder.root_streaming(stream_key, each)?;
+    if decoder.pos != bytes.len() {
+        return Err(Error::reject(
+            Rule::CborSyntax,
+            format!(
+                "trailing bytes after the root item, from offset {} to the end at {}",
+                decoder.pos,
+                bytes.len()
+            ),
+        ));
+    }
+    Ok((value, streamed))
+}
+
 /// Encodes `value` in deterministic form: shortest heads, map entries in the
 /// order given (callers sort), floats in the shortest exact width.
 pub fn encode(value: &Value<'_>, out: &mut Vec<u8>) {
@@ -442,6 +475,68 @@ impl<'a> Decoder<'a> {
             entries.push((key, value));
         }
         Ok(Value::Map(entries))
+    }
+
+    /// The root item, streaming the entries of the map under `stream_key`
+    /// when the root is a map (see [`parse_streaming`]).
+    fn root_streaming(
+        &mut self,
+        stream_key: &str,
+        each: &mut EntryFn<'_, 'a>,
+    ) -> Result<(Value<'a>, bool)> {
+        let start = self.pos;
+        let initial = *self.input.first().unwrap_or(&0);
+        if self.input.is_empty() || initial >> 5 != 5 || initial & 0x1f > 27 {
+            return Ok((self.item(0)?, false));
+        }
+        self.pos += 1;
+        let count = self.argument(initial, start)?;
+        let n = self.count(count, 2, ("map", "entries"), start)?;
+        let mut entries: Vec<(Value<'a>, Value<'a>)> =
+            Vec::with_capacity(n.min(MAX_PREALLOC_ITEMS));
+        let (mut prev_key, mut streamed) = ((0, 0), false);
+        for i in 0..n {
+            let key_start = self.pos;
+            let key = self.item(1)?;
+            let key_span = (key_start, self.pos);
+            if i > 0 {
+                self.check_key_order(prev_key, key_span, &entries[i - 1].0, &key)?;
+            }
+            prev_key = key_span;
+            let next = self.input.get(self.pos).copied().unwrap_or(0);
+            let value = if key.as_text() == Some(stream_key) && next >> 5 == 5 && next & 0x1f <= 27
+            {
+                streamed = true;
+                self.map_streamed(1, each)?;
+                Value::Map(Vec::new())
+            } else {
+                self.item(1)?
+            };
+            entries.push((key, value));
+        }
+        Ok((Value::Map(entries), streamed))
+    }
+
+    /// A map at `depth` whose entries go to `each` instead of into a Value;
+    /// the same checks as [`Decoder::map`].
+    fn map_streamed(&mut self, depth: usize, each: &mut EntryFn<'_, 'a>) -> Result<()> {
+        let start = self.pos;
+        let initial = self.take(1, start)?[0];
+        let count = self.argument(initial, start)?;
+        let n = self.count(count, 2, ("map", "entries"), start)?;
+        let mut prev: Option<((usize, usize), Value<'a>)> = None;
+        for _ in 0..n {
+            let key_start = self.pos;
+            let key = self.item(depth + 1)?;
+            let key_span = (key_start, self.pos);
+            if let Some((prev_span, prev_key)) = &prev {
+                self.check_key_order(*prev_span, key_span, prev_key, &key)?;
+            }
+            let value = self.item(depth + 1)?;
+            each(n, &key, &value)?;
+            prev = Some((key_span, key));
+        }
+        Ok(())
     }
 
     /// Requires the encoded key at `cur` to sort strictly after the one at

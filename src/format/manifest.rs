@@ -96,9 +96,37 @@ pub struct Manifest {
     pub attributes: Option<Vec<u8>>,
 }
 
+/// Objects mapped while the manifest was decoded, and the first error.
+type Streamed = (Vec<Object>, Option<Error>);
+
 impl Manifest {
+    /// Decodes and maps manifest bytes, mapping each object as it is decoded
+    /// so the manifest is never held whole as a CBOR tree: peak memory is the
+    /// typed manifest plus one object's tree. Reports the same rule as
+    /// `from_cbor(&cbor::parse(bytes)?)`: every CBOR error first, then schema
+    /// errors in the same order.
+    pub fn parse(bytes: &[u8]) -> Result<Manifest> {
+        let (mut objects, mut first_err) = (Vec::new(), None);
+        let (root, streamed) = cbor::parse_streaming(bytes, "objects", &mut |n, k, v| {
+            if first_err.is_none() {
+                objects.reserve_exact(n.saturating_sub(objects.len()));
+                match parse_object(k, v) {
+                    Ok(o) => objects.push(o),
+                    Err(e) => first_err = Some(e),
+                }
+            }
+            Ok(())
+        })?;
+        Manifest::assemble(&root, streamed.then_some((objects, first_err)))
+    }
+
     /// Maps a parsed manifest onto the schema.
     pub fn from_cbor(root: &Value<'_>) -> Result<Manifest> {
+        Manifest::assemble(root, None)
+    }
+
+    /// The schema mapping, with the objects already mapped when streamed.
+    fn assemble(root: &Value<'_>, streamed: Option<Streamed>) -> Result<Manifest> {
         let entries = root.as_map().ok_or_else(|| {
             schema(format!(
                 "manifest root is a {}, not a map",
@@ -123,7 +151,11 @@ impl Manifest {
                 objects.type_name()
             ))
         })?;
-        m.objects = exact_vec(map, parse_object)?;
+        m.objects = match streamed {
+            Some((_, Some(e))) => return Err(e),
+            Some((objects, None)) => objects,
+            None => exact_vec(map, parse_object)?,
+        };
         Ok(m)
     }
 

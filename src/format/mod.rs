@@ -59,8 +59,7 @@ pub fn read_container(file: &[u8]) -> Result<Container> {
     // The range was checked against the file length by manifest_range.
     let bytes = &file[range.start as usize..range.end as usize];
     footer.check_hash(bytes)?;
-    let value = cbor::parse(bytes)?;
-    let manifest = Manifest::from_cbor(&value)?;
+    let manifest = Manifest::parse(bytes)?;
     validate::check_manifest(&manifest, file.len() as u64, &footer)?;
     Ok(Container::Model(manifest))
 }
