@@ -19,6 +19,12 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 /// Seek table size without entries: skippable header 8, count 4, descriptor 1, magic 4.
 const TABLE_FIXED: u64 = 17;
 
+thread_local! {
+    /// One decoder context per thread, reused for every frame it decodes.
+    static DECODER: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// One frame: where its stored bytes are and how much it decodes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Frame {
@@ -148,10 +154,17 @@ impl SeekTable {
                 )))
             }
         }
-        let mut out = vec![0u8; f.decoded_len as usize]; // at most MAX_FRAME_LEN
-        let mut dctx = zstd::bulk::Decompressor::new().map_err(|e| fail(e.to_string()))?;
-        let got = dctx
-            .decompress_to_buffer(src, &mut out[..])
+        // At most MAX_FRAME_LEN; filled by the decoder, so not zeroed first.
+        let mut out = Vec::with_capacity(f.decoded_len as usize);
+        let got = DECODER
+            .with(|d| {
+                let mut d = d.borrow_mut();
+                if d.is_none() {
+                    *d = Some(zstd::bulk::Decompressor::new()?);
+                }
+                let dctx = d.as_mut().expect("just made");
+                dctx.decompress_to_buffer(src, &mut out)
+            })
             .map_err(|e| fail(format!("does not decode: {e}")))?;
         if got as u64 != f.decoded_len {
             return Err(fail(format!(

@@ -22,6 +22,8 @@ pub enum Data<'a> {
     Borrowed(&'a [u8]),
     /// Decoded or rendered bytes.
     Owned(Vec<u8>),
+    /// A range of a shared buffer (a cached decoded frame), not copied.
+    Shared(Arc<Vec<u8>>, std::ops::Range<usize>),
 }
 
 impl std::ops::Deref for Data<'_> {
@@ -30,6 +32,7 @@ impl std::ops::Deref for Data<'_> {
         match self {
             Data::Borrowed(b) => b,
             Data::Owned(v) => v,
+            Data::Shared(v, r) => &v[r.clone()],
         }
     }
 }
@@ -231,7 +234,7 @@ impl Tree {
             return Err(FsError::Io);
         };
         let r = clip(p.decoded_size(), offset, size);
-        let mut out = Vec::with_capacity(r.len());
+        let mut pieces = Vec::new();
         let stored = self.stored_for_read(o, p, offset, size)?;
         let key = self.part_base[object as usize] + part;
         let mut pos = r.start as u64;
@@ -253,8 +256,17 @@ impl Tree {
             let from = (pos - f.decoded_offset) as usize;
             let to =
                 ((r.end as u64).min(f.decoded_offset + f.decoded_len) - f.decoded_offset) as usize;
-            out.extend_from_slice(&frame[from..to]);
             pos = f.decoded_offset + to as u64;
+            pieces.push((frame, from..to));
+        }
+        // A read within one frame is served from the cached frame itself.
+        if pieces.len() == 1 {
+            let (frame, range) = pieces.pop().expect("one piece");
+            return Ok(Data::Shared(frame, range));
+        }
+        let mut out = Vec::with_capacity(r.len());
+        for (frame, range) in &pieces {
+            out.extend_from_slice(&frame[range.clone()]);
         }
         Ok(Data::Owned(out))
     }
@@ -302,6 +314,12 @@ impl Tree {
         };
         if prev != offset || end == 0 {
             return;
+        }
+        // The reader has moved past the frame before this read's: the kernel
+        // holds those bytes now (or, with direct I/O, will not ask again
+        // soon), so its cache slot is better spent on frames ahead.
+        if let Some(passed) = table.frame_at(offset).checked_sub(1) {
+            self.frames.forget((key, passed as u32));
         }
         let next = table.frame_at(end - 1) + 1;
         let Ok(stored) = self.model.stored(p) else {

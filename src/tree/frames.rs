@@ -78,6 +78,15 @@ impl FrameCache {
         let _ = self.get_or_decode(key, decode);
     }
 
+    /// Drops `key` from the cache, if it is there.
+    pub fn forget(&self, key: Key) {
+        let mut c = self.lock();
+        if let Some(f) = c.map.remove(&key) {
+            c.bytes -= f.len() as u64;
+            c.order.retain(|k| *k != key);
+        }
+    }
+
     /// True when `key` is cached.
     #[cfg(test)]
     pub fn contains(&self, key: Key) -> bool {
