@@ -39,24 +39,9 @@ const TOP: [&str; 3] = [
     "lm_head.weight",
 ];
 
+/// A CBOR head in its shortest form, by the library's encoder.
 fn head(out: &mut Vec<u8>, major: u8, arg: u64) {
-    let mt = major << 5;
-    match arg {
-        0..=23 => out.push(mt | arg as u8),
-        24..=0xff => out.extend_from_slice(&[mt | 24, arg as u8]),
-        0x100..=0xffff => {
-            out.push(mt | 25);
-            out.extend_from_slice(&(arg as u16).to_be_bytes());
-        }
-        0x1_0000..=0xffff_ffff => {
-            out.push(mt | 26);
-            out.extend_from_slice(&(arg as u32).to_be_bytes());
-        }
-        _ => {
-            out.push(mt | 27);
-            out.extend_from_slice(&arg.to_be_bytes());
-        }
-    }
+    ztfs::format::cbor::encode_head(major, arg, out);
 }
 
 fn text(out: &mut Vec<u8>, s: &str) {
