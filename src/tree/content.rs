@@ -182,7 +182,8 @@ impl Tree {
             Node::Raw { object, part } => self.read_stored(object, part, offset, size),
             Node::View { object } => {
                 let v = self.view(object)?;
-                Ok(Data::Owned(v[clip(v.len() as u64, offset, size)].to_vec()))
+                let range = clip(v.len() as u64, offset, size);
+                Ok(Data::Shared(v, range))
             }
             Node::Part { object, part } => match self.decoder(object, part)? {
                 Encoding::Raw => self.read_stored(object, part, offset, size),
