@@ -134,6 +134,12 @@ impl SeekTable {
     /// Decodes frame `i` of `stored` into exactly its declared size,
     /// checking that it is one checksummed zstd frame.
     pub fn decode_frame(&self, stored: &[u8], i: usize) -> Result<Vec<u8>> {
+        self.decode_frame_into(stored, i, Vec::new())
+    }
+
+    /// [`SeekTable::decode_frame`] into `out`, whose old contents are
+    /// discarded and whose allocation is reused when large enough.
+    pub fn decode_frame_into(&self, stored: &[u8], i: usize, mut out: Vec<u8>) -> Result<Vec<u8>> {
         let f = self.frames[i];
         let src = &stored[f.stored_offset as usize..(f.stored_offset + f.stored_len) as usize];
         let fail = |why: String| bad(format!("frame {i}: {why}"));
@@ -155,7 +161,8 @@ impl SeekTable {
             }
         }
         // At most MAX_FRAME_LEN; filled by the decoder, so not zeroed first.
-        let mut out = Vec::with_capacity(f.decoded_len as usize);
+        out.clear();
+        out.reserve(f.decoded_len as usize);
         let got = DECODER
             .with(|d| {
                 let mut d = d.borrow_mut();

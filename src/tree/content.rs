@@ -244,11 +244,11 @@ impl Tree {
             let f = table.frames[i];
             let frame = self
                 .frames
-                .get_or_decode((key, i as u32), || {
+                .get_or_decode((key, i as u32), |buf| {
                     // Decoding reads the map in user space, where a page
                     // past the end of a truncated file would fault.
                     self.live_stored(p)?;
-                    table.decode_frame(stored, i)
+                    table.decode_frame_into(stored, i, buf)
                 })
                 .map_err(|e| {
                     log::error!("{:?}/{:?}: frame {i}: {e}", o.name, p.name);
@@ -327,9 +327,9 @@ impl Tree {
             return;
         };
         if next < table.frames.len() {
-            self.frames.prefetch((key, next as u32), || {
+            self.frames.prefetch((key, next as u32), |buf| {
                 self.live_stored(p)?;
-                table.decode_frame(stored, next)
+                table.decode_frame_into(stored, next, buf)
             });
         }
     }

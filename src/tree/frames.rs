@@ -23,6 +23,24 @@ struct Inner {
     map: HashMap<Key, Arc<Vec<u8>>>,
     order: VecDeque<Key>,
     decoding: HashSet<Key>,
+    /// Buffers of frames that left the cache, for the next decodes: a
+    /// streaming reader then decodes into memory already faulted in instead
+    /// of fresh pages for every frame.
+    spare: Vec<Vec<u8>>,
+}
+
+/// Buffers kept for reuse.
+const SPARE_BUFFERS: usize = 8;
+
+impl Inner {
+    /// Keeps the buffer of a frame leaving the cache, if no reader holds it.
+    fn recycle(&mut self, frame: Arc<Vec<u8>>) {
+        if let Ok(buf) = Arc::try_unwrap(frame) {
+            if self.spare.len() < SPARE_BUFFERS {
+                self.spare.push(buf);
+            }
+        }
+    }
 }
 
 impl FrameCache {
@@ -36,11 +54,11 @@ impl FrameCache {
     }
 
     /// The decoded frame `key`: from the cache, from a decode already under
-    /// way, or decoded now (outside the lock).
+    /// way, or decoded now (outside the lock) into a recycled buffer.
     pub fn get_or_decode(
         &self,
         key: Key,
-        decode: impl FnOnce() -> Result<Vec<u8>>,
+        decode: impl FnOnce(Vec<u8>) -> Result<Vec<u8>>,
     ) -> Result<Arc<Vec<u8>>> {
         let mut c = self.lock();
         loop {
@@ -53,8 +71,9 @@ impl FrameCache {
             c = self.ready.wait(c).unwrap_or_else(|p| p.into_inner());
         }
         c.decoding.insert(key);
+        let buf = c.spare.pop().unwrap_or_default();
         drop(c);
-        let result = decode().map(Arc::new);
+        let result = decode(buf).map(Arc::new);
         let mut c = self.lock();
         c.decoding.remove(&key);
         if let Ok(frame) = &result {
@@ -68,7 +87,7 @@ impl FrameCache {
     /// Decodes `key` into the cache unless it is there or under way; for
     /// reading ahead of a sequential reader. Errors are left for the read
     /// that needs the frame to report.
-    pub fn prefetch(&self, key: Key, decode: impl FnOnce() -> Result<Vec<u8>>) {
+    pub fn prefetch(&self, key: Key, decode: impl FnOnce(Vec<u8>) -> Result<Vec<u8>>) {
         {
             let c = self.lock();
             if c.map.contains_key(&key) || c.decoding.contains(&key) {
@@ -84,6 +103,7 @@ impl FrameCache {
         if let Some(f) = c.map.remove(&key) {
             c.bytes -= f.len() as u64;
             c.order.retain(|k| *k != key);
+            c.recycle(f);
         }
     }
 
@@ -106,6 +126,7 @@ impl FrameCache {
             };
             if let Some(f) = c.map.remove(&old) {
                 c.bytes -= f.len() as u64;
+                c.recycle(f);
             }
         }
     }
@@ -131,15 +152,15 @@ mod tests {
         };
         for _ in 0..3 {
             assert_eq!(
-                *cache.get_or_decode((0, 0), || frame(0)).unwrap(),
+                *cache.get_or_decode((0, 0), |_| frame(0)).unwrap(),
                 vec![0; 4]
             );
         }
         assert_eq!(decodes.load(Ordering::SeqCst), 1);
-        cache.prefetch((0, 1), || frame(1));
-        cache.prefetch((0, 1), || frame(1));
+        cache.prefetch((0, 1), |_| frame(1));
+        cache.prefetch((0, 1), |_| frame(1));
         assert_eq!(decodes.load(Ordering::SeqCst), 2);
-        cache.get_or_decode((0, 2), || frame(2)).unwrap();
+        cache.get_or_decode((0, 2), |_| frame(2)).unwrap();
         // 12 bytes exceed the budget of 10: the oldest frame went.
         assert!(!cache.contains((0, 0)));
         assert!(cache.contains((0, 1)) && cache.contains((0, 2)));
@@ -154,7 +175,7 @@ mod tests {
                 let (cache, decodes) = (cache.clone(), decodes.clone());
                 std::thread::spawn(move || {
                     cache
-                        .get_or_decode((1, 1), || {
+                        .get_or_decode((1, 1), |_| {
                             decodes.fetch_add(1, Ordering::SeqCst);
                             std::thread::sleep(std::time::Duration::from_millis(50));
                             Ok(vec![7; 1000])
@@ -173,8 +194,37 @@ mod tests {
     #[test]
     fn a_failed_decode_is_not_cached() {
         let cache = FrameCache::new(100);
-        let e = cache.get_or_decode((0, 0), || Err(crate::error::Error::Usage("x".into())));
+        let e = cache.get_or_decode((0, 0), |_| Err(crate::error::Error::Usage("x".into())));
         assert!(e.is_err());
-        assert!(cache.get_or_decode((0, 0), || Ok(vec![1])).is_ok());
+        assert!(cache.get_or_decode((0, 0), |_| Ok(vec![1])).is_ok());
+    }
+
+    #[test]
+    fn frames_leaving_the_cache_lend_their_buffers_to_the_next_decode() {
+        let cache = FrameCache::new(1 << 20);
+        cache
+            .get_or_decode((0, 0), |_| Ok(Vec::with_capacity(4096)))
+            .unwrap();
+        cache.forget((0, 0));
+        let mut lent = 0;
+        cache
+            .get_or_decode((0, 1), |buf| {
+                lent = buf.capacity();
+                Ok(buf)
+            })
+            .unwrap();
+        assert_eq!(lent, 4096, "the forgotten frame's buffer is reused");
+        // A frame a reader still holds is not recycled.
+        let held = cache
+            .get_or_decode((0, 2), |_| Ok(Vec::with_capacity(64)))
+            .unwrap();
+        cache.forget((0, 2));
+        cache
+            .get_or_decode((0, 3), |buf| {
+                assert_eq!(buf.capacity(), 0, "a held frame is not lent");
+                Ok(buf)
+            })
+            .unwrap();
+        drop(held);
     }
 }
