@@ -1053,3 +1053,27 @@ fn remount_at_same_path_survives_old_daemon() {
     assert!(is_mounted(m.path()), "the new mount is still there");
     assert!(m.join("manifest.json").exists());
 }
+
+/// A sparse object that breaks its layout's data rules: a plain mount serves
+/// its parts (each a valid array) but not its dense view; under `--verify`
+/// its parts fail to open as well, as `check --verify` rejects the file.
+#[test]
+fn sparse_data_rules_in_the_mount() {
+    let file = valid("csr-index-out-of-range");
+    let plain = Mount::new(&file, &[]);
+    let verified = Mount::new(&file, &["--verify"]);
+    let o = &ls(&file).objects[0];
+    let dir = |m: &Mount| m.join(&object_dirs(m)[&o.name]);
+    for p in &o.parts {
+        let want = cat(&file, &o.name, &p.name, false).expect("cat serves a part");
+        assert_same(
+            &fs::read(decoded_file(&plain, o, p)).unwrap(),
+            &want,
+            &p.name,
+        );
+        let e = File::open(decoded_file(&verified, o, p));
+        assert_eq!(errno_of(e, &p.name), libc::EIO, "{} under --verify", p.name);
+    }
+    let view = fs::read(dir(&plain).join("dense"));
+    assert_eq!(errno_of(view, "dense view"), libc::EIO);
+}

@@ -151,6 +151,9 @@ impl Tree {
         let enc = Encoding::of(p, stored)?;
         if self.opts.verify {
             read::verify(&self.model, o, p, &mut |_| {})?;
+            // The object's layout data rules (sparse indices), as
+            // `check --verify` applies them.
+            read::verify_object(&self.model, o)?;
         } else {
             let mut rules = ContentCheck::new(o, p);
             if rules.applies() {
