@@ -269,29 +269,38 @@ pub struct Progress {
 impl Progress {
     /// Shows progress only on a terminal and only for more than 256 MiB.
     pub fn new(total: u64, terminal: bool) -> Progress {
-        Progress {
+        let mut p = Progress {
             total,
             done: 0,
             shown: false,
             on: terminal && total > 256 << 20,
             last: Instant::now(),
-        }
+        };
+        p.show();
+        p
     }
 
     /// Counts `n` more bytes.
     pub fn add(&mut self, n: u64) {
-        self.done += n;
-        if self.on && self.last.elapsed() > Duration::from_millis(200) {
+        self.done = self.done.saturating_add(n);
+        if self.last.elapsed() > Duration::from_millis(200) {
             self.last = Instant::now();
-            self.shown = true;
-            let pct = self.done as f64 * 100.0 / self.total.max(1) as f64;
-            eprint!(
-                "\rverifying: {} of {} ({pct:.0}%)   ",
-                human(self.done),
-                human(self.total)
-            );
-            let _ = std::io::stderr().flush();
+            self.show();
         }
+    }
+
+    fn show(&mut self) {
+        if !self.on {
+            return;
+        }
+        self.shown = true;
+        let pct = self.done as f64 * 100.0 / self.total.max(1) as f64;
+        eprint!(
+            "\rverifying: {} of {} ({pct:.0}%)   ",
+            human(self.done),
+            human(self.total)
+        );
+        let _ = std::io::stderr().flush();
     }
 
     /// Erases the progress line.

@@ -208,3 +208,44 @@ fn ls_long_shows_attributes_and_shards() {
     assert!(data.status.success());
     assert!(String::from_utf8_lossy(&data.stdout).contains("data shard"));
 }
+
+/// A model with one `n`-byte u8 tensor of zeros (no digest, so verifying
+/// it is a fast pass over the bytes even in a debug build).
+fn zeros_model(n: usize) -> (tempfile::TempDir, PathBuf) {
+    let mut fb = builder::FileBuilder::new();
+    let data = vec![0u8; n];
+    let blob = fb.blob(&data);
+    let part = builder::part("u8", blob);
+    let objects = builder::Fields::new().set("z", builder::dense(&[n as u64], part));
+    let manifest = builder::CborItem::from(builder::root(objects)).encode();
+    temp_file("zeros.zt", &fb.finish(&manifest))
+}
+
+/// `check --verify` shows progress (bytes verified of bytes total) on a
+/// terminal for a large file, and nothing of the kind when not on one.
+#[test]
+fn verify_progress_only_on_a_terminal() {
+    let (_d, f) = zeros_model(300 << 20);
+    let cmd = format!(
+        "{} check --verify {}",
+        env!("CARGO_BIN_EXE_ztfs"),
+        f.display()
+    );
+    let tty = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&tty.stdout);
+    assert!(tty.status.success(), "{shown}");
+    assert!(
+        shown.contains("verifying: ") && shown.contains(" of 300.0 MiB"),
+        "{shown}"
+    );
+    assert!(shown.contains("valid and verified"), "{shown}");
+    let plain = ztfs(&["check", "--verify", f.to_str().unwrap()]);
+    assert!(plain.status.success());
+    assert!(
+        !stderr(&plain).contains("verifying"),
+        "no progress off a terminal"
+    );
+}
