@@ -119,6 +119,7 @@ pub fn mount(args: MountArgs) -> Result<()> {
 /// "ok" once the mount answers, or why it failed.
 fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Result<()> {
     sys::block_signals(&STOP_SIGNALS).map_err(io_err("signal mask"))?;
+    sys::install_bus_guard();
     let mnt = &args.mountpoint;
     let mut cfg = Config::default();
     cfg.mount_options.extend([

@@ -105,3 +105,100 @@ pub fn trim_heap() {
     // SAFETY: malloc_trim only walks the allocator's own free lists.
     unsafe { libc::malloc_trim(0) };
 }
+
+/// The state of this thread's guarded map reads: 0 off, 1 armed, 2 a page
+/// vanished under a read. Const-initialised, so the signal handler may touch it.
+mod bus {
+    use std::cell::Cell;
+    thread_local! {
+        pub static STATE: Cell<u8> = const { Cell::new(0) };
+    }
+}
+
+static PAGE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// SIGBUS during a guarded read: the mapped file was truncated under it.
+/// Maps a zero page over the faulting page so the read completes (with
+/// zeros), and records the fault so the caller discards the result. Outside
+/// a guarded read the default action (a crash) is restored and the fault
+/// recurs, as if no handler were installed.
+extern "C" fn on_sigbus(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    let armed = bus::STATE.with(|s| s.get()) != 0;
+    let page = PAGE.load(std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: `info` is the kernel's siginfo for this SIGBUS.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    if armed && page != 0 && addr != 0 {
+        let start = (addr & !(page - 1)) as *mut libc::c_void;
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED;
+        // SAFETY: replaces one page of a read-only file mapping that no longer
+        // has a file page behind it; mmap is async-signal-safe.
+        let p = unsafe { libc::mmap(start, page, libc::PROT_READ, flags, -1, 0) };
+        if p != libc::MAP_FAILED {
+            bus::STATE.with(|s| s.set(2));
+            return;
+        }
+    }
+    // SAFETY: restoring the default disposition is async-signal-safe.
+    unsafe { libc::signal(libc::SIGBUS, libc::SIG_DFL) };
+}
+
+/// Installs the SIGBUS handler behind [`guarded`] (once per process).
+pub fn install_bus_guard() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        PAGE.store(
+            page.max(4096) as usize,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        // SAFETY: a zeroed sigaction with our handler, SA_SIGINFO, and an
+        // empty mask is a valid argument.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_sigbus as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(libc::SIGBUS, &sa, std::ptr::null_mut());
+        }
+    });
+}
+
+/// Runs `f`, which reads a file mapping, so that a page vanishing under it
+/// (the file truncated in place) makes this return `None` instead of killing
+/// the process. Needs [`install_bus_guard`]; without it a fault still kills.
+pub fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
+    use std::sync::atomic::{compiler_fence, Ordering};
+    let outer = bus::STATE.with(|s| s.replace(1));
+    // The reads in `f` must not move outside the armed window.
+    compiler_fence(Ordering::SeqCst);
+    let out = f();
+    compiler_fence(Ordering::SeqCst);
+    let faulted = bus::STATE.with(|s| s.get()) == 2;
+    // A fault inside a nested guard taints the outer one too.
+    bus::STATE.with(|s| s.set(if outer != 0 && faulted { 2 } else { outer }));
+    (!faulted).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    #[test]
+    fn a_read_of_a_truncated_mapping_is_caught_not_fatal() {
+        super::install_bus_guard();
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&vec![7u8; 3 * 4096]).unwrap();
+        let store = crate::store::Store::open(f.path()).unwrap();
+        f.as_file().set_len(4096).unwrap();
+        let bytes = store.bytes();
+        assert_eq!(super::guarded(|| bytes[0]), Some(7), "a page still backed");
+        let past = super::guarded(|| bytes[2 * 4096 + 1]);
+        assert_eq!(past, None, "the vanished page is reported");
+        assert_eq!(
+            super::guarded(|| bytes[100]),
+            Some(7),
+            "later reads still work"
+        );
+    }
+}

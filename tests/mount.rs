@@ -1077,3 +1077,26 @@ fn sparse_data_rules_in_the_mount() {
     let view = fs::read(dir(&plain).join("dense"));
     assert_eq!(errno_of(view, "dense view"), libc::EIO);
 }
+
+/// A read that reaches the map without a length check first (rendering a
+/// sparse object's dense view reads its parts in user space) on a backing
+/// file truncated in place: EIO, and the daemon lives on (the SIGBUS guard).
+#[test]
+fn truncated_backing_file_under_a_view() {
+    let (_dir, copy) = temp_copy(&valid("csr-u32"));
+    let m = Mount::new(&copy, &[]);
+    let o = &ls(&copy).objects[0];
+    let view = m.join(&object_dirs(&m)[&o.name]).join("dense");
+    File::options()
+        .write(true)
+        .open(&copy)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    let r = within(10, "reading the view", move || fs::read(view));
+    assert_eq!(errno_of(r, "reading the view past the cut"), libc::EIO);
+    let pid = m.daemon();
+    assert!(is_alive(pid), "the daemon survives");
+    let mf = m.join("manifest.json");
+    within(10, "stat manifest.json", move || fs::metadata(mf)).expect("the mount still answers");
+}

@@ -146,7 +146,23 @@ impl Tree {
         self.model.stored(p)
     }
 
+    /// Runs `f`, which reads the backing file's map in user space, so that
+    /// a file truncated in place between the length check and the read
+    /// gives an error instead of killing the daemon (see `sys::guarded`).
+    fn map_read<T>(f: impl FnOnce() -> crate::error::Result<T>) -> crate::error::Result<T> {
+        crate::sys::guarded(f).unwrap_or_else(|| {
+            Err(crate::error::Error::io(
+                "backing file",
+                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "truncated under a read"),
+            ))
+        })
+    }
+
     fn prepare(&self, o: &Object, p: &Part) -> crate::error::Result<Encoding> {
+        Self::map_read(|| self.prepare_unguarded(o, p))
+    }
+
+    fn prepare_unguarded(&self, o: &Object, p: &Part) -> crate::error::Result<Encoding> {
         let stored = self.live_stored(p)?;
         let enc = Encoding::of(p, stored)?;
         if self.opts.verify {
@@ -251,7 +267,7 @@ impl Tree {
                     // Decoding reads the map in user space, where a page
                     // past the end of a truncated file would fault.
                     self.live_stored(p)?;
-                    table.decode_frame_into(stored, i, buf)
+                    Self::map_read(|| table.decode_frame_into(stored, i, buf))
                 })
                 .map_err(|e| {
                     log::error!("{:?}/{:?}: frame {i}: {e}", o.name, p.name);
@@ -332,7 +348,7 @@ impl Tree {
         if next < table.frames.len() {
             self.frames.prefetch((key, next as u32), |buf| {
                 self.live_stored(p)?;
-                table.decode_frame_into(stored, next, buf)
+                Self::map_read(|| table.decode_frame_into(stored, next, buf))
             });
         }
     }
@@ -361,11 +377,11 @@ impl Tree {
             }
         }
         let o = self.object(object);
-        let bytes =
-            views::render(o, &|name| read::decoded_vec(&self.model, o, name)).map_err(|e| {
-                log::error!("{:?}: view: {e}", o.name);
-                FsError::Io
-            })?;
+        let render = || views::render(o, &|name| read::decoded_vec(&self.model, o, name));
+        let bytes = Self::map_read(render).map_err(|e| {
+            log::error!("{:?}: view: {e}", o.name);
+            FsError::Io
+        })?;
         let v = Arc::new(bytes);
         *cache() = Some((object, v.clone()));
         Ok(v)
