@@ -7,11 +7,12 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
+use std::sync::Arc;
 use std::sync::OnceLock;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::names::{self, Reserved, NAME_MAX};
-use super::{Base, Entry, Ino, Node, Tree};
+use super::{Base, Dir, Entry, Ino, Node, Tree};
 use crate::decode::{check_interpretable, views};
 use crate::digest::{content_digest, Algo};
 use crate::error::{Error, Result};
@@ -77,6 +78,22 @@ const RAW_SUFFIX: &str = ".raw";
 /// Longest component of a part file.
 pub const PART_NAME_MAX: usize = NAME_MAX - RAW_SUFFIX.len();
 
+/// Names that recur in every object directory (`meta.json`, `data`,
+/// `data.raw`), stored once while the tree is built.
+#[derive(Default)]
+pub(super) struct Interner(std::collections::HashSet<Arc<str>>);
+
+impl Interner {
+    fn intern(&mut self, name: String) -> Arc<str> {
+        if let Some(a) = self.0.get(name.as_str()) {
+            return a.clone();
+        }
+        let a: Arc<str> = name.into();
+        self.0.insert(a.clone());
+        a
+    }
+}
+
 /// A directory under construction.
 #[derive(Default)]
 struct DirBuild {
@@ -109,6 +126,8 @@ impl Tree {
             .map(|d| format!("{d}\n").into_bytes());
         let mut tree = Tree {
             nodes: Vec::new(),
+            dirs: Vec::new(),
+            names: Interner::default(),
             base,
             object_dirs: vec![0; objects.len()],
             part_base,
@@ -122,12 +141,13 @@ impl Tree {
             opts,
             model,
         };
-        tree.nodes.push(Node::Dir {
+        tree.dirs.push(Dir {
             parent: super::ROOT,
-            entries: Vec::new(),
+            entries: Box::new([]),
             object: None,
             subdirs: 0,
         });
+        tree.nodes.push(Node::Dir(0));
         let mut entries = vec![(String::from("manifest.json"), Node::Manifest)];
         if tree.digest.is_some() {
             entries.push((String::from("digest"), Node::Digest));
@@ -140,6 +160,9 @@ impl Tree {
             });
         }
         tree.fill_dir(super::ROOT, root, fixed, &ROOT_RESERVED)?;
+        tree.names = Interner::default();
+        tree.nodes.shrink_to_fit();
+        tree.dirs.shrink_to_fit();
         Ok(tree)
     }
 
@@ -183,18 +206,14 @@ impl Tree {
         }
         let count = entries
             .iter()
-            .filter(|e| matches!(self.nodes[e.ino as usize - 1], Node::Dir { .. }))
+            .filter(|e| matches!(self.nodes[e.ino as usize - 1], Node::Dir(_)))
             .count() as u32;
-        let Node::Dir {
-            entries: slot,
-            subdirs,
-            ..
-        } = &mut self.nodes[ino as usize - 1]
-        else {
+        let Node::Dir(d) = self.nodes[ino as usize - 1] else {
             unreachable!("fill_dir on a file");
         };
-        *slot = entries;
-        *subdirs = count;
+        let dir = &mut self.dirs[d as usize];
+        dir.entries = entries.into_boxed_slice();
+        dir.subdirs = count;
         Ok(())
     }
 
@@ -213,12 +232,14 @@ impl Tree {
         object: Option<u32>,
         children: BTreeMap<String, DirBuild>,
     ) -> Result<Ino> {
-        let ino = self.push(Node::Dir {
+        let d = self.dirs.len() as u32;
+        self.dirs.push(Dir {
             parent,
-            entries: Vec::new(),
+            entries: Box::new([]),
             object,
             subdirs: 0,
         });
+        let ino = self.push(Node::Dir(d));
         if let Some(i) = object {
             self.object_dirs[i as usize] = ino;
         }
@@ -228,7 +249,7 @@ impl Tree {
             for (name, node) in self.object_files(i) {
                 taken.push(name.clone());
                 files.push(Entry {
-                    name: name.into(),
+                    name: self.names.intern(name),
                     ino: self.push(node),
                 });
             }

@@ -60,7 +60,7 @@ impl Tree {
 
     pub(super) fn size(&self, node: &Node) -> u64 {
         match *node {
-            Node::Dir { .. } => 0,
+            Node::Dir(_) => 0,
             Node::Manifest => self.manifest_json().len() as u64,
             Node::Digest => self.digest.as_ref().map_or(0, |d| d.len() as u64),
             Node::Meta { object } => self.meta_json(object).len() as u64,
@@ -95,7 +95,7 @@ impl Tree {
     pub fn open(&self, ino: Ino) -> Result<OpenMode, FsError> {
         let node = self.node(ino)?;
         match *node {
-            Node::Dir { .. } => return Err(FsError::IsDir),
+            Node::Dir(_) => return Err(FsError::IsDir),
             Node::Part { object, part } => {
                 self.decoder(object, part)?;
             }
@@ -184,7 +184,7 @@ impl Tree {
     pub fn read(&self, ino: Ino, offset: u64, size: u32) -> Result<Data<'_>, FsError> {
         let node = self.node(ino)?;
         match *node {
-            Node::Dir { .. } => Err(FsError::IsDir),
+            Node::Dir(_) => Err(FsError::IsDir),
             Node::Manifest => {
                 let b = self.manifest_json();
                 Ok(Data::Borrowed(&b[clip(b.len() as u64, offset, size)]))
@@ -355,10 +355,7 @@ impl Tree {
 
     /// The name of `object`'s view file, if it has one.
     fn view_name(&self, object: u32) -> Option<&'static str> {
-        let dir = self.object_dirs[object as usize];
-        let Node::Dir { entries, .. } = &self.nodes[dir as usize - 1] else {
-            return None;
-        };
+        let entries = &self.dir(self.object_dirs[object as usize]).ok()?.entries;
         entries
             .iter()
             .find_map(|e| match self.nodes[e.ino as usize - 1] {
@@ -453,11 +450,10 @@ impl Tree {
     fn files_of(&self, object: u32) -> Vec<Vec<String>> {
         let n = self.object(object).parts.len();
         let mut files = vec![Vec::new(); n];
-        let dir = self.object_dirs[object as usize];
-        let Node::Dir { entries, .. } = &self.nodes[dir as usize - 1] else {
+        let Ok(dir) = self.dir(self.object_dirs[object as usize]) else {
             return files;
         };
-        for e in entries {
+        for e in dir.entries.iter() {
             if let Node::Part { part, .. } | Node::Raw { part, .. } = self.nodes[e.ino as usize - 1]
             {
                 files[part as usize].push(e.name.to_string());
@@ -474,9 +470,10 @@ impl Tree {
                 let (o, p) = self.part(object, part);
                 (o, Some(p))
             }
-            Node::Dir {
-                object: Some(i), ..
-            } => (self.object(i), None),
+            Node::Dir(d) => match self.dirs[d as usize].object {
+                Some(i) => (self.object(i), None),
+                None => return Ok(Vec::new()),
+            },
             _ => return Ok(Vec::new()),
         };
         let shape = format!(

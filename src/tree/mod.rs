@@ -102,15 +102,12 @@ pub struct DirEntry<'a> {
     pub next: u64,
 }
 
+/// An inode. Small (12 bytes) on purpose: a model has a few per object, so
+/// a directory's data lives apart, in [`Tree::dirs`].
 #[derive(Debug)]
 enum Node {
-    Dir {
-        parent: Ino,
-        entries: Vec<Entry>,
-        object: Option<u32>,
-        /// Subdirectories among `entries`, for the link count.
-        subdirs: u32,
-    },
+    /// A directory: an index into `Tree::dirs`.
+    Dir(u32),
     Manifest,
     Digest,
     Meta {
@@ -130,9 +127,22 @@ enum Node {
     },
 }
 
+/// A directory's data.
+#[derive(Debug)]
+struct Dir {
+    parent: Ino,
+    /// Sorted by name bytes.
+    entries: Box<[Entry]>,
+    object: Option<u32>,
+    /// Subdirectories among `entries`, for the link count.
+    subdirs: u32,
+}
+
+/// A directory entry. Names repeated in every object directory (`meta.json`,
+/// `data`, ...) share one allocation.
 #[derive(Debug)]
 struct Entry {
-    name: Box<str>,
+    name: std::sync::Arc<str>,
     ino: Ino,
 }
 
@@ -140,6 +150,9 @@ struct Entry {
 pub struct Tree {
     model: Model,
     nodes: Vec<Node>,
+    dirs: Vec<Dir>,
+    /// Used while building only.
+    names: build::Interner,
     base: Base,
     opts: Options,
     /// Each object's directory.
@@ -195,11 +208,17 @@ impl Tree {
             .ok_or(FsError::NotFound)
     }
 
+    /// The directory `ino`.
+    fn dir(&self, ino: Ino) -> Result<&Dir, FsError> {
+        match self.node(ino)? {
+            Node::Dir(d) => Ok(&self.dirs[*d as usize]),
+            _ => Err(FsError::NotDir),
+        }
+    }
+
     /// Looks `name` up in directory `parent`.
     pub fn lookup(&self, parent: Ino, name: &[u8]) -> Result<Attr, FsError> {
-        let Node::Dir { entries, .. } = self.node(parent)? else {
-            return Err(FsError::NotDir);
-        };
+        let entries = &self.dir(parent)?.entries;
         let i = entries
             .binary_search_by(|e| e.name.as_bytes().cmp(name))
             .map_err(|_| FsError::NotFound)?;
@@ -211,14 +230,15 @@ impl Tree {
         let node = self.node(ino)?;
         let b = &self.base;
         let (kind, size, perm, nlink) = match node {
-            Node::Dir {
-                entries, subdirs, ..
-            } => (
-                FileKind::Dir,
-                entries.len() as u64,
-                b.dir_perm,
-                2u32.saturating_add(*subdirs),
-            ),
+            Node::Dir(d) => {
+                let d = &self.dirs[*d as usize];
+                (
+                    FileKind::Dir,
+                    d.entries.len() as u64,
+                    b.dir_perm,
+                    2u32.saturating_add(d.subdirs),
+                )
+            }
             _ => (FileKind::File, self.size(node), b.file_perm, 1),
         };
         Ok(Attr {
@@ -243,12 +263,9 @@ impl Tree {
         offset: u64,
         sink: &mut dyn FnMut(DirEntry<'_>) -> bool,
     ) -> Result<(), FsError> {
-        let Node::Dir {
+        let Dir {
             parent, entries, ..
-        } = self.node(ino)?
-        else {
-            return Err(FsError::NotDir);
-        };
+        } = self.dir(ino)?;
         let dots = [(ino, "."), (*parent, "..")];
         let all = dots
             .iter()
@@ -256,7 +273,7 @@ impl Tree {
             .chain(entries.iter().map(|e| (e.ino, &*e.name)));
         for (i, (ino, name)) in all.enumerate().skip(offset as usize) {
             let kind = match self.nodes[ino as usize - 1] {
-                Node::Dir { .. } => FileKind::Dir,
+                Node::Dir(_) => FileKind::Dir,
                 _ => FileKind::File,
             };
             if sink(DirEntry {
