@@ -145,16 +145,7 @@ pub fn parse(bytes: &[u8]) -> Result<Value<'_>> {
         pos: 0,
     };
     let value = decoder.item(0)?;
-    if decoder.pos != bytes.len() {
-        return Err(Error::reject(
-            Rule::CborSyntax,
-            format!(
-                "trailing bytes after the root item, from offset {} to the end at {}",
-                decoder.pos,
-                bytes.len()
-            ),
-        ));
-    }
+    decoder.finish()?;
     Ok(value)
 }
 
@@ -178,16 +169,7 @@ pub fn parse_streaming<'a>(
         pos: 0,
     };
     let (value, streamed) = decoder.root_streaming(stream_key, each)?;
-    if decoder.pos != bytes.len() {
-        return Err(Error::reject(
-            Rule::CborSyntax,
-            format!(
-                "trailing bytes after the root item, from offset {} to the end at {}",
-                decoder.pos,
-                bytes.len()
-            ),
-        ));
-    }
+    decoder.finish()?;
     Ok((value, streamed))
 }
 
@@ -462,19 +444,54 @@ impl<'a> Decoder<'a> {
         let n = self.count(count, 2, ("map", "entries"), start)?;
         let mut entries: Vec<(Value<'a>, Value<'a>)> =
             Vec::with_capacity(n.min(MAX_PREALLOC_ITEMS));
-        let mut prev_key = (0, 0);
-        for i in 0..n {
+        self.map_entries(n, depth, &mut |d, _| d.item(depth + 1), &mut |k, v| {
+            entries.push((k, v));
+            Ok(())
+        })?;
+        Ok(Value::Map(entries))
+    }
+
+    /// The `n` entries of a map at `depth`: each key decoded and required to
+    /// sort strictly after the one before it (by encoded bytes), each value
+    /// decoded by `value` (which sees the key), each pair given to `visit`.
+    /// The one loop behind [`Decoder::map`] and the streaming decoders.
+    fn map_entries(
+        &mut self,
+        n: usize,
+        depth: usize,
+        value: &mut dyn FnMut(&mut Self, &Value<'a>) -> Result<Value<'a>>,
+        visit: &mut dyn FnMut(Value<'a>, Value<'a>) -> Result<()>,
+    ) -> Result<()> {
+        let mut prev: Option<((usize, usize), Value<'a>)> = None;
+        for _ in 0..n {
             let key_start = self.pos;
             let key = self.item(depth + 1)?;
             let key_span = (key_start, self.pos);
-            if i > 0 {
-                self.check_key_order(prev_key, key_span, &entries[i - 1].0, &key)?;
+            if let Some((prev_span, prev_key)) = &prev {
+                self.check_key_order(*prev_span, key_span, prev_key, &key)?;
             }
-            prev_key = key_span;
-            let value = self.item(depth + 1)?;
-            entries.push((key, value));
+            let v = value(self, &key)?;
+            // Keys are almost always text, so keeping a copy is cheap.
+            prev = Some((key_span, key.clone()));
+            visit(key, v)?;
         }
-        Ok(Value::Map(entries))
+        Ok(())
+    }
+
+    /// Reads a definite map head at the current position; its entry count.
+    fn map_head(&mut self) -> Result<usize> {
+        let start = self.pos;
+        let initial = self.take(1, start)?[0];
+        let count = self.argument(initial, start)?;
+        self.count(count, 2, ("map", "entries"), start)
+    }
+
+    /// True when the next item is a map with a definite length (which
+    /// `map_head` reads); anything else goes through [`Decoder::item`].
+    fn at_definite_map(&self) -> bool {
+        self.input
+            .get(self.pos)
+            .is_some_and(|&b| b >> 5 == 5 && b & 0x1f <= 27)
     }
 
     /// The root item, streaming the entries of the map under `stream_key`
@@ -484,59 +501,51 @@ impl<'a> Decoder<'a> {
         stream_key: &str,
         each: &mut EntryFn<'_, 'a>,
     ) -> Result<(Value<'a>, bool)> {
-        let start = self.pos;
-        let initial = *self.input.first().unwrap_or(&0);
-        if self.input.is_empty() || initial >> 5 != 5 || initial & 0x1f > 27 {
+        if !self.at_definite_map() {
             return Ok((self.item(0)?, false));
         }
-        self.pos += 1;
-        let count = self.argument(initial, start)?;
-        let n = self.count(count, 2, ("map", "entries"), start)?;
+        let n = self.map_head()?;
         let mut entries: Vec<(Value<'a>, Value<'a>)> =
             Vec::with_capacity(n.min(MAX_PREALLOC_ITEMS));
-        let (mut prev_key, mut streamed) = ((0, 0), false);
-        for i in 0..n {
-            let key_start = self.pos;
-            let key = self.item(1)?;
-            let key_span = (key_start, self.pos);
-            if i > 0 {
-                self.check_key_order(prev_key, key_span, &entries[i - 1].0, &key)?;
-            }
-            prev_key = key_span;
-            let next = self.input.get(self.pos).copied().unwrap_or(0);
-            let value = if key.as_text() == Some(stream_key) && next >> 5 == 5 && next & 0x1f <= 27
-            {
+        let mut streamed = false;
+        let mut value = |d: &mut Self, key: &Value<'a>| {
+            if key.as_text() == Some(stream_key) && d.at_definite_map() {
                 streamed = true;
-                self.map_streamed(1, each)?;
-                Value::Map(Vec::new())
+                d.map_streamed(1, each)?;
+                Ok(Value::Map(Vec::new()))
             } else {
-                self.item(1)?
-            };
-            entries.push((key, value));
-        }
+                d.item(1)
+            }
+        };
+        self.map_entries(n, 0, &mut value, &mut |k, v| {
+            entries.push((k, v));
+            Ok(())
+        })?;
         Ok((Value::Map(entries), streamed))
     }
 
     /// A map at `depth` whose entries go to `each` instead of into a Value;
     /// the same checks as [`Decoder::map`].
     fn map_streamed(&mut self, depth: usize, each: &mut EntryFn<'_, 'a>) -> Result<()> {
-        let start = self.pos;
-        let initial = self.take(1, start)?[0];
-        let count = self.argument(initial, start)?;
-        let n = self.count(count, 2, ("map", "entries"), start)?;
-        let mut prev: Option<((usize, usize), Value<'a>)> = None;
-        for _ in 0..n {
-            let key_start = self.pos;
-            let key = self.item(depth + 1)?;
-            let key_span = (key_start, self.pos);
-            if let Some((prev_span, prev_key)) = &prev {
-                self.check_key_order(*prev_span, key_span, prev_key, &key)?;
-            }
-            let value = self.item(depth + 1)?;
-            each(n, &key, &value)?;
-            prev = Some((key_span, key));
+        let n = self.map_head()?;
+        self.map_entries(n, depth, &mut |d, _| d.item(depth + 1), &mut |k, v| {
+            each(n, &k, &v)
+        })
+    }
+
+    /// Requires all of the input to have been consumed by the root item.
+    fn finish(&self) -> Result<()> {
+        if self.pos == self.input.len() {
+            return Ok(());
         }
-        Ok(())
+        Err(Error::reject(
+            Rule::CborSyntax,
+            format!(
+                "trailing bytes after the root item, from offset {} to the end at {}",
+                self.pos,
+                self.input.len()
+            ),
+        ))
     }
 
     /// Requires the encoded key at `cur` to sort strictly after the one at
