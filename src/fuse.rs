@@ -33,6 +33,13 @@ pub fn errno(e: FsError) -> Errno {
     }
 }
 
+fn file_type(k: FileKind) -> FileType {
+    match k {
+        FileKind::Dir => FileType::Directory,
+        FileKind::File => FileType::RegularFile,
+    }
+}
+
 fn file_attr(a: &Attr) -> FileAttr {
     FileAttr {
         ino: INodeNo(a.ino),
@@ -42,10 +49,7 @@ fn file_attr(a: &Attr) -> FileAttr {
         mtime: a.mtime,
         ctime: a.ctime,
         crtime: SystemTime::UNIX_EPOCH,
-        kind: match a.kind {
-            FileKind::Dir => FileType::Directory,
-            FileKind::File => FileType::RegularFile,
-        },
+        kind: file_type(a.kind),
         perm: a.perm,
         nlink: a.nlink,
         uid: a.uid,
@@ -171,10 +175,7 @@ impl Filesystem for ZtFs {
         mut reply: ReplyDirectory,
     ) {
         let r = self.tree.readdir(ino.0, offset, &mut |e| {
-            let kind = match e.kind {
-                FileKind::Dir => FileType::Directory,
-                FileKind::File => FileType::RegularFile,
-            };
+            let kind = file_type(e.kind);
             reply.add(INodeNo(e.ino), e.next, kind, e.name)
         });
         match r {
