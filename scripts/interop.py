@@ -177,6 +177,17 @@ class Known:
 
 
 KNOWN_DIFFERENCES = [
+    # Spec §5.1: a dense part's decoded size MUST equal the size function
+    # of the element count. When count × width overflows u64 no size can
+    # equal it; ztfs rejects with DenseSize, the package computes the
+    # product with wrapping arithmetic and accepts the file.
+    Known(
+        key="dense-size-overflow",
+        applies=frozenset({"accepts-reject", "verify-accepts-reject"}),
+        reason="spec §5.1: element count × width overflows u64; the package "
+        "wraps the product and accepts, ztfs rejects with DenseSize",
+        names=("dense-size-overflow",),
+    ),
     # Notes §1 "Data shards": the public implementation compares a shard's
     # whole-file digest only in deep verify (`zt verify --deep`); the Python
     # `verify()` is not deep, so it passes a root whose shard has the right

@@ -297,6 +297,7 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
         return Ok(());
     }
     let (mut no_digest, mut verified, mut skipped) = (Vec::new(), 0usize, 0usize);
+    let mut no_digest_count = 0usize;
     for o in &m.objects {
         let mut parts_ok = true;
         for p in &o.parts {
@@ -314,7 +315,10 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
             match r {
                 Ok(Some(Verified::Digest)) => verified += 1,
                 Ok(Some(Verified::NoDigest)) => {
-                    no_digest.push(format!("{:?}/{:?}", o.name, p.name))
+                    no_digest_count += 1;
+                    if no_digest.len() < NO_DIGEST_NAMES {
+                        no_digest.push(format!("{:?}/{:?}", o.name, p.name));
+                    }
                 }
                 Ok(None) => parts_ok = false,
                 Err(e) => {
@@ -349,19 +353,35 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
     if let Some(e) = first_err {
         return Err(Error::Reported(Box::new(e)));
     }
-    for p in &no_digest {
-        say(
-            "note: ",
-            &format!("part {p} has no digest; its content is not verified"),
-        );
+    if no_digest_count > 0 {
+        say("note: ", &no_digest_note(no_digest_count, &no_digest));
     }
     println!(
-        "{}: valid and verified: {}; {verified} digests match, {} parts have no digest",
+        "{}: valid and verified: {}; {verified} digests match, {no_digest_count} parts have no digest",
         file.display(),
         report::summary(m),
-        no_digest.len()
     );
     Ok(())
+}
+
+/// How many parts without a digest `check --verify` names; the rest are counted.
+const NO_DIGEST_NAMES: usize = 3;
+
+/// One line for the parts without a digest, however many there are.
+fn no_digest_note(count: usize, first: &[String]) -> String {
+    let names = first.join(", ");
+    let more = count.saturating_sub(first.len());
+    let tail = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    let (what, its) = if count == 1 {
+        ("part has", "its")
+    } else {
+        ("parts have", "their")
+    };
+    format!("{count} {what} no digest, so {its} content is not verified: {names}{tail}")
 }
 
 fn found_how(found: Found) -> &'static str {
@@ -486,11 +506,24 @@ fn init_log(level: Option<&str>, file: Option<&Path>, foreground: bool) -> Resul
     let mut b = env_logger::Builder::new();
     b.parse_filters(&spec);
     if let Some(f) = file {
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        // Without O_NONBLOCK a FIFO with no reader would hang the mount here.
         let out = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(f)
             .map_err(|e| Error::io(f.display().to_string(), e))?;
+        let kind = out
+            .metadata()
+            .map_err(|e| Error::io(f.display().to_string(), e))?
+            .file_type();
+        if !(kind.is_file() || kind.is_char_device()) {
+            return Err(Error::Usage(format!(
+                "--log-file {}: not a regular file or a terminal",
+                f.display()
+            )));
+        }
         b.target(env_logger::Target::Pipe(Box::new(out)));
     } else if !foreground {
         b.target(env_logger::Target::Stderr);

@@ -7,9 +7,28 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+
 use memmap2::Mmap;
 
 use crate::error::{Error, Result};
+
+/// What a file that is not a regular file is, for messages.
+fn kind_of(t: &std::fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
+    } else {
+        "special file"
+    }
+}
 
 /// One open file, mapped read-only.
 pub struct Store {
@@ -28,12 +47,21 @@ impl Store {
     /// Opens and maps `path`.
     pub fn open(path: &Path) -> Result<Store> {
         let ctx = || format!("{}", path.display());
-        let file = File::open(path).map_err(|e| Error::io(ctx(), e))?;
+        // O_NONBLOCK: opening a FIFO (or a symlink to one) for reading
+        // would otherwise wait for a writer forever; the type is checked on
+        // the open handle, so nothing can be swapped in between. The flag
+        // changes nothing for a regular file, which is all we map.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+            .map_err(|e| Error::io(ctx(), e))?;
         let meta = file.metadata().map_err(|e| Error::io(ctx(), e))?;
         if !meta.is_file() {
             return Err(Error::Usage(format!(
-                "{}: not a regular file",
-                path.display()
+                "{}: not a regular file (a {})",
+                path.display(),
+                kind_of(&meta.file_type())
             )));
         }
         let bytes = if meta.len() == 0 {

@@ -249,3 +249,27 @@ fn verify_progress_only_on_a_terminal() {
         "no progress off a terminal"
     );
 }
+
+/// `check --verify` of a file of many parts without digests prints one
+/// note with the count and the first few names, not a line per part.
+#[test]
+fn verify_summarises_parts_without_digest_in_one_line() {
+    let mut fb = builder::FileBuilder::new();
+    let blob = fb.blob(&[7u8; 4]);
+    let mut objects = builder::Fields::new();
+    for i in 0..1000 {
+        let part = builder::part("u8", blob);
+        objects = objects.set(format!("t{i:04}").as_str(), builder::dense(&[4], part));
+    }
+    let manifest = builder::root(objects).sorted().encode();
+    let (_d, f) = temp_file("many.zt", &fb.finish(&manifest));
+    let o = ztfs(&["check", "--verify", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    let notes: Vec<&str> = err.lines().filter(|l| l.contains("no digest")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(notes[0].contains("1000 parts have no digest"), "{err}");
+    assert!(notes[0].contains("and 997 more"), "{err}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("1000 parts have no digest"), "{out}");
+}

@@ -75,8 +75,6 @@ pub fn sniff_foreign(file: &[u8]) -> Option<String> {
         "a Hurray HRRYFILE container"
     } else if file.starts_with(b"ZTEN") {
         "an older zTensor (v1) file"
-    } else if file.starts_with(b"\x89ZT") && !file.starts_with(&MAGIC) {
-        "a zTensor file of another version"
     } else if looks_like_safetensors(file) {
         "a safetensors file"
     } else if file.starts_with(b"PK\x03\x04") {

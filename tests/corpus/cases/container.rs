@@ -18,6 +18,19 @@ pub fn cases() -> Vec<Case> {
         ),
         // The first byte with its high bit stripped by a 7-bit channel.
         reject("header-magic", "HeaderMagic", with_header_byte(0x09)),
+        // The whole file through a text-mode line-ending translation, which
+        // is what the magic's CR LF exists to catch: a damaged header, not
+        // a file of another version.
+        reject(
+            "header-magic-lf-to-crlf",
+            "HeaderMagic",
+            translated(b"\n", b"\r\n"),
+        ),
+        reject(
+            "header-magic-crlf-to-lf",
+            "HeaderMagic",
+            translated(b"\r\n", b"\n"),
+        ),
         // The footer's LF turned into CR, as by a line-ending translation.
         reject(
             "footer-magic",
@@ -114,6 +127,23 @@ fn with_header_byte(byte: u8) -> Vec<u8> {
     let mut bytes = with_footer(|_| {});
     bytes[0] = byte;
     bytes
+}
+
+/// The usual file with every `from` replaced by `to`.
+fn translated(from: &[u8], to: &[u8]) -> Vec<u8> {
+    let bytes = with_footer(|_| {});
+    let mut out = Vec::with_capacity(bytes.len() * 2);
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out
 }
 
 /// The usual file followed by `junk`.

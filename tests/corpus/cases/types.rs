@@ -36,6 +36,17 @@ fn layouts() -> Vec<Case> {
                     .set("parts", Fields::new().set("data", part("f32", W_BLOB)))
             }),
         ),
+        // 2^62 elements fit u64 (no Shape rule), but 2^62 f32 are 2^64
+        // bytes, which does not: no decoded size can match (§5.1). The
+        // public implementation wraps the product and accepts it.
+        reject(
+            "dense-size-overflow",
+            "DenseSize",
+            with_object(|o| {
+                o.set("shape", vec![CborItem::Uint(1 << 62)])
+                    .set("parts", Fields::new().set("data", part("f32", W_BLOB)))
+            }),
+        ),
         valid("unknown-layout-structural", unknown_layout()),
     ]
 }
