@@ -12,7 +12,7 @@ use crate::model::Model;
 use crate::mount::{self, MountArgs};
 use crate::read::{self, Verified};
 use crate::report;
-use crate::shards::{self, Found};
+use crate::shards::Found;
 use crate::tree::{Options, View};
 
 /// Look inside zTensor v2 model files: check them, list and read their
@@ -80,6 +80,10 @@ pub enum Command {
         /// Use PATH for shard NAME (repeatable).
         #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
         shard: Vec<(String, PathBuf)>,
+        /// Read a shard's bytes without first checking its whole-file
+        /// digest against the shard table (you vouch for the file).
+        #[arg(long)]
+        trust_shards: bool,
     },
     /// Print the model's content digest (zt.content/1, §6.4).
     Digest {
@@ -159,6 +163,11 @@ pub struct MountCmd {
     /// beside the root as <stem>-<name>.zt, then by size and digest.
     #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
     pub shard: Vec<(String, PathBuf)>,
+    /// Serve a shard's bytes without first checking its whole-file digest
+    /// against the shard table (by default each shard is hashed once at
+    /// mount, with progress on a terminal).
+    #[arg(long)]
+    pub trust_shards: bool,
 }
 
 fn parse_shard(s: &str) -> std::result::Result<(String, PathBuf), String> {
@@ -221,7 +230,8 @@ pub fn run(cli: Cli) -> Result<()> {
             part,
             raw,
             shard,
-        } => cat(&file, &object, &part, raw, shard),
+            trust_shards,
+        } => cat(&file, &object, &part, raw, shard, trust_shards),
         Command::Digest { file, algo } => print_digest(&file, algo),
         Command::Manifest { file } => manifest(&file),
         Command::Mount(m) => mount_cmd(m),
@@ -279,7 +289,7 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
                     );
                 }
                 if verify {
-                    if let Err(e) = shards::verify_digest(store, s, &mut |n| progress.add(n)) {
+                    if let Err(e) = model.prove_shard(&s.name, &mut |n| progress.add(n)) {
                         progress.clear();
                         say("", &e);
                         first_err.get_or_insert(e);
@@ -419,8 +429,9 @@ fn cat(
     part: &str,
     raw: bool,
     shard_paths: Vec<(String, PathBuf)>,
+    trust_shards: bool,
 ) -> Result<()> {
-    let model = Model::open_with(file, shard_paths)?;
+    let model = Model::open_with(file, shard_paths)?.trust_shards(trust_shards);
     let m = model.manifest().ok_or_else(|| {
         Error::NotFound(format!("{}: a data shard has no objects", file.display()))
     })?;
@@ -492,6 +503,7 @@ fn mount_cmd(m: MountCmd) -> Result<()> {
         allow_other: m.allow_other,
         xattrs: m.xattrs,
         shards: m.shard,
+        trust_shards: m.trust_shards,
         options,
     })
 }

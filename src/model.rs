@@ -20,6 +20,10 @@ pub struct Model {
     manifest: Option<Manifest>,
     overrides: Vec<(String, PathBuf)>,
     shards: Vec<OnceLock<std::result::Result<(Store, Found), ShardError>>>,
+    /// Per shard: its whole-file digest checked (§7.3 rung 3), needed
+    /// before any of its bytes are served.
+    proofs: Vec<OnceLock<std::result::Result<(), ShardError>>>,
+    trust_shards: bool,
 }
 
 /// Why a shard could not be used, kept so every later use reports it again.
@@ -66,7 +70,17 @@ impl Model {
             manifest,
             overrides,
             shards: (0..n).map(|_| OnceLock::new()).collect(),
+            proofs: (0..n).map(|_| OnceLock::new()).collect(),
+            trust_shards: false,
         })
+    }
+
+    /// Serves a shard's bytes once it is resolved (declared size, valid
+    /// container), without checking its whole-file digest first: for a
+    /// user who vouches for the files (`--trust-shards`).
+    pub fn trust_shards(mut self, trust: bool) -> Model {
+        self.trust_shards = trust;
+        self
     }
 
     /// The manifest; `None` for a data shard.
@@ -92,12 +106,54 @@ impl Model {
             .slice(part.blob.offset, part.blob.length)
     }
 
-    /// The file holding a part's stored bytes.
+    /// The file holding a part's stored bytes. A shard is proven to be the
+    /// declared one (its whole-file digest) before any of its bytes are
+    /// handed out, unless shards are trusted.
     pub fn store_of(&self, part: &Part) -> Result<&Store> {
         match &part.blob.shard {
             None => Ok(&self.root),
-            Some(name) => self.shard(name).map(|(s, _)| s),
+            Some(name) => self.prove_shard(name, &mut |_| {}),
         }
+    }
+
+    /// Resolves shard `name` and checks its whole-file digest against the
+    /// shard table (once; the outcome is remembered), reporting hashed
+    /// bytes to `progress`. A shard found by identity was hashed to be
+    /// found; a trusted one is not hashed.
+    pub fn prove_shard(&self, name: &str, progress: &mut dyn FnMut(u64)) -> Result<&Store> {
+        let (store, found) = self.shard(name)?;
+        if self.trust_shards || found == Found::Identity {
+            return Ok(store);
+        }
+        let i = self.shard_index(name)?;
+        let entry = &self.shard_table()[i];
+        let proof = self.proofs[i].get_or_init(|| {
+            shards::verify_digest(store, entry, progress).map_err(|e| ShardError {
+                rule: e.rule(),
+                detail: e.detail(),
+            })
+        });
+        match proof {
+            Ok(()) => Ok(store),
+            Err(e) => Err(e.to_error()),
+        }
+    }
+
+    /// False when shard `name` cannot serve bytes as far as is known: it
+    /// cannot be resolved, or its digest was checked and differs. Does not
+    /// hash anything itself.
+    pub fn shard_usable(&self, name: &str) -> bool {
+        let failed_proof = self
+            .shard_index(name)
+            .is_ok_and(|i| matches!(self.proofs[i].get(), Some(Err(_))));
+        self.shard(name).is_ok() && !failed_proof
+    }
+
+    fn shard_index(&self, name: &str) -> Result<usize> {
+        self.shard_table()
+            .iter()
+            .position(|s| s.name == name)
+            .ok_or_else(|| Error::NotFound(format!("shard {name:?}")))
     }
 
     /// The shard table, empty when there is none.
@@ -126,10 +182,16 @@ impl Model {
         });
         match slot {
             Ok((store, found)) => Ok((store, *found)),
-            Err(e) => Err(match e.rule {
-                Some(rule) => Error::reject(rule, e.detail.clone()),
-                None => Error::Unsupported(e.detail.clone()),
-            }),
+            Err(e) => Err(e.to_error()),
+        }
+    }
+}
+
+impl ShardError {
+    fn to_error(&self) -> Error {
+        match self.rule {
+            Some(rule) => Error::reject(rule, self.detail.clone()),
+            None => Error::Unsupported(self.detail.clone()),
         }
     }
 }

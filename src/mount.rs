@@ -44,6 +44,8 @@ pub struct MountArgs {
     pub xattrs: bool,
     /// Files for named shards, ahead of the conventions.
     pub shards: Vec<(String, PathBuf)>,
+    /// Serve shards without checking their whole-file digests.
+    pub trust_shards: bool,
     /// Tree and serving options.
     pub options: Options,
 }
@@ -75,15 +77,9 @@ pub fn check_mountpoint(mnt: &Path) -> Result<()> {
 /// Validates, builds and mounts; returns when the daemon is ready
 /// (background) or when the filesystem is unmounted (foreground).
 pub fn mount(args: MountArgs) -> Result<()> {
-    let model = Model::open_with(&args.file, args.shards.clone())?;
-    // Resolve every shard now: a missing one does not stop the mount, but
-    // the log says so before the first read fails.
-    for s in model.shard_table() {
-        if let Err(e) = model.shard(&s.name) {
-            log::warn!("{e}; its parts will fail with EIO");
-        }
-    }
+    let model = Model::open_with(&args.file, args.shards.clone())?.trust_shards(args.trust_shards);
     check_mountpoint(&args.mountpoint)?;
+    prove_shards(&model);
     let tree = Arc::new(Tree::build(model, args.options.clone())?);
     tree.check_encodings();
     sys::trim_heap();
@@ -113,6 +109,25 @@ pub fn mount(args: MountArgs) -> Result<()> {
             std::process::exit(r.map_or_else(|e| e.exit_code(), |()| 0));
         }
     }
+}
+
+/// Resolves every shard and proves it is the declared one (its whole-file
+/// digest, with progress on a terminal) before anything is mounted, so no
+/// byte of a wrong file is ever served and no FUSE request waits on a
+/// hash. A missing or wrong shard does not stop the mount: it is reported
+/// here and in the log, and its parts fail with EIO.
+fn prove_shards(model: &Model) {
+    use std::io::IsTerminal;
+    let table = model.shard_table();
+    let total = crate::report::total(table.iter().map(|s| s.size));
+    let mut progress = crate::report::Progress::new(total, std::io::stderr().is_terminal());
+    for s in table {
+        if let Err(e) = model.prove_shard(&s.name, &mut |n| progress.add(n)) {
+            progress.clear();
+            log::warn!("{e}; its parts will fail with EIO");
+        }
+    }
+    progress.clear();
 }
 
 /// Mounts and runs the session until unmounted or signalled. `ready` is told

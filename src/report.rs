@@ -174,7 +174,7 @@ pub fn part_available(model: &Model, p: &crate::format::Part) -> bool {
     p.blob
         .shard
         .as_deref()
-        .is_none_or(|s| model.shard(s).is_ok())
+        .is_none_or(|s| model.shard_usable(s))
 }
 
 /// Text, or null when absent.

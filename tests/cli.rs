@@ -273,3 +273,29 @@ fn verify_summarises_parts_without_digest_in_one_line() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("1000 parts have no digest"), "{out}");
 }
+
+/// A shard of the declared size whose whole-file digest differs is not the
+/// declared file: no byte of it is served, whether it was found beside the
+/// root or named with --shard, unless the user vouches for it.
+#[test]
+fn cat_refuses_a_shard_of_the_wrong_content() {
+    let root = corpus("families/wrong-digest/model.zt");
+    let shard = corpus("families/wrong-digest/model-00001.zt");
+    let positional = ztfs(&["cat", &root, "layers.0.weight"]);
+    assert_eq!(positional.status.code(), Some(1), "{}", stderr(&positional));
+    assert!(
+        stderr(&positional).contains("ShardIdentity"),
+        "{}",
+        stderr(&positional)
+    );
+    assert!(positional.stdout.is_empty());
+    let named = format!("00001={shard}");
+    let over = ztfs(&["cat", &root, "layers.0.weight", "--shard", &named]);
+    assert_eq!(over.status.code(), Some(1), "{}", stderr(&over));
+    assert!(over.stdout.is_empty());
+    let trusted = ztfs(&["cat", &root, "layers.0.weight", "--trust-shards"]);
+    assert!(trusted.status.success(), "{}", stderr(&trusted));
+    assert_eq!(trusted.stdout.len(), 256);
+    let local = ztfs(&["cat", &root, "norm"]);
+    assert!(local.status.success(), "{}", stderr(&local));
+}
