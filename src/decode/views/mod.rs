@@ -16,7 +16,8 @@
 //!   indexes them; [`Prepared::read_into`] then computes any byte range of
 //!   the view, and only that range.
 //! * [`render`] materialises the whole view, the obvious way (`naive`): the
-//!   oracle the range reads are tested against.
+//!   oracle the range reads are tested against, and a convenience for
+//!   small views (it refuses views above [`MAX_RENDER_BYTES`]).
 //!
 //! A view exists only where the decoder is unambiguous and this reader can
 //! produce it. [`view`] decides from metadata alone; [`prepare`] and
@@ -37,8 +38,7 @@
 //! more per element and the coords part); nothing else allocates in
 //! proportion to the data, and [`Prepared::heap_bytes`] reports what is
 //! held. A read computes only the elements its range overlaps and
-//! allocates nothing beyond its output. Only [`render`] holds a whole view,
-//! which [`MAX_VIEW_BYTES`] bounds.
+//! allocates nothing beyond its output. Only [`render`] holds a whole view.
 //!
 //! What it relies on: the object passed `crate::format::profiles::
 //! check_metadata` at open. Each profile's metadata is re-parsed here (it is
@@ -59,9 +59,14 @@ use crate::format::manifest::Object;
 use crate::format::profiles::{self, Coo, Csr, Layout, Mx, MxElement, QuantGroup};
 use crate::format::types::{ElementType, Interpretation, LogicalType};
 
-/// Largest view this reader offers, in bytes. [`render`] materialises a
-/// view whole, so this bounds the memory one call of it can take.
-pub const MAX_VIEW_BYTES: u64 = 4 << 30;
+/// Largest view this reader offers, in bytes: the largest file size
+/// (`off_t`, an i64) the kernel and the FUSE protocol can express. Views
+/// are read by range, never held whole, so their size bounds no memory.
+pub const MAX_VIEW_BYTES: u64 = i64::MAX as u64;
+
+/// Largest view [`render`] materialises, in bytes: the memory one call can
+/// take. Range reads through [`prepare`] have no such limit.
+pub const MAX_RENDER_BYTES: u64 = 4 << 30;
 
 /// The view file of a sparse object.
 pub const DENSE_VIEW: &str = "dense";
@@ -114,9 +119,16 @@ pub fn prepare(o: &Object, part: PartFn<'_>) -> Result<Prepared> {
 
 /// Renders the whole view: row-major dense bytes (sparse: the values'
 /// element bytes, zeros elsewhere) or f32 little-endian dequantized values.
-/// Checks the data rules first; refuses what [`view`] does not offer.
+/// Checks the data rules first; refuses what [`view`] does not offer, and
+/// views above [`MAX_RENDER_BYTES`], before reading any part.
 pub fn render(o: &Object, part: PartFn<'_>) -> Result<Vec<u8>> {
     let p = plan(o)?;
+    if p.size > MAX_RENDER_BYTES {
+        return Err(Error::Unsupported(format!(
+            "the {} view of object {:?} is {} bytes, above the {MAX_RENDER_BYTES}-byte limit for a view rendered whole (read it by range)",
+            p.name, o.name, p.size
+        )));
+    }
     let parts = load_checked(o, p.kind, part)?;
     let out = naive::render(&parts, p.size).ok_or_else(|| internal(o))?;
     if out.len() as u64 != p.size {
@@ -250,7 +262,7 @@ fn plan(o: &Object) -> Result<Plan> {
     };
     if size > MAX_VIEW_BYTES {
         return Err(Error::Unsupported(format!(
-            "the {name} view of object {:?} would be {size} bytes, above the {MAX_VIEW_BYTES}-byte limit for a view held in memory",
+            "the {name} view of object {:?} would be {size} bytes, above the {MAX_VIEW_BYTES}-byte limit of a file size",
             o.name
         )));
     }

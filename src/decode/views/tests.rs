@@ -675,14 +675,15 @@ fn sparse_values_of_an_unregistered_type_have_no_view() {
 
 #[test]
 fn views_above_the_cap_are_refused_before_any_part_is_read() {
-    // 65536 × 65536 f32 is 16 GiB dense; indptr is declared, never read.
+    // 2^31 × 2^30 f32 is 2^63 bytes dense, one past i64::MAX; indptr is
+    // declared, never read.
     let mut o = object(
         SPARSE_CSR,
-        &[65536, 65536],
+        &[1 << 31, 1 << 30],
         vec![
             part("values", "f32", 0),
             part("indices", "u32", 0),
-            part("indptr", "u32", 65537 * 4),
+            part("indptr", "u32", ((1 << 31) + 1) * 4),
         ],
         None,
     );
@@ -691,9 +692,8 @@ fn views_above_the_cap_are_refused_before_any_part_is_read() {
     let never = |_: &str| -> Result<Vec<u8>> { panic!("a part was read") };
     refused(render(&o, &never));
     refused(prepare(&o, &never).map(|p| p.size()));
-    o.shape = vec![32768, 32768];
-    o.parts[2] = part("indptr", "u32", 32769 * 4);
-    assert_eq!(view(&o), Some(("dense", MAX_VIEW_BYTES)));
+    o.shape = vec![1 << 31, (1 << 30) - 1];
+    assert_eq!(view(&o), Some(("dense", MAX_VIEW_BYTES + 1 - (8 << 30))));
 }
 
 #[test]

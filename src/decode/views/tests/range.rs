@@ -376,6 +376,47 @@ fn prepare_fails_exactly_as_render_does() {
 }
 
 #[test]
+fn render_refuses_views_above_its_cap_before_any_part_is_read() {
+    // 32768 × 32769 f32 is just over 4 GiB: offered, prepared, not rendered.
+    let o = object(
+        SPARSE_COO,
+        &[32768, 32769],
+        vec![part("values", "f32", 0), part("coords", "u32", 0)],
+        None,
+    );
+    assert_eq!(view(&o), Some(("dense", 32768 * 32769 * 4)));
+    let never = |_: &str| -> Result<Vec<u8>> { panic!("a part was read") };
+    refused(render(&o, &never));
+    let empty = |_: &str| Ok(Vec::new());
+    assert_eq!(prepare(&o, &empty).unwrap().size(), 32768 * 32769 * 4);
+}
+
+#[test]
+fn a_huge_sparse_view_is_read_by_range_with_memory_for_its_parts_only() {
+    // 2^31 × 2^30 u8 (2 EiB dense) with one stored byte at the last cell.
+    let (rows, cols) = (1u64 << 31, 1u64 << 30);
+    let coords: Vec<u8> = [rows - 1, cols - 1]
+        .iter()
+        .flat_map(|c| c.to_le_bytes())
+        .collect();
+    let f = Fixture::new(
+        SPARSE_COO,
+        &[rows, cols],
+        &[("values", "u8", &[0x5A]), ("coords", "u64", &coords)],
+        None,
+    );
+    let size = rows * cols;
+    assert_eq!(view(&f.object), Some(("dense", size)));
+    let p = prepare(&f.object, &|n| f.get(n)).unwrap();
+    assert_eq!(p.size(), size);
+    assert!(p.heap_bytes() < 1024, "{}", p.heap_bytes());
+    assert_eq!(p.read_range(size - 3, 10).unwrap(), [0, 0, 0x5A]);
+    assert_eq!(p.read_range(size / 2, 4).unwrap(), [0; 4]);
+    assert_eq!(p.read_range(size, 4).unwrap(), []);
+    assert_eq!(p.read_range(u64::MAX, 4).unwrap(), []);
+}
+
+#[test]
 fn heap_bytes_counts_the_parts_and_the_coo_index() {
     let f = coo();
     let p = prepare(&f.object, &|n| f.get(n)).unwrap();
