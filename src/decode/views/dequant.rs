@@ -33,9 +33,16 @@
 //! `2^(b − 127)` (0xFF is NaN). `group_size` 0 has no view (`super::plan`
 //! refuses it): the profile's size equation and its "per channel" contradict
 //! each other.
+//!
+//! # Ranges
+//!
+//! Every view byte belongs to one f32, and each f32 is computed from its
+//! flat index alone ([`MxParts::value`], [`QuantParts::value`]), so a range
+//! computes just the elements it overlaps, then clips their bytes to it.
 
 use super::check_content;
 use super::elements::{self, number};
+use super::prepared::Window;
 use crate::error::Result;
 use crate::format::manifest::Object;
 use crate::format::profiles::{
@@ -44,34 +51,34 @@ use crate::format::profiles::{
 
 /// `(outer, along, inner)`: the products of the dims before, at and after
 /// `axis`. Saturating: a product can overflow only when another dim is 0,
-/// and then no element is visited.
-fn split(shape: &[u64], axis: usize) -> (u64, u64, u64) {
+/// and then there is no element.
+pub(super) fn split(shape: &[u64], axis: usize) -> (u64, u64, u64) {
     let prod = |dims: &[u64]| dims.iter().fold(1u64, |acc, &d| acc.saturating_mul(d));
     (prod(&shape[..axis]), shape[axis], prod(&shape[axis + 1..]))
 }
 
 /// Where an element sits: its flat row-major index and its position
 /// `(o, a, n)` around the axis.
-struct At {
-    i: u64,
-    o: u64,
-    a: u64,
-    n: u64,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct At {
+    pub i: u64,
+    pub o: u64,
+    pub a: u64,
+    pub n: u64,
 }
 
-/// Visits every element in row-major order.
-fn for_each_element(shape: &[u64], axis: usize, mut f: impl FnMut(At) -> Option<()>) -> Option<()> {
-    let (outer, along, inner) = split(shape, axis);
-    let mut i = 0u64;
-    for o in 0..outer {
-        for a in 0..along {
-            for n in 0..inner {
-                f(At { i, o, a, n })?;
-                i += 1;
-            }
+impl At {
+    /// The position of flat index `i` among `(outer, along, inner)` dims
+    /// with `along` and `inner` nonzero.
+    fn of(i: u64, along: u64, inner: u64) -> At {
+        let (rest, n) = (i / inner, i % inner);
+        At {
+            i,
+            o: rest / along,
+            a: rest % along,
+            n,
         }
     }
-    Some(())
 }
 
 /// Checks the one data rule of mx: f4 data of an odd element count leaves
@@ -83,41 +90,113 @@ pub(super) fn check_mx(o: &Object, m: &Mx, data: &[u8]) -> Result<()> {
     }
 }
 
-fn push(out: &mut Vec<u8>, v: f64) {
-    out.extend_from_slice(&(v as f32).to_le_bytes());
+/// An mx object's parts and what it takes to dequantize them.
+pub(super) struct MxParts {
+    pub e: MxElement,
+    pub block_size: u64,
+    /// `(outer, along, inner)` around the blocked axis.
+    pub dims: (u64, u64, u64),
+    pub data: Vec<u8>,
+    pub scales: Vec<u8>,
 }
 
-/// Renders the dequantized view of an mx object.
-pub(super) fn render_mx(
-    shape: &[u64],
-    m: &Mx,
-    e: MxElement,
-    data: &[u8],
-    scales: &[u8],
-) -> Option<Vec<u8>> {
-    let scale = elements::table(elements::e8m0);
-    let byte_table = match e {
-        MxElement::F8E4M3Fn => elements::table(elements::f8_e4m3fn),
-        MxElement::F8E5M2 => elements::table(elements::f8_e5m2),
-        MxElement::Int8 => elements::table(elements::mx_int8),
-        MxElement::F4E2M1 => [0.0; 256],
-    };
-    let elem = |i: usize| -> Option<f64> {
-        match e {
-            MxElement::F4E2M1 => Some(elements::f4_e2m1(data.get(i / 2)? >> (4 * (i % 2)))),
-            _ => Some(byte_table[usize::from(*data.get(i)?)]),
+impl MxParts {
+    /// The value of one element, unrounded; `None` when a part is shorter
+    /// than the metadata says (a broken invariant).
+    pub(super) fn value(&self, at: At) -> Option<f64> {
+        let (_, along, inner) = self.dims;
+        let per_lane = along / self.block_size;
+        let b = (at.o * per_lane + at.a / self.block_size) * inner + at.n;
+        let scale = elements::e8m0(*self.scales.get(usize::try_from(b).ok()?)?);
+        let i = usize::try_from(at.i).ok()?;
+        let x = match self.e {
+            MxElement::F4E2M1 => elements::f4_e2m1(self.data.get(i / 2)? >> (4 * (i % 2))),
+            MxElement::F8E4M3Fn => elements::f8_e4m3fn(*self.data.get(i)?),
+            MxElement::F8E5M2 => elements::f8_e5m2(*self.data.get(i)?),
+            MxElement::Int8 => elements::mx_int8(*self.data.get(i)?),
+        };
+        Some(scale * x)
+    }
+
+    /// Fills the window with the elements it overlaps.
+    pub(super) fn read(&self, w: &mut Window<'_>) -> Option<()> {
+        read_f32s(w, self.dims, |at| self.value(at))
+    }
+}
+
+/// A quant_group object's parts and parameters (`group_size` nonzero).
+pub(super) struct QuantParts {
+    pub q: QuantGroup,
+    /// `(outer, along, inner)` around the grouped axis.
+    pub dims: (u64, u64, u64),
+    pub data: Vec<u8>,
+    pub scales: Vec<u8>,
+    /// Empty unless the zero point is a tensor.
+    pub zeros: Vec<u8>,
+}
+
+impl QuantParts {
+    /// The value of one element, unrounded; `None` when a part is shorter
+    /// than the metadata says or `group_size` is 0 (broken invariants).
+    pub(super) fn value(&self, at: At) -> Option<f64> {
+        let q = &self.q;
+        if q.group_size == 0 {
+            return None;
         }
-    };
-    let (_, along, inner) = split(shape, m.axis);
-    let per_lane = along / m.block_size;
-    let mut out = Vec::with_capacity(usize::try_from(m.elements.checked_mul(4)?).ok()?);
-    for_each_element(shape, m.axis, |at| {
-        let b = (at.o * per_lane + at.a / m.block_size) * inner + at.n;
-        let s = scale[usize::from(*scales.get(usize::try_from(b).ok()?)?)];
-        push(&mut out, s * elem(usize::try_from(at.i).ok()?)?);
-        Some(())
-    })?;
-    Some(out)
+        let (_, _, inner) = self.dims;
+        let lane = at.o * inner + at.n;
+        let cell = usize::try_from(lane * q.groups + at.a / q.group_size).ok()?;
+        let code = unpack(&self.data, q, at.i)? as f64;
+        Some((code - self.zero(cell)?) * self.scale(cell)?)
+    }
+
+    fn scale(&self, cell: usize) -> Option<f64> {
+        match self.q.scale_form {
+            ScaleForm::E8m0Exponent => Some(elements::e8m0(*self.scales.get(cell)?)),
+            ScaleForm::F32Factors | ScaleForm::F16Factors => {
+                number(&self.scales, self.q.scales, cell)
+            }
+        }
+    }
+
+    fn zero(&self, cell: usize) -> Option<f64> {
+        match (self.q.zero_point, self.q.zeros) {
+            (ZeroPoint::None, _) => Some(0.0),
+            (ZeroPoint::Implied(v), _) => Some(v as f64),
+            (ZeroPoint::Tensor(ZeroPacking::Plain), Some(d)) => number(&self.zeros, d, cell),
+            (ZeroPoint::Tensor(ZeroPacking::SameAsData), _) => {
+                Some(unpack(&self.zeros, &self.q, cell as u64)? as f64)
+            }
+            (ZeroPoint::Tensor(ZeroPacking::Plain), None) => None,
+        }
+    }
+
+    /// Fills the window with the elements it overlaps.
+    pub(super) fn read(&self, w: &mut Window<'_>) -> Option<()> {
+        read_f32s(w, self.dims, |at| self.value(at))
+    }
+}
+
+/// Computes the f32 elements overlapping the window, each rounded once
+/// from its f64 value, and writes the bytes of theirs that fall in it.
+fn read_f32s(
+    w: &mut Window<'_>,
+    (_, along, inner): (u64, u64, u64),
+    value: impl Fn(At) -> Option<f64>,
+) -> Option<()> {
+    let (lo, hi) = (w.start() / 4, w.end().div_ceil(4));
+    if lo >= hi {
+        return Some(());
+    }
+    // A nonempty view has every dim nonzero.
+    if along == 0 || inner == 0 {
+        return None;
+    }
+    for i in lo..hi {
+        let v = value(At::of(i, along, inner))? as f32;
+        w.put(i.checked_mul(4)?, &v.to_le_bytes())?;
+    }
+    Some(())
 }
 
 /// Reads the unsigned code (or packed zero) at index `i` of a packed array.
@@ -133,46 +212,4 @@ fn unpack(bytes: &[u8], q: &QuantGroup, i: u64) -> Option<u64> {
         Order::MsbFirst => (q.per_word - 1 - slot) * u64::from(q.bits),
     };
     Some((word >> shift) & ((1u64 << q.bits) - 1))
-}
-
-/// Renders the dequantized view of a quant_group object with a nonzero
-/// group size.
-pub(super) fn render_quant(
-    shape: &[u64],
-    q: &QuantGroup,
-    data: &[u8],
-    scales: &[u8],
-    zeros: &[u8],
-) -> Option<Vec<u8>> {
-    if q.group_size == 0 {
-        return None;
-    }
-    let e8m0 = elements::table(elements::e8m0);
-    let scale = |cell: usize| -> Option<f64> {
-        match q.scale_form {
-            ScaleForm::E8m0Exponent => Some(e8m0[usize::from(*scales.get(cell)?)]),
-            ScaleForm::F32Factors | ScaleForm::F16Factors => number(scales, q.scales, cell),
-        }
-    };
-    let zero = |cell: usize| -> Option<f64> {
-        match (q.zero_point, q.zeros) {
-            (ZeroPoint::None, _) => Some(0.0),
-            (ZeroPoint::Implied(v), _) => Some(v as f64),
-            (ZeroPoint::Tensor(ZeroPacking::Plain), Some(d)) => number(zeros, d, cell),
-            (ZeroPoint::Tensor(ZeroPacking::SameAsData), _) => {
-                Some(unpack(zeros, q, cell as u64)? as f64)
-            }
-            (ZeroPoint::Tensor(ZeroPacking::Plain), None) => None,
-        }
-    };
-    let mut out = Vec::with_capacity(usize::try_from(q.codes.checked_mul(4)?).ok()?);
-    let (_, _, inner) = split(shape, q.axis);
-    for_each_element(shape, q.axis, |at| {
-        let lane = at.o * inner + at.n;
-        let cell = usize::try_from(lane * q.groups + at.a / q.group_size).ok()?;
-        let code = unpack(data, q, at.i)? as f64;
-        push(&mut out, (code - zero(cell)?) * scale(cell)?);
-        Some(())
-    })?;
-    Some(out)
 }

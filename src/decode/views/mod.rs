@@ -11,24 +11,34 @@
 //!   from metadata alone: `dense` for sparse objects (row-major bytes of the
 //!   values' type, zeros elsewhere), `dequantized` for `zt.mx/1` and
 //!   `zt.quant_group/1` (f32 little-endian, one per element).
-//! * [`render`] produces those bytes, after [`check_data`], so a view of
-//!   data that breaks its profile is never served.
+//! * [`prepare`] loads and checks the parts (after [`check_data`]'s rules,
+//!   so a view of data that breaks its profile is never served) and
+//!   indexes them; [`Prepared::read_into`] then computes any byte range of
+//!   the view, and only that range.
+//! * [`render`] materialises the whole view, the obvious way (`naive`): the
+//!   oracle the range reads are tested against, and a convenience for
+//!   small views (it refuses views above [`MAX_RENDER_BYTES`]).
 //!
 //! A view exists only where the decoder is unambiguous and this reader can
-//! produce it. [`view`] decides from metadata alone; [`render`] refuses
-//! (`Unsupported`, saying why) every object [`view`] gives `None`, before
-//! reading any part, and otherwise either fails on the parts (a part that
-//! cannot be decoded, data that breaks the profile) or returns exactly the
-//! length [`view`] announced. No view: `dense` (its `data` part is the tensor),
-//! `gguf` (opaque), unknown layouts, sparse values of an unregistered type,
-//! mx data of a type the profile does not decode, `zt.quant_group/1` with
-//! `group_size` 0 (see `dequant`), and anything larger than
-//! [`MAX_VIEW_BYTES`].
+//! produce it. [`view`] decides from metadata alone; [`prepare`] and
+//! [`render`] refuse (`Unsupported`, saying why) every object [`view`]
+//! gives `None`, before reading any part, and otherwise either fail on the
+//! parts (a part that cannot be decoded, data that breaks the profile), with
+//! the same error from both, or give exactly the size [`view`] announced.
+//! No view: `dense` (its `data` part is the tensor), `gguf` (opaque),
+//! unknown layouts, sparse values of an unregistered type, mx data of a type
+//! the profile does not decode, `zt.quant_group/1` with `group_size` 0 (see
+//! `dequant`), and anything larger than [`MAX_VIEW_BYTES`].
 //!
-//! Memory: a view is materialised whole, and its parts are loaded whole
-//! through the caller's `part` function. Besides those, COO needs 16 bytes
-//! per stored element to find duplicate cells; nothing else allocates in
-//! proportion to the data.
+//! Memory: a view is never materialised to be read. [`prepare`] loads each
+//! part it needs whole through the caller's `part` function, so the caller
+//! bounds each part (their decoded sizes are in the manifest before any is
+//! read), and keeps them. Besides the parts, a [`Prepared`] COO view holds
+//! its cells sorted, 8 bytes per stored element (while it is prepared, 16
+//! more per element and the coords part); nothing else allocates in
+//! proportion to the data, and [`Prepared::heap_bytes`] reports what is
+//! held. A read computes only the elements its range overlaps and
+//! allocates nothing beyond its output. Only [`render`] holds a whole view.
 //!
 //! What it relies on: the object passed `crate::format::profiles::
 //! check_metadata` at open. Each profile's metadata is re-parsed here (it is
@@ -38,16 +48,25 @@
 
 mod dequant;
 pub mod elements;
+mod naive;
+mod prepared;
 mod sparse;
+
+pub use prepared::Prepared;
 
 use crate::error::{Error, Result, Rule};
 use crate::format::manifest::Object;
 use crate::format::profiles::{self, Coo, Csr, Layout, Mx, MxElement, QuantGroup};
 use crate::format::types::{ElementType, Interpretation, LogicalType};
 
-/// Largest view this reader renders, in bytes. A view is materialised
-/// whole, so this bounds the memory one read of it can take.
-pub const MAX_VIEW_BYTES: u64 = 4 << 30;
+/// Largest view this reader offers, in bytes: the largest file size
+/// (`off_t`, an i64) the kernel and the FUSE protocol can express. Views
+/// are read by range, never held whole, so their size bounds no memory.
+pub const MAX_VIEW_BYTES: u64 = i64::MAX as u64;
+
+/// Largest view [`render`] materialises, in bytes: the memory one call can
+/// take. Range reads through [`prepare`] have no such limit.
+pub const MAX_RENDER_BYTES: u64 = 4 << 30;
 
 /// The view file of a sparse object.
 pub const DENSE_VIEW: &str = "dense";
@@ -60,7 +79,7 @@ pub type PartFn<'a> = &'a dyn Fn(&str) -> Result<Vec<u8>>;
 /// Checks the profile's data rules over the decoded parts (`LayoutData`).
 /// Layouts without data rules (dense, whose content rules are
 /// `ContentCheck`'s; quant_group; gguf; unknown) pass.
-pub fn check_data(o: &Object, part: &dyn Fn(&str) -> Result<Vec<u8>>) -> Result<()> {
+pub fn check_data(o: &Object, part: PartFn<'_>) -> Result<()> {
     match Layout::of(&o.layout) {
         Layout::SparseCsr => {
             let c = profiles::parse_csr(o)?;
@@ -87,26 +106,77 @@ pub fn view(o: &Object) -> Option<(&'static str, u64)> {
     plan(o).ok().map(|p| (p.name, p.size))
 }
 
-/// Renders the view: row-major dense bytes (sparse: the values' element
-/// bytes, zeros elsewhere) or f32 little-endian dequantized values. Checks
-/// the data rules first; refuses what [`view`] does not offer.
-pub fn render(o: &Object, part: &dyn Fn(&str) -> Result<Vec<u8>>) -> Result<Vec<u8>> {
+/// Loads, checks and indexes the parts of the object's view, ready for
+/// [`Prepared::read_into`] at any range. Refuses what [`view`] does not
+/// offer, before reading any part; otherwise fails exactly as [`render`]
+/// does on the same parts (a part error, a part of the wrong decoded size,
+/// a `LayoutData` rejection).
+pub fn prepare(o: &Object, part: PartFn<'_>) -> Result<Prepared> {
     let p = plan(o)?;
-    let out = match p.kind {
+    let parts = load_checked(o, p.kind, part)?;
+    Prepared::new(&o.name, p.size, parts).ok_or_else(|| internal(o))
+}
+
+/// Renders the whole view: row-major dense bytes (sparse: the values'
+/// element bytes, zeros elsewhere) or f32 little-endian dequantized values.
+/// Checks the data rules first; refuses what [`view`] does not offer, and
+/// views above [`MAX_RENDER_BYTES`], before reading any part.
+pub fn render(o: &Object, part: PartFn<'_>) -> Result<Vec<u8>> {
+    let p = plan(o)?;
+    if p.size > MAX_RENDER_BYTES {
+        return Err(Error::Unsupported(format!(
+            "the {} view of object {:?} is {} bytes, above the {MAX_RENDER_BYTES}-byte limit for a view rendered whole (read it by range)",
+            p.name, o.name, p.size
+        )));
+    }
+    let parts = load_checked(o, p.kind, part)?;
+    let out = naive::render(&parts, p.size).ok_or_else(|| internal(o))?;
+    if out.len() as u64 != p.size {
+        return Err(internal(o));
+    }
+    Ok(out)
+}
+
+/// The checked parts of a view, before any range index is built.
+enum Loaded {
+    Csr(sparse::CsrParts),
+    Coo(sparse::CooParts),
+    Mx(dequant::MxParts),
+    Quant(dequant::QuantParts),
+}
+
+/// Loads the parts a view is made from and checks the profile's data rules
+/// over them: the one path [`prepare`] and [`render`] share.
+fn load_checked(o: &Object, kind: Kind, part: PartFn<'_>) -> Result<Loaded> {
+    Ok(match kind {
         Kind::Csr(c, e) => {
             let [values, indices, indptr] = load(o, part, ["values", "indices", "indptr"])?;
             sparse::check_csr(o, &c, &values, &indices, &indptr)?;
-            sparse::render_csr(&c, e, p.size, &values, &indices, &indptr)
+            Loaded::Csr(sparse::CsrParts {
+                rows: c.rows,
+                cols: c.cols,
+                index: c.index,
+                e,
+                values,
+                indices,
+                indptr,
+            })
         }
         Kind::Coo(c, e) => {
             let [values, coords] = load(o, part, ["values", "coords"])?;
             let cells = sparse::check_coo(o, &c, &values, &coords)?;
-            sparse::render_coo(e, p.size, &values, &cells)
+            Loaded::Coo(sparse::CooParts { e, values, cells })
         }
         Kind::Mx(m, e) => {
             let [data, scales] = load(o, part, ["data", "scales"])?;
             dequant::check_mx(o, &m, &data)?;
-            dequant::render_mx(&o.shape, &m, e, &data, &scales)
+            Loaded::Mx(dequant::MxParts {
+                e,
+                block_size: m.block_size,
+                dims: dequant::split(&o.shape, m.axis),
+                data,
+                scales,
+            })
         }
         Kind::Quant(q) => {
             let [data, scales] = load(o, part, ["data", "scales"])?;
@@ -114,14 +184,15 @@ pub fn render(o: &Object, part: &dyn Fn(&str) -> Result<Vec<u8>>) -> Result<Vec<
                 Some(_) => load_one(o, part, "zeros")?,
                 None => Vec::new(),
             };
-            dequant::render_quant(&o.shape, &q, &data, &scales, &zeros)
+            Loaded::Quant(dequant::QuantParts {
+                dims: dequant::split(&o.shape, q.axis),
+                q,
+                data,
+                scales,
+                zeros,
+            })
         }
-    }
-    .ok_or_else(|| internal(o))?;
-    if out.len() as u64 != p.size {
-        return Err(internal(o));
-    }
-    Ok(out)
+    })
 }
 
 /// What the view of an object is made from.
@@ -191,7 +262,7 @@ fn plan(o: &Object) -> Result<Plan> {
     };
     if size > MAX_VIEW_BYTES {
         return Err(Error::Unsupported(format!(
-            "the {name} view of object {:?} would be {size} bytes, above the {MAX_VIEW_BYTES}-byte limit for a view held in memory",
+            "the {name} view of object {:?} would be {size} bytes, above the {MAX_VIEW_BYTES}-byte limit of a file size",
             o.name
         )));
     }
@@ -275,9 +346,12 @@ fn data_violation(o: &Object, detail: impl std::fmt::Display) -> Error {
 /// A renderer found its checked invariants broken: a bug, reported rather
 /// than a panic in the daemon.
 fn internal(o: &Object) -> Error {
+    internal_error(&o.name)
+}
+
+fn internal_error(object: &str) -> Error {
     Error::Unsupported(format!(
-        "object {:?}: internal error rendering its view (parts inconsistent with checked metadata)",
-        o.name
+        "object {object:?}: internal error rendering its view (parts inconsistent with checked metadata)"
     ))
 }
 

@@ -7,21 +7,56 @@
 //! row-major linear index of each element (16 bytes per element). Then the
 //! values' content rules. Index words are little-endian; u32 widens to u64.
 //!
-//! Rendering starts from zeros of the values' type (all-zero bytes, which
-//! is +0 for every float and zero for every integer and registered type)
-//! and writes `values[k]` at its cell, row-major. Cells are distinct once
+//! The dense view starts from zeros of the values' type (all-zero bytes,
+//! which is +0 for every float and zero for every integer and registered
+//! type) and has `values[k]` at its cell, row-major. Cells are distinct once
 //! the rules hold, so f4 nibbles can be OR-ed in.
+//!
+//! A range of the view is read from the cells it overlaps: CSR visits the
+//! rows those cells lie in and, within each, binary-searches its sorted
+//! columns for the first one in range; COO keeps its cells sorted, values
+//! permuted to match ([`CooIndex`]), and binary-searches the first cell in
+//! range. Either way the cost is the window plus a logarithm per row.
 
+use super::prepared::Window;
 use super::{check_content, data_violation, Elem};
 use crate::error::Result;
 use crate::format::manifest::Object;
 use crate::format::profiles::{Coo, Csr};
 use crate::format::types::DType;
 
+/// A CSR object's parts, checked against its data rules.
+pub(super) struct CsrParts {
+    pub rows: u64,
+    pub cols: u64,
+    pub index: DType,
+    pub e: Elem,
+    pub values: Vec<u8>,
+    pub indices: Vec<u8>,
+    pub indptr: Vec<u8>,
+}
+
+/// A COO object's values as stored and each element's `(linear cell,
+/// element index)`, sorted by cell: the checked form [`check_coo`] leaves.
+pub(super) struct CooParts {
+    pub e: Elem,
+    pub values: Vec<u8>,
+    pub cells: Vec<(u64, u64)>,
+}
+
+/// A COO object indexed for range reads: its cells in increasing order and
+/// its values permuted to that order, so value `i` sits at `cells[i]`
+/// (8 bytes per stored element beside the values).
+pub(super) struct CooIndex {
+    e: Elem,
+    cells: Vec<u64>,
+    values: Vec<u8>,
+}
+
 /// Index word `k` of a little-endian u32/u64 array. Callers index below the
 /// length they checked; past it reads as `u64::MAX`, which every rule
 /// rejects.
-fn at(bytes: &[u8], index: DType, k: u64) -> u64 {
+pub(super) fn at(bytes: &[u8], index: DType, k: u64) -> u64 {
     let w = index.width() as usize;
     let word = usize::try_from(k)
         .ok()
@@ -162,55 +197,119 @@ fn unravel(mut lin: u64, shape: &[u64]) -> Vec<u64> {
     out
 }
 
-/// Copies element `k` of `values` to cell `p` of `out`; `None` when either
-/// is out of range (a broken invariant).
-fn put(out: &mut [u8], values: &[u8], e: Elem, k: u64, p: u64) -> Option<()> {
-    let (k, p) = (usize::try_from(k).ok()?, usize::try_from(p).ok()?);
+/// The bytes of element `k` of `values`, or `None` past the end.
+fn element(values: &[u8], w: usize, k: u64) -> Option<&[u8]> {
+    let s = usize::try_from(k).ok()?.checked_mul(w)?;
+    values.get(s..s.checked_add(w)?)
+}
+
+/// Nibble `k` of packed f4 values.
+fn nibble(values: &[u8], k: u64) -> Option<u8> {
+    let byte = values.get(usize::try_from(k / 2).ok()?)?;
+    Some((byte >> (4 * (k % 2))) & 0xF)
+}
+
+/// Writes element `k` of `values`, whose cell is `p`, into the window
+/// (the part of it that falls there).
+fn put_cell(w: &mut Window<'_>, values: &[u8], e: Elem, k: u64, p: u64) -> Option<()> {
     match e {
-        Elem::Bytes(w) => {
-            let src = values.get(k.checked_mul(w)?..k.checked_mul(w)?.checked_add(w)?)?;
-            let dst = out.get_mut(p.checked_mul(w)?..p.checked_mul(w)?.checked_add(w)?)?;
-            dst.copy_from_slice(src);
-        }
-        Elem::Nibble => {
-            let nibble = (values.get(k / 2)? >> (4 * (k % 2))) & 0xF;
-            *out.get_mut(p / 2)? |= nibble << (4 * (p % 2));
-        }
+        Elem::Bytes(width) => w.put(p.checked_mul(width as u64)?, element(values, width, k)?),
+        Elem::Nibble => w.or_nibble(p, nibble(values, k)?),
     }
-    Some(())
 }
 
-/// The dense view of a CSR object whose rules hold.
-pub(super) fn render_csr(
-    c: &Csr,
-    e: Elem,
-    size: u64,
-    values: &[u8],
-    indices: &[u8],
-    indptr: &[u8],
-) -> Option<Vec<u8>> {
-    let mut out = vec![0u8; usize::try_from(size).ok()?];
-    for r in 0..c.rows {
-        for k in at(indptr, c.index, r)..at(indptr, c.index, r + 1) {
-            let p = r
-                .checked_mul(c.cols)?
-                .checked_add(at(indices, c.index, k))?;
-            put(&mut out, values, e, k, p)?;
-        }
+/// The cells `[lo, hi)` whose bytes overlap the window; `hi` may pass the
+/// last cell by one (the pad nibble of an odd f4 count).
+fn cell_span(e: Elem, w: &Window<'_>) -> Option<(u64, u64)> {
+    let (start, end) = (w.start(), w.end());
+    match e {
+        Elem::Bytes(0) => Some((0, 0)),
+        Elem::Bytes(width) => Some((start / width as u64, end.div_ceil(width as u64))),
+        Elem::Nibble => Some((start.checked_mul(2)?, end.checked_mul(2)?)),
     }
-    Some(out)
 }
 
-/// The dense view of a COO object whose rules hold, from its cells.
-pub(super) fn render_coo(
-    e: Elem,
-    size: u64,
-    values: &[u8],
-    cells: &[(u64, u64)],
-) -> Option<Vec<u8>> {
-    let mut out = vec![0u8; usize::try_from(size).ok()?];
-    for &(p, k) in cells {
-        put(&mut out, values, e, k, p)?;
+/// The first `k` in `[a, b)` for which `below(k)` is false, assuming it is
+/// true on a prefix and false after.
+fn partition_point(mut a: u64, mut b: u64, below: impl Fn(u64) -> bool) -> u64 {
+    while a < b {
+        let mid = a + (b - a) / 2;
+        if below(mid) {
+            a = mid + 1;
+        } else {
+            b = mid;
+        }
     }
-    Some(out)
+    a
+}
+
+impl CsrParts {
+    /// Fills the window (zeroed by the caller) from the rows it overlaps.
+    pub(super) fn read(&self, w: &mut Window<'_>) -> Option<()> {
+        let (lo, hi) = cell_span(self.e, w)?;
+        if lo >= hi || self.cols == 0 || self.rows == 0 {
+            return Some(());
+        }
+        let ptr = |r: u64| at(&self.indptr, self.index, r);
+        let col = |k: u64| at(&self.indices, self.index, k);
+        let last = ((hi - 1) / self.cols).min(self.rows - 1);
+        for r in lo / self.cols..=last {
+            let row = r.checked_mul(self.cols)?;
+            // The columns of this row inside the window.
+            let (from, to) = (lo.max(row) - row, hi.min(row + self.cols) - row);
+            let (a, b) = (ptr(r), ptr(r + 1));
+            for k in partition_point(a, b, |k| col(k) < from)..b {
+                let j = col(k);
+                if j >= to {
+                    break;
+                }
+                put_cell(w, &self.values, self.e, k, row + j)?;
+            }
+        }
+        Some(())
+    }
+}
+
+impl CooIndex {
+    /// Sorts the values into cell order; `None` when an element index is
+    /// out of range (a broken invariant).
+    pub(super) fn new(p: CooParts) -> Option<CooIndex> {
+        let mut values = vec![0u8; p.values.len()];
+        let mut cells = Vec::with_capacity(p.cells.len());
+        for (i, &(cell, k)) in (0u64..).zip(&p.cells) {
+            match p.e {
+                Elem::Bytes(w) => {
+                    let s = usize::try_from(i).ok()?.checked_mul(w)?;
+                    let dst = values.get_mut(s..s.checked_add(w)?)?;
+                    dst.copy_from_slice(element(&p.values, w, k)?);
+                }
+                Elem::Nibble => {
+                    let b = values.get_mut(usize::try_from(i / 2).ok()?)?;
+                    *b |= nibble(&p.values, k)? << (4 * (i % 2));
+                }
+            }
+            cells.push(cell);
+        }
+        Some(CooIndex {
+            e: p.e,
+            cells,
+            values,
+        })
+    }
+
+    /// Heap bytes held: the permuted values and the sorted cells.
+    pub(super) fn heap_bytes(&self) -> u64 {
+        (self.values.capacity() + self.cells.capacity() * std::mem::size_of::<u64>()) as u64
+    }
+
+    /// Fills the window (zeroed by the caller) from the stored cells in it.
+    pub(super) fn read(&self, w: &mut Window<'_>) -> Option<()> {
+        let (lo, hi) = cell_span(self.e, w)?;
+        let first = self.cells.partition_point(|&c| c < lo);
+        let rest = self.cells.get(first..)?;
+        for (k, &p) in (first as u64..).zip(rest).take_while(|(_, &p)| p < hi) {
+            put_cell(w, &self.values, self.e, k, p)?;
+        }
+        Some(())
+    }
 }

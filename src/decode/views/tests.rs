@@ -42,15 +42,22 @@ impl Fixture {
         check_data(&self.object, &|n| self.get(n))
     }
 
+    /// Renders the view, and checks on the way that [`prepare`] fails
+    /// exactly as [`render`] does or reads back the same bytes whole.
     fn render(&self) -> Result<Vec<u8>> {
         crate::format::profiles::check_metadata(&self.object)?;
-        let out = render(&self.object, &|n| self.get(n))?;
+        let get = |n: &str| self.get(n);
+        let prepared = prepare(&self.object, &get);
+        let out = same_outcome(render(&self.object, &get), prepared.as_ref())?;
         let (_, size) = view(&self.object).expect("a rendered object has a view");
         assert_eq!(
             out.len() as u64,
             size,
             "render length is the announced size"
         );
+        let p = prepared.expect("prepared when rendered");
+        assert_eq!(p.size(), size, "prepared size is the announced size");
+        assert_eq!(p.read_range(0, usize::MAX).unwrap(), out, "whole read");
         Ok(out)
     }
 
@@ -61,6 +68,29 @@ impl Fixture {
             }
         }
     }
+}
+
+/// Asserts that `prepare` succeeded where `render` did and failed where it
+/// did with the same error (rule tag and detail); returns `render`'s result.
+fn same_outcome(rendered: Result<Vec<u8>>, prepared: Result<&Prepared, &Error>) -> Result<Vec<u8>> {
+    match (&rendered, prepared) {
+        (Ok(_), Ok(_)) => {}
+        (Err(a), Err(b)) => {
+            assert_eq!(a.rule(), b.rule(), "{a} / {b}");
+            assert_eq!(a.to_string(), b.to_string());
+            assert_eq!(
+                matches!(a, Error::Unsupported(_)),
+                matches!(b, Error::Unsupported(_)),
+                "{a} / {b}"
+            );
+        }
+        (r, p) => panic!(
+            "render gave {:?}, prepare {:?}",
+            r.as_ref().map(Vec::len),
+            p.map(Prepared::size)
+        ),
+    }
+    rendered
 }
 
 fn rule(r: Result<impl std::fmt::Debug>) -> Option<Rule> {
@@ -141,8 +171,8 @@ fn csr_with_u64_indices_renders_the_same() {
     assert_eq!(f.render().unwrap(), csr().render().unwrap());
 }
 
-#[test]
-fn csr_data_rules_reject() {
+/// [`csr`] with one index rule broken each.
+fn csr_broken() -> Vec<Fixture> {
     let cases: [(&str, &[u8]); 6] = [
         // indptr[0] != 0
         ("indptr", &[1, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0]),
@@ -157,10 +187,20 @@ fn csr_data_rules_reject() {
         // column 4 of 4
         ("indices", &[1, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0]),
     ];
-    for (name, bytes) in cases {
-        let mut f = csr();
-        f.set(name, bytes);
-        assert_eq!(rule(f.check()), Some(Rule::LayoutData), "{name} {bytes:?}");
+    cases
+        .into_iter()
+        .map(|(name, bytes)| {
+            let mut f = csr();
+            f.set(name, bytes);
+            f
+        })
+        .collect()
+}
+
+#[test]
+fn csr_data_rules_reject() {
+    for f in csr_broken() {
+        assert_eq!(rule(f.check()), Some(Rule::LayoutData), "{:?}", f.bytes);
         assert_eq!(
             rule(f.render()),
             Some(Rule::LayoutData),
@@ -255,8 +295,8 @@ fn coo_renders_to_exact_dense_bytes() {
     assert_eq!(f.render().unwrap(), [9, 0, 0, 5, 0, 7]);
 }
 
-#[test]
-fn coo_data_rules_reject() {
+/// [`coo`] with one coordinate rule broken each.
+fn coo_broken() -> Vec<Fixture> {
     let cases: [&[u8]; 3] = [
         // dim 0 coordinate 2 of 2
         &[
@@ -271,10 +311,20 @@ fn coo_data_rules_reject() {
             1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
         ],
     ];
-    for bytes in cases {
-        let mut f = coo();
-        f.set("coords", bytes);
-        assert_eq!(rule(f.check()), Some(Rule::LayoutData), "{bytes:?}");
+    cases
+        .into_iter()
+        .map(|bytes| {
+            let mut f = coo();
+            f.set("coords", bytes);
+            f
+        })
+        .collect()
+}
+
+#[test]
+fn coo_data_rules_reject() {
+    for f in coo_broken() {
+        assert_eq!(rule(f.check()), Some(Rule::LayoutData), "{:?}", f.bytes);
         assert_eq!(rule(f.render()), Some(Rule::LayoutData));
     }
 }
@@ -556,9 +606,8 @@ fn quant_group_e8m0_scales_and_plain_signed_zeros() {
     assert!(out[2].is_nan() && out[3].is_nan());
 }
 
-#[test]
-fn quant_group_symmetric_int8_per_channel_is_refused() {
-    // group_size 0 with the size equation as written: one scale per code.
+/// `group_size` 0 with the size equation as written: one scale per code.
+fn quant_per_channel() -> Fixture {
     let a = attrs(&[
         ("bits", Value::Uint(8)),
         ("group_size", Value::Uint(0)),
@@ -567,12 +616,17 @@ fn quant_group_symmetric_int8_per_channel_is_refused() {
         ("scale_form", Value::Text("f32_factors")),
         ("zero_point", map(&[("form", Value::Text("none"))])),
     ]);
-    let f = Fixture::new(
+    Fixture::new(
         QUANT_GROUP,
         &[1, 2],
         &[("data", "i8", &[0x01, 0xFF]), ("scales", "f32", &[0; 8])],
         Some(a),
-    );
+    )
+}
+
+#[test]
+fn quant_group_symmetric_int8_per_channel_is_refused() {
+    let f = quant_per_channel();
     assert!(f.check().is_ok(), "valid: the equation as written holds");
     assert_eq!(view(&f.object), None);
     refused(f.render());
@@ -621,14 +675,15 @@ fn sparse_values_of_an_unregistered_type_have_no_view() {
 
 #[test]
 fn views_above_the_cap_are_refused_before_any_part_is_read() {
-    // 65536 × 65536 f32 is 16 GiB dense; indptr is declared, never read.
+    // 2^31 × 2^30 f32 is 2^63 bytes dense, one past i64::MAX; indptr is
+    // declared, never read.
     let mut o = object(
         SPARSE_CSR,
-        &[65536, 65536],
+        &[1 << 31, 1 << 30],
         vec![
             part("values", "f32", 0),
             part("indices", "u32", 0),
-            part("indptr", "u32", 65537 * 4),
+            part("indptr", "u32", ((1 << 31) + 1) * 4),
         ],
         None,
     );
@@ -636,9 +691,9 @@ fn views_above_the_cap_are_refused_before_any_part_is_read() {
     assert_eq!(view(&o), None);
     let never = |_: &str| -> Result<Vec<u8>> { panic!("a part was read") };
     refused(render(&o, &never));
-    o.shape = vec![32768, 32768];
-    o.parts[2] = part("indptr", "u32", 32769 * 4);
-    assert_eq!(view(&o), Some(("dense", MAX_VIEW_BYTES)));
+    refused(prepare(&o, &never).map(|p| p.size()));
+    o.shape = vec![1 << 31, (1 << 30) - 1];
+    assert_eq!(view(&o), Some(("dense", MAX_VIEW_BYTES + 1 - (8 << 30))));
 }
 
 #[test]
@@ -651,6 +706,8 @@ fn a_part_that_decodes_to_another_length_is_an_encoding_error() {
     };
     assert_eq!(rule(check_data(&f.object, &short)), Some(Rule::Encoding));
     assert_eq!(rule(render(&f.object, &short)), Some(Rule::Encoding));
+    let prepared = prepare(&f.object, &short);
+    same_outcome(render(&f.object, &short), prepared.as_ref()).unwrap_err();
 }
 
 #[test]
@@ -658,6 +715,8 @@ fn part_errors_pass_through() {
     let f = coo();
     let failing = |_: &str| -> Result<Vec<u8>> { Err(Error::Unsupported("encoding x".into())) };
     refused(check_data(&f.object, &failing));
+    let prepared = prepare(&f.object, &failing);
+    refused(same_outcome(render(&f.object, &failing), prepared.as_ref()));
 }
 
 // ---- edge cases and naive oracles ----
@@ -699,9 +758,12 @@ fn degenerate_shapes_render_without_panicking() {
             Some(mx_attrs(2, None)),
         );
         assert_eq!(view(&o), None);
-        assert!(render(&o, &|_| Ok(vec![0])).is_err());
+        let one = |_: &str| Ok(vec![0]);
+        let prepared = prepare(&o, &one);
+        assert!(same_outcome(render(&o, &one), prepared.as_ref()).is_err());
         let _ = check_data(&o, &|_| Ok(vec![0]));
     }
 }
 
 mod prop;
+mod range;
