@@ -320,7 +320,11 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
                 skipped += 1;
                 Ok(None)
             } else {
-                read::verify(&model, o, p, &mut |n| progress.add(n)).map(Some)
+                let mut tick = |n| {
+                    progress.add(n);
+                    Ok(())
+                };
+                read::verify(&model, o, p, &mut tick).map(Some)
             };
             match r {
                 Ok(Some(Verified::Digest)) => verified += 1,

@@ -162,6 +162,9 @@ pub enum Error {
     },
     /// An error that has already been printed; only its exit code remains.
     Reported(Box<Error>),
+    /// Work abandoned because nobody waits for its result any more (a
+    /// mount's reader that gave up).
+    Interrupted,
 }
 
 /// Result with [`Error`].
@@ -202,6 +205,7 @@ impl Error {
             }
             Error::Io { context, source } => format!("{context}: {source}"),
             Error::Reported(e) => e.detail(),
+            Error::Interrupted => "interrupted".into(),
         }
     }
 
@@ -217,6 +221,8 @@ impl Error {
             Error::Usage(_) => 2,
             Error::Io { .. } => 2,
             Error::Reported(e) => e.exit_code(),
+            // Never reaches the command line; a usage-class code if it did.
+            Error::Interrupted => 2,
         }
     }
 }
@@ -231,6 +237,7 @@ impl fmt::Display for Error {
             Error::Usage(s) => f.write_str(s),
             Error::Io { context, source } => write!(f, "{context}: {source}"),
             Error::Reported(e) => e.fmt(f),
+            Error::Interrupted => f.write_str("interrupted: nobody waits for the result"),
         }
     }
 }

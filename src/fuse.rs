@@ -15,7 +15,7 @@ use fuser::{
     ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
-use crate::tree::{Attr, FileKind, FsError, Tree};
+use crate::tree::{Attr, Data, FileKind, FsError, OpenMode, Tree};
 
 /// Entry and attribute timeout: the tree never changes while mounted.
 const TTL: Duration = Duration::from_secs(24 * 3600);
@@ -30,6 +30,8 @@ pub fn errno(e: FsError) -> Errno {
         FsError::NoAttr => Errno::NO_XATTR,
         FsError::Range => Errno::ERANGE,
         FsError::Io => Errno::EIO,
+        // Only ever sent to a requester that is gone or dying.
+        FsError::Interrupted => Errno::EINTR,
     }
 }
 
@@ -114,11 +116,12 @@ impl Filesystem for ZtFs {
         }
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         if flags.0 & libc::O_ACCMODE != libc::O_RDONLY || flags.0 & libc::O_TRUNC != 0 {
             return reply.error(errno(FsError::ReadOnly));
         }
-        match self.tree.open(ino.0) {
+        // The answer may come later, from a job thread (see tree::jobs).
+        let done = Box::new(move |r: Result<OpenMode, FsError>| match r {
             Ok(m) => {
                 let mut f = FopenFlags::empty();
                 if m.keep_cache {
@@ -130,12 +133,13 @@ impl Filesystem for ZtFs {
                 reply.opened(FileHandle(0), f)
             }
             Err(e) => reply.error(errno(e)),
-        }
+        });
+        self.tree.open(ino.0, req.pid(), done);
     }
 
     fn read(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -144,14 +148,11 @@ impl Filesystem for ZtFs {
         _lock: Option<fuser::LockOwner>,
         reply: ReplyData,
     ) {
-        match self.tree.read(ino.0, offset, size) {
-            Ok(data) => {
-                reply.data(&data);
-                drop(data);
-                self.tree.read_ahead(ino.0, offset, size);
-            }
+        let done = Box::new(move |r: Result<Data<'_>, FsError>| match r {
+            Ok(data) => reply.data(&data),
             Err(e) => reply.error(errno(e)),
-        }
+        });
+        self.tree.read(ino.0, offset, size, req.pid(), done);
     }
 
     fn flush(

@@ -154,7 +154,7 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
         cfg.mount_options.push(MountOption::DefaultPermissions);
     }
     cfg.n_threads = Some(THREADS);
-    let started = fuser::Session::new(ZtFs::new(tree, args.xattrs), mnt, &cfg)
+    let started = fuser::Session::new(ZtFs::new(tree.clone(), args.xattrs), mnt, &cfg)
         .and_then(|s| s.spawn())
         .map_err(|e| Error::io(format!("mounting on {}", mnt.display()), e));
     let session = match started {
@@ -180,7 +180,9 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
         }
         (_, None) => log::info!("mounted {} on {}", args.file.display(), mnt.display()),
     }
-    wait_for_end(mnt, session)
+    let end = wait_for_end(mnt, session);
+    tree.log_failure_counts();
+    end
 }
 
 /// Waits for a stop signal (then unmounts lazily, so readers in flight

@@ -50,6 +50,17 @@ pub const MAX_PART_IN_MEMORY: u64 = 1 << 30;
 /// Refused above [`MAX_PART_IN_MEMORY`]; allocated once, at the size the
 /// part decodes to.
 pub fn decoded_vec(model: &Model, object: &Object, part_name: &str) -> Result<Vec<u8>> {
+    decoded_vec_with(model, object, part_name, &mut |_| Ok(()))
+}
+
+/// [`decoded_vec`], telling `progress` of each decoded chunk; an error
+/// from `progress` (work abandoned) stops the decode and is returned.
+pub fn decoded_vec_with(
+    model: &Model,
+    object: &Object,
+    part_name: &str,
+    progress: &mut dyn FnMut(u64) -> Result<()>,
+) -> Result<Vec<u8>> {
     let part = object.part(part_name).ok_or_else(|| {
         crate::error::Error::NotFound(format!("part {part_name:?} of object {:?}", object.name))
     })?;
@@ -62,6 +73,7 @@ pub fn decoded_vec(model: &Model, object: &Object, part_name: &str) -> Result<Ve
     }
     let mut out = Vec::with_capacity(size as usize);
     decoded(model, object, part, &mut |c| {
+        progress(c.len() as u64)?;
         out.extend_from_slice(c);
         Ok(())
     })?;
@@ -74,6 +86,16 @@ pub fn verify_object(model: &Model, object: &Object) -> Result<()> {
     crate::decode::views::check_data(object, &|name| decoded_vec(model, object, name))
 }
 
+/// True when the object's layout has data rules over its decoded parts
+/// (so [`verify_object`] loads them).
+pub fn has_data_rules(object: &Object) -> bool {
+    use crate::format::profiles::Layout;
+    matches!(
+        Layout::of(&object.layout),
+        Layout::SparseCsr | Layout::SparseCoo | Layout::Mx
+    )
+}
+
 /// Streams the stored bytes of a part: structural access, no interpretation.
 pub fn stored(model: &Model, part: &Part, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
     let bytes = model.stored(part)?;
@@ -81,7 +103,8 @@ pub fn stored(model: &Model, part: &Part, sink: &mut dyn FnMut(&[u8]) -> Result<
 }
 
 /// Verifies one part: decodes it, applies its content rules and checks its
-/// digest. `progress` receives the count of decoded bytes as they pass.
+/// digest. `progress` receives the count of decoded bytes as they pass; an
+/// error from it (work abandoned) stops verifying and is returned.
 ///
 /// An unknown encoding, logical type or digest algorithm is a refusal: the
 /// part cannot be decoded or its digest cannot be checked (§4.2). A part of
@@ -92,7 +115,7 @@ pub fn verify(
     model: &Model,
     object: &Object,
     part: &Part,
-    progress: &mut dyn FnMut(u64),
+    progress: &mut dyn FnMut(u64) -> Result<()>,
 ) -> Result<Verified> {
     if let Interpretation::Unknown = part.ty.interpretation() {
         return Err(crate::error::Error::Unsupported(format!(
@@ -117,8 +140,7 @@ pub fn verify(
             h.update(chunk);
         }
         n += chunk.len() as u64;
-        progress(chunk.len() as u64);
-        Ok(())
+        progress(chunk.len() as u64)
     })?;
     if check_rules {
         rules.finish()?;

@@ -106,6 +106,31 @@ pub fn trim_heap() {
     unsafe { libc::malloc_trim(0) };
 }
 
+/// True when thread `tid` (the caller of a FUSE request) has gone or is
+/// dying: it no longer exists, or a SIGKILL is pending for it. A process
+/// killed (or Ctrl-C'd, when SIGINT's default action applies) while its
+/// request is in the daemon waits for the answer with SIGKILL pending,
+/// since fuser does not handle FUSE_INTERRUPT; this is how the daemon
+/// learns that nobody wants the answer. `tid` 0 (unknown) is never gone.
+pub fn requester_gone(tid: u32) -> bool {
+    if tid == 0 {
+        return false;
+    }
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
+        return true;
+    };
+    const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
+    status.lines().any(|l| {
+        let Some((key, value)) = l.split_once(':') else {
+            return false;
+        };
+        let pending = matches!(key, "SigPnd" | "ShdPnd")
+            && u64::from_str_radix(value.trim(), 16).is_ok_and(|m| m & SIGKILL_BIT != 0);
+        let dead = key == "State" && matches!(value.trim().chars().next(), Some('Z' | 'X'));
+        pending || dead
+    })
+}
+
 /// The state of this thread's guarded map reads: 0 off, 1 armed, 2 a page
 /// vanished under a read. Const-initialised, so the signal handler may touch it.
 mod bus {
@@ -183,6 +208,16 @@ pub fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
 #[cfg(test)]
 mod tests {
     use std::io::Write;
+
+    #[test]
+    fn a_live_thread_is_not_gone_and_a_reaped_one_is() {
+        assert!(!super::requester_gone(std::process::id()));
+        assert!(!super::requester_gone(0));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(super::requester_gone(pid));
+    }
 
     #[test]
     fn a_read_of_a_truncated_mapping_is_caught_not_fatal() {

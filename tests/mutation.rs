@@ -184,7 +184,7 @@ fn through_model(path: &Path) -> Result<(), String> {
         let _ = ztfs::read::verify_object(&model, o);
         for p in &o.parts {
             stage("read::verify");
-            let _ = ztfs::read::verify(&model, o, p, &mut |_| {});
+            let _ = ztfs::read::verify(&model, o, p, &mut |_| Ok(()));
             stage("read::decoded");
             let mut n = 0u64;
             let decoded = ztfs::read::decoded(&model, o, p, &mut |c| {

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ztfs::model::Model;
 use ztfs::tree::{FileKind, Options, Tree, View, PART_NAME_MAX, PART_RESERVED, ROOT};
@@ -59,12 +60,12 @@ fn walk(tree: &Tree) -> BTreeMap<String, u64> {
 }
 
 /// Reads a whole file through the tree in `chunk`-byte pieces.
-fn read_all(tree: &Tree, ino: u64, chunk: u32) -> Vec<u8> {
-    tree.open(ino).unwrap();
+fn read_all(tree: &Arc<Tree>, ino: u64, chunk: u32) -> Vec<u8> {
+    tree.open_wait(ino).unwrap();
     let size = tree.getattr(ino).unwrap().size;
     let mut out = Vec::new();
     loop {
-        let d = tree.read(ino, out.len() as u64, chunk).unwrap();
+        let d = tree.read_wait(ino, out.len() as u64, chunk).unwrap();
         if d.is_empty() {
             break;
         }
@@ -80,14 +81,16 @@ fn read_all(tree: &Tree, ino: u64, chunk: u32) -> Vec<u8> {
 
 fn check_tree(path: &Path, view: View) {
     let model = Model::open(path).unwrap();
-    let tree = Tree::build(
-        model,
-        Options {
-            view,
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let tree = Arc::new(
+        Tree::build(
+            model,
+            Options {
+                view,
+                ..Options::default()
+            },
+        )
+        .unwrap(),
+    );
     let files = walk(&tree);
     let model = tree.model();
     let Some(m) = model.manifest() else {
@@ -130,8 +133,8 @@ fn check_tree(path: &Path, view: View) {
                         == ztfs::tree::names::escape(&part.name, &PART_RESERVED, PART_NAME_MAX)
             });
             let Some((_, &ino)) = file else { continue };
-            if tree.open(ino).is_err() {
-                continue; // content rules refuse it on open
+            if tree.open_wait(ino).is_err() {
+                continue; // its decoder cannot be resolved
             }
             for chunk in [4096, 1 << 20, 777] {
                 assert_eq!(
@@ -180,7 +183,7 @@ fn nested_view_serves_every_part() {
 #[test]
 fn random_ranges_match_whole_part() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/samples/tiny-llama.zt");
-    let tree = Tree::build(Model::open(&path).unwrap(), Options::default()).unwrap();
+    let tree = Arc::new(Tree::build(Model::open(&path).unwrap(), Options::default()).unwrap());
     let files = walk(&tree);
     let mut seed = 0x9E37_79B9_7F4A_7C15u64;
     let mut next = move || {
@@ -194,7 +197,7 @@ fn random_ranges_match_whole_part() {
         for _ in 0..200 {
             let off = next() % (whole.len() as u64 + 64);
             let len = (next() % 9000) as u32;
-            let got = tree.read(ino, off, len).unwrap();
+            let got = tree.read_wait(ino, off, len).unwrap();
             let start = (off as usize).min(whole.len());
             let end = (start + len as usize).min(whole.len());
             assert_eq!(&got[..], &whole[start..end], "{p} [{off}, +{len})");
@@ -206,7 +209,7 @@ fn random_ranges_match_whole_part() {
 #[test]
 fn csr_dense_view_matches_naive_scatter() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/valid/csr-u32.zt");
-    let tree = Tree::build(Model::open(&path).unwrap(), Options::default()).unwrap();
+    let tree = Arc::new(Tree::build(Model::open(&path).unwrap(), Options::default()).unwrap());
     let files = walk(&tree);
     let model = tree.model();
     let o = &model.manifest().unwrap().objects[0];
@@ -234,4 +237,42 @@ fn csr_dense_view_matches_naive_scatter() {
         .find(|(p, _)| p.ends_with("/dense"))
         .expect("a dense view file");
     assert_eq!(read_all(&tree, ino, 7), want);
+}
+
+/// Content rules apply to the range served, at read time: opening a bool
+/// part never scans it (a huge part would hold the opener for hours), a
+/// range of valid bytes reads, a range holding a byte other than 0 or 1
+/// fails. Regression test for the whole-part check on open.
+#[test]
+fn bool_content_is_checked_per_range_as_it_is_served() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/valid/bool-invalid-byte.zt");
+    let tree = Arc::new(Tree::build(Model::open(&path).unwrap(), Options::default()).unwrap());
+    let files = walk(&tree);
+    let (_, &ino) = files.iter().find(|(p, _)| p.ends_with("/data")).unwrap();
+    tree.open_wait(ino).expect("open does not scan the part");
+    assert_eq!(tree.read_wait(ino, 0, 2).unwrap(), [0, 1]);
+    assert_eq!(tree.read_wait(ino, 3, 1).unwrap(), [0]);
+    assert!(tree.read_wait(ino, 2, 1).is_err(), "byte 2 is 0x02");
+    assert!(tree.read_wait(ino, 0, 4096).is_err());
+}
+
+/// With --verify, an open of a corrupt part fails (the whole part is
+/// verified, off the caller's thread), and a valid one opens.
+#[test]
+fn verify_on_open_refuses_a_corrupt_part() {
+    let bad = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/valid/bool-invalid-byte.zt");
+    let opts = Options {
+        verify: true,
+        ..Options::default()
+    };
+    let tree = Arc::new(Tree::build(Model::open(&bad).unwrap(), opts.clone()).unwrap());
+    let files = walk(&tree);
+    let (_, &ino) = files.iter().find(|(p, _)| p.ends_with("/data")).unwrap();
+    assert!(tree.open_wait(ino).is_err());
+    assert!(tree.open_wait(ino).is_err(), "the outcome is remembered");
+    let good = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/samples/tiny-llama.zt");
+    let tree = Arc::new(Tree::build(Model::open(&good).unwrap(), opts).unwrap());
+    for (p, &ino) in walk(&tree).iter().filter(|(p, _)| p.ends_with("/data")) {
+        tree.open_wait(ino).unwrap_or_else(|e| panic!("{p}: {e:?}"));
+    }
 }

@@ -124,6 +124,23 @@ impl<'a> ContentCheck<'a> {
         Ok(())
     }
 
+    /// Checks the decoded bytes `bytes` found at `offset` of the part, as
+    /// they are served: the bool rule over these bytes, and the f4_e2m1
+    /// padding nibble when they end the part. A range can be checked
+    /// without the rest of the part, so serving a range never reads more.
+    pub fn check_range(&self, offset: u64, bytes: &[u8]) -> Result<()> {
+        let mut at = ContentCheck {
+            seen: offset,
+            ..ContentCheck::new(self.object, self.part)
+        };
+        at.update(bytes)?;
+        let ends_part = offset.saturating_add(bytes.len() as u64) == self.part.decoded_size();
+        if ends_part {
+            at.finish()?;
+        }
+        Ok(())
+    }
+
     /// Checks what only the end of the stream shows.
     pub fn finish(&self) -> Result<()> {
         let f4 = matches!(

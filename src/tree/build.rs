@@ -136,7 +136,13 @@ impl Tree {
             manifest_json: OnceLock::new(),
             digest,
             frames: super::frames::FrameCache::new(opts.cache_bytes),
-            last_view: Default::default(),
+            jobs: Default::default(),
+            verified: (0..if opts.verify { n_parts } else { 0 })
+                .map(|_| OnceLock::new())
+                .collect(),
+            object_checks: Default::default(),
+            view_failures: Default::default(),
+            failures: Default::default(),
             last_end: (0..n_parts).map(|_| Default::default()).collect(),
             opts,
             model,

@@ -6,14 +6,13 @@
 //! files (manifest.json, digest, meta.json) are rendered from the manifest.
 
 use super::build::part_files;
-use super::{FsError, Ino, Node, OpenMode, Tree};
+use super::{FsError, Ino, Node, Tree};
 use std::sync::Arc;
 
 use crate::decode::{views, ContentCheck, Encoding};
 use crate::format::cbor::{self, Value};
 use crate::format::profiles::{self, Layout};
 use crate::format::{json, Object, Part};
-use crate::read;
 use crate::report;
 
 /// Bytes returned by a read: borrowed from the map or owned.
@@ -45,7 +44,7 @@ fn clip(len: u64, offset: u64, size: u32) -> std::ops::Range<usize> {
 }
 
 impl Tree {
-    fn object(&self, i: u32) -> &Object {
+    pub(super) fn object(&self, i: u32) -> &Object {
         &self
             .model
             .manifest()
@@ -53,7 +52,7 @@ impl Tree {
             .objects[i as usize]
     }
 
-    fn part(&self, o: u32, p: u32) -> (&Object, &Part) {
+    pub(super) fn part(&self, o: u32, p: u32) -> (&Object, &Part) {
         let obj = self.object(o);
         (obj, &obj.parts[p as usize])
     }
@@ -88,68 +87,62 @@ impl Tree {
         })
     }
 
-    /// Opens `ino`. A part is checked on its first open: its shard resolved,
-    /// its seek table validated, its content rules applied, and with
-    /// `--verify` its digest checked. A failure is logged once and every
-    /// open of that part fails.
-    pub fn open(&self, ino: Ino) -> Result<OpenMode, FsError> {
-        let node = self.node(ino)?;
-        match *node {
-            Node::Dir(_) => return Err(FsError::IsDir),
-            Node::Part { object, part } => {
-                self.decoder(object, part)?;
-            }
-            Node::Raw { object, part } => {
-                let (o, p) = self.part(object, part);
-                self.model.stored(p).map_err(|e| {
-                    log::error!("{:?}/{:?}: stored bytes unavailable: {e}", o.name, p.name);
-                    FsError::Io
-                })?;
-            }
-            Node::View { object } => {
-                self.view(object)?;
-            }
-            Node::Manifest | Node::Digest | Node::Meta { .. } => {}
-        }
-        Ok(OpenMode {
-            keep_cache: !self.opts.direct_io,
-            direct_io: self.opts.direct_io,
-        })
-    }
-
-    fn decoder(&self, object: u32, part: u32) -> Result<&Encoding, FsError> {
-        let slot = &self.parts[(self.part_base[object as usize] + part) as usize];
+    /// The decoder of a part, resolved on its first use: its shard, its
+    /// seek table. Quick (no pass over the part's bytes), so it runs on the
+    /// worker thread that asks. A failure is logged once and every later
+    /// open of that part fails with EIO.
+    pub(super) fn decoder(&self, object: u32, part: u32) -> Result<&Encoding, FsError> {
+        let key = self.part_base[object as usize] + part;
+        let slot = &self.parts[key as usize];
         let state = slot.get_or_init(|| {
             let (o, p) = self.part(object, part);
-            self.prepare(o, p)
-                .map_err(|e| log::error!("{:?}/{:?}: {e}", o.name, p.name))
+            Self::map_read(|| {
+                let stored = self.live_stored(p)?;
+                Encoding::of(p, stored)
+            })
+            .map_err(|e| {
+                self.fail((key, "open"), o, p, &e);
+            })
         });
         state.as_ref().map_err(|()| FsError::Io)
     }
 
+    /// Logs a failure of part `p` of `o` once (then counts it), naming the
+    /// backing file, and gives the error a reader gets.
+    pub(super) fn fail(
+        &self,
+        key: super::failures::Key,
+        o: &Object,
+        p: &Part,
+        e: &dyn std::fmt::Display,
+    ) -> FsError {
+        self.failures.report(key, || {
+            let file = self.model.root().path().display();
+            let place = match &p.blob.shard {
+                None => format!("{file}"),
+                Some(s) => format!("{file} (shard {s:?})"),
+            };
+            format!("{place}: {:?}/{:?}: {}: {e}", o.name, p.name, key.1)
+        });
+        FsError::Io
+    }
+
     /// The stored bytes of a part, after checking that the backing file
     /// still holds them: a map read past the end of a file truncated in
-    /// place would fault. (A truncation racing this check is not covered.)
-    fn live_stored(&self, p: &Part) -> crate::error::Result<&[u8]> {
+    /// place would fault. (A truncation racing this check is caught by
+    /// [`Tree::map_read`].)
+    pub(super) fn live_stored(&self, p: &Part) -> crate::error::Result<&[u8]> {
         let store = self.model.store_of(p)?;
-        let end = p.blob.offset + p.blob.length;
-        let live = store.live_len()?;
-        if live < end {
-            return Err(crate::error::Error::io(
-                store.path().display().to_string(),
-                std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    format!("the backing file shrank to {live} bytes; the part ends at {end}"),
-                ),
-            ));
-        }
+        check_live(store, p.blob.offset, p.blob.length)?;
         self.model.stored(p)
     }
 
     /// Runs `f`, which reads the backing file's map in user space, so that
     /// a file truncated in place between the length check and the read
     /// gives an error instead of killing the daemon (see `sys::guarded`).
-    fn map_read<T>(f: impl FnOnce() -> crate::error::Result<T>) -> crate::error::Result<T> {
+    pub(super) fn map_read<T>(
+        f: impl FnOnce() -> crate::error::Result<T>,
+    ) -> crate::error::Result<T> {
         crate::sys::guarded(f).unwrap_or_else(|| {
             Err(crate::error::Error::io(
                 "backing file",
@@ -158,30 +151,10 @@ impl Tree {
         })
     }
 
-    fn prepare(&self, o: &Object, p: &Part) -> crate::error::Result<Encoding> {
-        Self::map_read(|| self.prepare_unguarded(o, p))
-    }
-
-    fn prepare_unguarded(&self, o: &Object, p: &Part) -> crate::error::Result<Encoding> {
-        let stored = self.live_stored(p)?;
-        let enc = Encoding::of(p, stored)?;
-        if self.opts.verify {
-            read::verify(&self.model, o, p, &mut |_| {})?;
-            // The object's layout data rules (sparse indices), as
-            // `check --verify` applies them.
-            read::verify_object(&self.model, o)?;
-        } else {
-            let mut rules = ContentCheck::new(o, p);
-            if rules.applies() {
-                enc.stream(stored, &mut |c| rules.update(c))?;
-                rules.finish()?;
-            }
-        }
-        Ok(enc)
-    }
-
-    /// Reads up to `size` bytes of `ino` at `offset`; short at the end.
-    pub fn read(&self, ino: Ino, offset: u64, size: u32) -> Result<Data<'_>, FsError> {
+    /// Reads up to `size` bytes of `ino` at `offset`, short at the end,
+    /// from what is at hand: the map, a cached frame or view, a rendered
+    /// file. Views not prepared yet are the caller's (`requests`) business.
+    pub(super) fn read_now(&self, ino: Ino, offset: u64, size: u32) -> Result<Data<'_>, FsError> {
         let node = self.node(ino)?;
         match *node {
             Node::Dir(_) => Err(FsError::IsDir),
@@ -198,48 +171,45 @@ impl Tree {
                 let r = clip(b.len() as u64, offset, size);
                 Ok(Data::Owned(b[r].to_vec()))
             }
-            Node::Raw { object, part } => self.read_stored(object, part, offset, size),
-            Node::View { object } => {
-                let v = self.view(object)?;
-                let range = clip(v.len() as u64, offset, size);
-                Ok(Data::Shared(v, range))
-            }
+            Node::Raw { object, part } => self.read_stored(object, part, offset, size, false),
+            Node::View { object } => self.read_view(object, offset, size),
             Node::Part { object, part } => match self.decoder(object, part)? {
-                Encoding::Raw => self.read_stored(object, part, offset, size),
+                Encoding::Raw => self.read_stored(object, part, offset, size, true),
                 Encoding::ZstdSeekable(_) => self.read_frames(object, part, offset, size),
             },
         }
     }
 
-    /// A range of a part's stored bytes, straight from the map. Not checked
-    /// against a truncated backing file: the kernel copies these bytes in
-    /// the reply's writev, where a page past the end fails that write (the
-    /// reader gets EIO) instead of faulting the daemon.
+    /// A range of a part's stored bytes, straight from the map. The backing
+    /// file's length is checked first: a file truncated in place at an
+    /// offset inside a page would otherwise give zeros for the rest of that
+    /// page instead of an error. With `decoded`, the bytes are the part's
+    /// decoded bytes, and the content rules of its type are applied to the
+    /// range served (a bool range is checked as it is served).
     fn read_stored(
         &self,
         object: u32,
         part: u32,
         offset: u64,
         size: u32,
+        decoded: bool,
     ) -> Result<Data<'_>, FsError> {
         let (o, p) = self.part(object, part);
-        let stored = self.stored_for_read(o, p, offset, size)?;
-        Ok(Data::Borrowed(&stored[clip(p.blob.length, offset, size)]))
-    }
-
-    /// A part's stored bytes for a read, or EIO with a log line saying why
-    /// (a shard that cannot be resolved).
-    fn stored_for_read(
-        &self,
-        o: &Object,
-        p: &Part,
-        offset: u64,
-        size: u32,
-    ) -> Result<&[u8], FsError> {
-        self.model.stored(p).map_err(|e| {
-            log::error!("{:?}/{:?}: read [{offset}, +{size}): {e}", o.name, p.name);
-            FsError::Io
-        })
+        let key = self.part_base[object as usize] + part;
+        let r = clip(p.blob.length, offset, size);
+        let bytes = (|| {
+            let store = self.model.store_of(p)?;
+            check_live(store, p.blob.offset, r.end as u64)?;
+            let stored = self.model.stored(p)?;
+            Ok(&stored[r.clone()])
+        })()
+        .map_err(|e: crate::error::Error| self.fail((key, "read"), o, p, &e))?;
+        let rules = ContentCheck::new(o, p);
+        if decoded && rules.applies() {
+            Self::map_read(|| rules.check_range(r.start as u64, bytes))
+                .map_err(|e| self.fail((key, "content"), o, p, &e))?;
+        }
+        Ok(Data::Borrowed(bytes))
     }
 
     fn read_frames(
@@ -255,8 +225,12 @@ impl Tree {
         };
         let r = clip(p.decoded_size(), offset, size);
         let mut pieces = Vec::new();
-        let stored = self.stored_for_read(o, p, offset, size)?;
         let key = self.part_base[object as usize] + part;
+        let stored = self
+            .model
+            .stored(p)
+            .map_err(|e| self.fail((key, "read"), o, p, &e))?;
+        let rules = ContentCheck::new(o, p);
         let mut pos = r.start as u64;
         while pos < r.end as u64 {
             let i = table.frame_at(pos);
@@ -264,14 +238,11 @@ impl Tree {
             let frame = self
                 .frames
                 .get_or_decode((key, i as u32), |buf| {
-                    // Decoding reads the map in user space, where a page
-                    // past the end of a truncated file would fault.
-                    self.live_stored(p)?;
-                    Self::map_read(|| table.decode_frame_into(stored, i, buf))
+                    decode_checked(self, p, &rules, table, stored, i, buf)
                 })
                 .map_err(|e| {
-                    log::error!("{:?}/{:?}: frame {i}: {e}", o.name, p.name);
-                    FsError::Io
+                    let e = format!("frame {i}: {e}");
+                    self.fail((key, "frame"), o, p, &e)
                 })?;
             let from = (pos - f.decoded_offset) as usize;
             let to =
@@ -321,12 +292,12 @@ impl Tree {
     /// last read of that compressed part ended, decode the frame after it
     /// into the cache, so a sequential reader finds it ready. Random reads
     /// decode nothing ahead.
-    pub fn read_ahead(&self, ino: Ino, offset: u64, size: u32) {
+    pub(super) fn read_ahead(&self, ino: Ino, offset: u64, size: u32) {
         let Ok(&Node::Part { object, part }) = self.node(ino) else {
             return;
         };
         let key = self.part_base[object as usize] + part;
-        let (_, p) = self.part(object, part);
+        let p = self.part(object, part).1;
         let end = offset.saturating_add(u64::from(size)).min(p.decoded_size());
         let prev = self.last_end[key as usize].swap(end, std::sync::atomic::Ordering::Relaxed);
         let Ok(Encoding::ZstdSeekable(table)) = self.decoder(object, part) else {
@@ -345,10 +316,11 @@ impl Tree {
         let Ok(stored) = self.model.stored(p) else {
             return;
         };
+        let (o, p) = self.part(object, part);
+        let rules = ContentCheck::new(o, p);
         if next < table.frames.len() {
             self.frames.prefetch((key, next as u32), |buf| {
-                self.live_stored(p)?;
-                Self::map_read(|| table.decode_frame_into(stored, next, buf))
+                decode_checked(self, p, &rules, table, stored, next, buf)
             });
         }
     }
@@ -362,26 +334,6 @@ impl Tree {
                 Node::View { .. } => views::view(self.object(object)).map(|v| v.0),
                 _ => None,
             })
-    }
-
-    /// The rendered view of `object`, from the one-entry cache or rendered
-    /// now (which applies the profile's data rules first).
-    fn view(&self, object: u32) -> Result<Arc<Vec<u8>>, FsError> {
-        let cache = || self.last_view.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((o, v)) = cache().as_ref() {
-            if *o == object {
-                return Ok(v.clone());
-            }
-        }
-        let o = self.object(object);
-        let render = || views::render(o, &|name| read::decoded_vec(&self.model, o, name));
-        let bytes = Self::map_read(render).map_err(|e| {
-            log::error!("{:?}: view: {e}", o.name);
-            FsError::Io
-        })?;
-        let v = Arc::new(bytes);
-        *cache() = Some((object, v.clone()));
-        Ok(v)
     }
 
     /// The object's `meta.json`: true names, shape, layout, attributes, and
@@ -504,6 +456,47 @@ impl Tree {
         }
         Ok(out)
     }
+}
+
+/// Fails when the backing file no longer holds `[offset, end)` of the map
+/// (it was truncated in place after it was mapped).
+fn check_live(store: &crate::store::Store, offset: u64, len: u64) -> crate::error::Result<()> {
+    let end = offset.saturating_add(len);
+    let live = store.live_len()?;
+    if live < end {
+        return Err(crate::error::Error::io(
+            store.path().display().to_string(),
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "the backing file shrank to {live} bytes; the read needs [{offset}, {end})"
+                ),
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Decodes frame `i` of a compressed part into `buf`, after checking the
+/// backing file still holds the part (decoding reads the map in user
+/// space, where a page past the end of a truncated file would fault), and
+/// applies the content rules of the part's type to the frame's bytes, so
+/// only checked frames enter the cache.
+fn decode_checked(
+    tree: &Tree,
+    p: &Part,
+    rules: &ContentCheck<'_>,
+    table: &crate::decode::zstd_seekable::SeekTable,
+    stored: &[u8],
+    i: usize,
+    buf: Vec<u8>,
+) -> crate::error::Result<Vec<u8>> {
+    tree.live_stored(p)?;
+    let frame = Tree::map_read(|| table.decode_frame_into(stored, i, buf))?;
+    if rules.applies() {
+        rules.check_range(table.frames[i].decoded_offset, &frame)?;
+    }
+    Ok(frame)
 }
 
 fn refusal(o: &Object, p: &Part) -> String {

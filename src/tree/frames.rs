@@ -1,14 +1,47 @@
-//! Decoded frames of compressed parts, shared by all readers: bounded by a
-//! byte budget, evicted oldest first, and decoded once even when several
-//! readers (or a reader and the prefetch behind it) want the same frame.
+//! Decoded frames of compressed parts and prepared views, shared by all
+//! readers under one byte budget (`--cache-mib`), evicted oldest first.
+//! A frame is decoded once even when several readers (or a reader and the
+//! prefetch behind it) want it; a view is prepared once by a job
+//! (`super::jobs` is its single flight) and inserted here.
+//!
+//! Each entry is charged its bytes plus [`ENTRY_OVERHEAD`], so a file of
+//! many tiny frames cannot hold more memory than the budget in bookkeeping.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use crate::decode::views::Prepared;
 use crate::error::Result;
 
 /// A frame's key: (flat part index, frame index).
 pub type Key = (u32, u32);
+
+/// Bytes charged per entry besides its contents: the map slot, the order
+/// slot, the `Arc` and `Vec` headers, the allocator's rounding.
+pub const ENTRY_OVERHEAD: u64 = 128;
+
+/// What the cache holds, by what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Slot {
+    Frame(Key),
+    /// An object's prepared view.
+    View(u32),
+}
+
+enum Entry {
+    Frame(Arc<Vec<u8>>),
+    View(Arc<Prepared>),
+}
+
+impl Entry {
+    fn charge(&self) -> u64 {
+        ENTRY_OVERHEAD
+            + match self {
+                Entry::Frame(f) => f.len() as u64,
+                Entry::View(v) => v.heap_bytes(),
+            }
+    }
+}
 
 /// The shared cache.
 pub struct FrameCache {
@@ -20,8 +53,11 @@ pub struct FrameCache {
 #[derive(Default)]
 struct Inner {
     bytes: u64,
-    map: HashMap<Key, Arc<Vec<u8>>>,
-    order: VecDeque<Key>,
+    /// Bytes promised to work under way (a view being prepared), not yet
+    /// in the cache; entries are evicted to keep them free.
+    reserved: u64,
+    map: HashMap<Slot, Entry>,
+    order: VecDeque<Slot>,
     decoding: HashSet<Key>,
     /// Buffers of frames that left the cache, for the next decodes: a
     /// streaming reader then decodes into memory already faulted in instead
@@ -34,11 +70,29 @@ const SPARE_BUFFERS: usize = 8;
 
 impl Inner {
     /// Keeps the buffer of a frame leaving the cache, if no reader holds it.
-    fn recycle(&mut self, frame: Arc<Vec<u8>>) {
+    fn recycle(&mut self, entry: Entry) {
+        let Entry::Frame(frame) = entry else {
+            return;
+        };
         if let Ok(buf) = Arc::try_unwrap(frame) {
             if self.spare.len() < SPARE_BUFFERS {
                 self.spare.push(buf);
             }
+        }
+    }
+
+    fn frame(&self, key: Key) -> Option<Arc<Vec<u8>>> {
+        match self.map.get(&Slot::Frame(key)) {
+            Some(Entry::Frame(f)) => Some(f.clone()),
+            _ => None,
+        }
+    }
+
+    fn remove(&mut self, slot: Slot) {
+        if let Some(e) = self.map.remove(&slot) {
+            self.bytes -= e.charge();
+            self.order.retain(|k| *k != slot);
+            self.recycle(e);
         }
     }
 }
@@ -62,8 +116,8 @@ impl FrameCache {
     ) -> Result<Arc<Vec<u8>>> {
         let mut c = self.lock();
         loop {
-            if let Some(f) = c.map.get(&key) {
-                return Ok(f.clone());
+            if let Some(f) = c.frame(key) {
+                return Ok(f);
             }
             if !c.decoding.contains(&key) {
                 break;
@@ -77,7 +131,7 @@ impl FrameCache {
         let mut c = self.lock();
         c.decoding.remove(&key);
         if let Ok(frame) = &result {
-            self.insert(&mut c, key, frame.clone());
+            self.insert(&mut c, Slot::Frame(key), Entry::Frame(frame.clone()));
         }
         drop(c);
         self.ready.notify_all();
@@ -90,7 +144,7 @@ impl FrameCache {
     pub fn prefetch(&self, key: Key, decode: impl FnOnce(Vec<u8>) -> Result<Vec<u8>>) {
         {
             let c = self.lock();
-            if c.map.contains_key(&key) || c.decoding.contains(&key) {
+            if c.map.contains_key(&Slot::Frame(key)) || c.decoding.contains(&key) {
                 return;
             }
         }
@@ -99,41 +153,100 @@ impl FrameCache {
 
     /// Drops `key` from the cache, if it is there.
     pub fn forget(&self, key: Key) {
-        let mut c = self.lock();
-        if let Some(f) = c.map.remove(&key) {
-            c.bytes -= f.len() as u64;
-            c.order.retain(|k| *k != key);
-            c.recycle(f);
+        self.lock().remove(Slot::Frame(key));
+    }
+
+    /// The prepared view of `object`, if it is cached.
+    pub fn view(&self, object: u32) -> Option<Arc<Prepared>> {
+        match self.lock().map.get(&Slot::View(object)) {
+            Some(Entry::View(v)) => Some(v.clone()),
+            _ => None,
         }
+    }
+
+    /// Caches the prepared view of `object`, evicting older entries.
+    pub fn insert_view(&self, object: u32, view: Arc<Prepared>) {
+        let mut c = self.lock();
+        self.insert(&mut c, Slot::View(object), Entry::View(view));
+    }
+
+    /// Promises `bytes` of the budget to work that is about to hold them
+    /// (decoded parts for a view or a data-rule check), evicting cached
+    /// entries to make room and waiting while other promises fill the
+    /// budget. Call on a job thread only: it may wait. The promise ends
+    /// when the returned value is dropped.
+    pub fn reserve(&self, bytes: u64) -> Reservation<'_> {
+        let bytes = bytes.min(self.budget);
+        let mut c = self.lock();
+        loop {
+            while c.bytes + c.reserved + bytes > self.budget && !c.order.is_empty() {
+                let Some(old) = c.order.pop_front() else {
+                    break;
+                };
+                if let Some(e) = c.map.remove(&old) {
+                    c.bytes -= e.charge();
+                    c.recycle(e);
+                }
+            }
+            if c.reserved + bytes <= self.budget {
+                break;
+            }
+            c = self.ready.wait(c).unwrap_or_else(|p| p.into_inner());
+        }
+        c.reserved += bytes;
+        Reservation { cache: self, bytes }
+    }
+
+    /// Bytes charged to the budget now.
+    #[cfg(test)]
+    pub fn charged(&self) -> u64 {
+        self.lock().bytes
     }
 
     /// True when `key` is cached.
     #[cfg(test)]
     pub fn contains(&self, key: Key) -> bool {
-        self.lock().map.contains_key(&key)
+        self.lock().map.contains_key(&Slot::Frame(key))
     }
 
-    fn insert(&self, c: &mut Inner, key: Key, frame: Arc<Vec<u8>>) {
-        if c.map.contains_key(&key) {
+    fn insert(&self, c: &mut Inner, slot: Slot, entry: Entry) {
+        if c.map.contains_key(&slot) {
             return;
         }
-        c.bytes += frame.len() as u64;
-        c.map.insert(key, frame);
-        c.order.push_back(key);
-        while c.bytes > self.budget && c.order.len() > 1 {
+        c.bytes += entry.charge();
+        c.map.insert(slot, entry);
+        c.order.push_back(slot);
+        while c.bytes + c.reserved > self.budget && c.order.len() > 1 {
             let Some(old) = c.order.pop_front() else {
                 break;
             };
-            if let Some(f) = c.map.remove(&old) {
-                c.bytes -= f.len() as u64;
-                c.recycle(f);
+            if let Some(e) = c.map.remove(&old) {
+                c.bytes -= e.charge();
+                c.recycle(e);
             }
         }
+    }
+
+    fn release(&self, bytes: u64) {
+        self.lock().reserved -= bytes;
+        self.ready.notify_all();
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock leaves the maps consistent.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Budget promised by [`FrameCache::reserve`], given back on drop.
+pub struct Reservation<'a> {
+    cache: &'a FrameCache,
+    bytes: u64,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.cache.release(self.bytes);
     }
 }
 
@@ -144,7 +257,7 @@ mod tests {
 
     #[test]
     fn decodes_each_frame_once_and_stays_in_budget() {
-        let cache = FrameCache::new(10);
+        let cache = FrameCache::new(10 + 2 * ENTRY_OVERHEAD);
         let decodes = AtomicUsize::new(0);
         let frame = |n: u8| {
             decodes.fetch_add(1, Ordering::SeqCst);
@@ -161,9 +274,31 @@ mod tests {
         cache.prefetch((0, 1), |_| frame(1));
         assert_eq!(decodes.load(Ordering::SeqCst), 2);
         cache.get_or_decode((0, 2), |_| frame(2)).unwrap();
-        // 12 bytes exceed the budget of 10: the oldest frame went.
+        // Three frames exceed a budget of two and a bit: the oldest went.
         assert!(!cache.contains((0, 0)));
         assert!(cache.contains((0, 1)) && cache.contains((0, 2)));
+    }
+
+    #[test]
+    fn a_reservation_evicts_to_make_room_and_waits_for_others() {
+        let cache = Arc::new(FrameCache::new(1000));
+        for i in 0..4 {
+            cache.get_or_decode((0, i), |_| Ok(vec![0; 100])).unwrap();
+        }
+        let first = cache.reserve(600);
+        assert!(cache.charged() <= 400, "entries made room");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let c2 = cache.clone();
+        let waiter = std::thread::spawn(move || {
+            let _second = c2.reserve(600);
+            tx.send(()).unwrap();
+        });
+        assert!(rx
+            .recv_timeout(std::time::Duration::from_millis(200))
+            .is_err());
+        drop(first);
+        rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        waiter.join().unwrap();
     }
 
     #[test]

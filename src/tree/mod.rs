@@ -9,14 +9,20 @@
 
 mod build;
 mod content;
+mod failures;
 mod frames;
+mod jobs;
 pub mod names;
+mod requests;
+mod view;
 
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
 pub use build::{Options, View, PART_NAME_MAX, PART_RESERVED, ROOT_RESERVED};
 pub use content::Data;
+pub use jobs::JOB_THREADS;
+pub use requests::{OpenReply, ReadReply};
 
 use crate::decode::Encoding;
 use crate::model::Model;
@@ -78,6 +84,9 @@ pub enum FsError {
     /// The bytes cannot be served: a corrupt or refused part, a missing
     /// shard, a truncated backing file. Logged where it happens.
     Io,
+    /// The requester went away while the answer was being computed, and
+    /// the work was abandoned.
+    Interrupted,
 }
 
 /// How an opened file should be cached by the kernel.
@@ -166,9 +175,18 @@ pub struct Tree {
     manifest_cbor: Option<Vec<u8>>,
     manifest_json: OnceLock<Vec<u8>>,
     digest: Option<Vec<u8>>,
+    /// Decoded frames and prepared views, under one budget.
     frames: frames::FrameCache,
-    /// The most recently rendered view, since readers read it in pieces.
-    last_view: std::sync::Mutex<Option<(u32, std::sync::Arc<Vec<u8>>)>>,
+    /// The job threads for slow work.
+    jobs: std::sync::Arc<jobs::Jobs>,
+    /// Per part, with `--verify`: verified whole (or not).
+    verified: Vec<OnceLock<Result<(), ()>>>,
+    /// Objects whose layout data rules were checked, and the outcome.
+    object_checks: std::sync::Mutex<std::collections::HashMap<u32, bool>>,
+    /// Objects whose view could not be prepared (logged once).
+    view_failures: std::sync::Mutex<std::collections::HashSet<u32>>,
+    /// Failed requests, logged once each and counted.
+    failures: failures::Failures,
     /// Per part: where the last read ended, to tell a sequential reader
     /// (whose next frame is decoded ahead) from a random one.
     last_end: Vec<std::sync::atomic::AtomicU64>,
@@ -286,6 +304,11 @@ impl Tree {
             }
         }
         Ok(())
+    }
+
+    /// Logs how often each logged failure repeated (at unmount).
+    pub fn log_failure_counts(&self) {
+        self.failures.summarise();
     }
 
     /// `statfs` figures: (blocks of 4 KiB, inodes, longest name).

@@ -1,0 +1,202 @@
+//! The entry points for opens and reads: answer at once what is at hand,
+//! and hand what takes long (verifying a whole part, checking an object's
+//! data rules, preparing a view) to the job threads ([`super::jobs`]),
+//! answering when it is done. A FUSE worker thread never waits on them.
+//!
+//! Answers go to a callback, called exactly once, on the calling thread or
+//! on a job thread. [`Tree::open_wait`] and [`Tree::read_wait`] wrap them
+//! for callers that may block (tests, tools).
+
+use std::sync::{mpsc, Arc};
+
+use super::jobs::{Cancel, JobKey, Work};
+use super::{Data, FsError, Ino, Node, OpenMode, Tree};
+use crate::error::Error;
+use crate::read;
+
+/// Where an open's answer goes.
+pub type OpenReply = Box<dyn FnOnce(Result<OpenMode, FsError>) + Send>;
+/// Where a read's answer goes; the bytes may borrow from the tree.
+pub type ReadReply = Box<dyn for<'a> FnOnce(Result<Data<'a>, FsError>) + Send>;
+
+impl Tree {
+    /// Opens `ino` for the thread `tid` (0: unknown). A part's decoder is
+    /// resolved on its first open; with `--verify` the part is verified
+    /// whole (once, on a job thread) before its open succeeds; a view is
+    /// prepared (on a job thread) before its open succeeds.
+    pub fn open(self: &Arc<Self>, ino: Ino, tid: u32, reply: OpenReply) {
+        let mode = OpenMode {
+            keep_cache: !self.opts.direct_io,
+            direct_io: self.opts.direct_io,
+        };
+        let node = match self.node(ino) {
+            Ok(n) => n,
+            Err(e) => return reply(Err(e)),
+        };
+        match *node {
+            Node::Dir(_) => reply(Err(FsError::IsDir)),
+            Node::Part { object, part } => {
+                if let Err(e) = self.decoder(object, part) {
+                    return reply(Err(e));
+                }
+                if !self.opts.verify {
+                    return reply(Ok(mode));
+                }
+                let done = Box::new(move |r: Result<(), FsError>| reply(r.map(|()| mode)));
+                self.when_verified(object, part, tid, done);
+            }
+            Node::Raw { object, part } => {
+                let (o, p) = self.part(object, part);
+                let key = self.part_base[object as usize] + part;
+                match self.model.stored(p) {
+                    Ok(_) => reply(Ok(mode)),
+                    Err(e) => reply(Err(self.fail((key, "open"), o, p, &e))),
+                }
+            }
+            Node::View { object } => {
+                let done = Box::new(move |r: Result<(), FsError>| reply(r.map(|()| mode)));
+                self.when_view_ready(object, tid, done);
+            }
+            Node::Manifest | Node::Digest | Node::Meta { .. } => reply(Ok(mode)),
+        }
+    }
+
+    /// Reads up to `size` bytes of `ino` at `offset` for thread `tid`;
+    /// short at the end. After a compressed part's read is answered, the
+    /// next frame is decoded ahead of a sequential reader.
+    pub fn read(self: &Arc<Self>, ino: Ino, offset: u64, size: u32, tid: u32, reply: ReadReply) {
+        if let Ok(&Node::View { object }) = self.node(ino) {
+            if !self.view_ready(object) {
+                let tree = self.clone();
+                let done = Box::new(move |r: Result<(), FsError>| match r {
+                    Ok(()) => tree.read(ino, offset, size, tid, reply),
+                    Err(e) => reply(Err(e)),
+                });
+                return self.when_view_ready(object, tid, done);
+            }
+        }
+        reply(self.read_now(ino, offset, size));
+        self.read_ahead(ino, offset, size);
+    }
+
+    /// [`Tree::open`], waiting for the answer.
+    pub fn open_wait(self: &Arc<Self>, ino: Ino) -> Result<OpenMode, FsError> {
+        let (tx, rx) = mpsc::channel();
+        self.open(
+            ino,
+            0,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        );
+        rx.recv().unwrap_or(Err(FsError::Io))
+    }
+
+    /// [`Tree::read`], waiting for the answer, as owned bytes.
+    pub fn read_wait(
+        self: &Arc<Self>,
+        ino: Ino,
+        offset: u64,
+        size: u32,
+    ) -> Result<Vec<u8>, FsError> {
+        let (tx, rx) = mpsc::channel();
+        let reply: ReadReply = Box::new(move |r: Result<Data<'_>, FsError>| {
+            let _ = tx.send(r.map(|d| d.to_vec()));
+        });
+        self.read(ino, offset, size, 0, reply);
+        rx.recv().unwrap_or(Err(FsError::Io))
+    }
+
+    /// Answers `done` once part `part` of `object` is verified (`--verify`):
+    /// at once when it was, else after a job verifies it.
+    fn when_verified(self: &Arc<Self>, object: u32, part: u32, tid: u32, done: super::jobs::Done) {
+        let key = self.part_base[object as usize] + part;
+        if let Some(state) = self.verified[key as usize].get() {
+            return done(state.map_err(|()| FsError::Io));
+        }
+        let tree = self.clone();
+        let work: Work = Arc::new(move |c: &Cancel| tree.verify_part(object, part, c));
+        self.jobs.submit(JobKey::VerifyPart(key), tid, done, work);
+    }
+
+    /// A job: verifies a part whole (decode, content rules, digest) and its
+    /// object's layout data rules, as `check --verify` does, and remembers
+    /// the outcome unless the work was abandoned.
+    fn verify_part(&self, object: u32, part: u32, cancel: &Cancel) -> Result<(), FsError> {
+        let key = self.part_base[object as usize] + part;
+        let (o, p) = self.part(object, part);
+        let mut tick = |_| {
+            if cancel.check() {
+                Err(Error::Interrupted)
+            } else {
+                Ok(())
+            }
+        };
+        let r = Self::map_read(|| {
+            self.live_stored(p)?;
+            read::verify(&self.model, o, p, &mut tick)?;
+            self.check_object(object, &mut tick)
+        });
+        let state = match r {
+            Err(Error::Interrupted) => return Err(FsError::Interrupted),
+            Err(e) => {
+                self.fail((key, "verify"), o, p, &e);
+                Err(())
+            }
+            Ok(()) => Ok(()),
+        };
+        let _ = self.verified[key as usize].set(state);
+        state.map_err(|()| FsError::Io)
+    }
+
+    /// Checks an object's layout data rules once (they need every part in
+    /// memory, so the object must fit the cache budget). Job threads that
+    /// need the same object wait for the one check.
+    fn check_object(
+        &self,
+        object: u32,
+        tick: &mut dyn FnMut(u64) -> crate::error::Result<()>,
+    ) -> crate::error::Result<()> {
+        let o = self.object(object);
+        if !read::has_data_rules(o) {
+            return Ok(());
+        }
+        let mut checked = self.object_checks.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&ok) = checked.get(&object) {
+            return if ok {
+                Ok(())
+            } else {
+                Err(Error::Unsupported(format!(
+                    "object {:?} breaks its layout's data rules (logged when first found)",
+                    o.name
+                )))
+            };
+        }
+        let need = self.fits_budget(object)?;
+        let room = self.frames.reserve(need);
+        let tick = std::cell::RefCell::new(tick);
+        let r = crate::decode::views::check_data(o, &|name| {
+            read::decoded_vec_with(&self.model, o, name, &mut |n| (tick.borrow_mut())(n))
+        });
+        drop(room);
+        if let Err(Error::Interrupted) = r {
+            return r;
+        }
+        checked.insert(object, r.is_ok());
+        r
+    }
+
+    /// The bytes work on `object` holds with all its decoded parts in
+    /// memory; refused when they exceed the cache budget (`--cache-mib`).
+    pub(super) fn fits_budget(&self, object: u32) -> crate::error::Result<u64> {
+        let o = self.object(object);
+        let need = crate::report::total(o.parts.iter().map(|p| p.decoded_size()));
+        if need > self.opts.cache_bytes {
+            return Err(Error::Unsupported(format!(
+                "object {:?} needs its {need} decoded bytes in memory, more than the cache budget ({} bytes, --cache-mib)",
+                o.name, self.opts.cache_bytes
+            )));
+        }
+        Ok(need)
+    }
+}

@@ -1,0 +1,106 @@
+//! Serving the view files of layout-profile objects (`dense`,
+//! `dequantized`) by range.
+//!
+//! A view is prepared once (its parts decoded, its profile's data rules
+//! checked, its indexes built) by a job, and kept in the shared cache under
+//! the one budget with decoded frames; a view that would not fit the budget
+//! is refused. A read renders only the bytes it asks for from the prepared
+//! view, so a 4 GiB dense view of a few kilobytes of sparse data costs
+//! kilobytes, however many readers read it.
+
+use std::sync::Arc;
+
+use super::jobs::{Cancel, Done, JobKey, Work};
+use super::{Data, FsError, Tree};
+use crate::decode::views;
+use crate::error::Error;
+use crate::read;
+
+impl Tree {
+    /// True when `object`'s view is prepared and cached.
+    pub(super) fn view_ready(&self, object: u32) -> bool {
+        self.frames.view(object).is_some()
+    }
+
+    /// Answers `done` once `object`'s view is prepared: at once when it is
+    /// cached or known to fail, else after a job prepares it.
+    pub(super) fn when_view_ready(self: &Arc<Self>, object: u32, tid: u32, done: Done) {
+        if self.view_ready(object) {
+            return done(Ok(()));
+        }
+        if self.view_failed(object) {
+            return done(Err(FsError::Io));
+        }
+        let tree = self.clone();
+        let work: Work = Arc::new(move |c: &Cancel| tree.prepare_view(object, c));
+        self.jobs
+            .submit(JobKey::PrepareView(object), tid, done, work);
+    }
+
+    /// A range of `object`'s view, rendered from the cached preparation.
+    /// Called once the view is ready; if the cache let it go meanwhile,
+    /// the read fails and says so.
+    pub(super) fn read_view(
+        &self,
+        object: u32,
+        offset: u64,
+        size: u32,
+    ) -> Result<Data<'_>, FsError> {
+        let o = self.object(object);
+        let Some(v) = self.frames.view(object) else {
+            log::warn!("{:?}: view evicted before a read could use it", o.name);
+            return Err(FsError::Io);
+        };
+        let len = size as usize;
+        v.read_range(offset, len).map(Data::Owned).map_err(|e| {
+            log::error!("{:?}: view: {e}", o.name);
+            FsError::Io
+        })
+    }
+
+    fn view_failed(&self, object: u32) -> bool {
+        let failed = self.view_failures.lock().unwrap_or_else(|p| p.into_inner());
+        failed.contains(&object)
+    }
+
+    /// A job: prepares `object`'s view and caches it. A view that cannot be
+    /// prepared (its data breaks the profile, a part cannot be decoded, it
+    /// needs more memory than the budget) is logged once and remembered.
+    fn prepare_view(&self, object: u32, cancel: &Cancel) -> Result<(), FsError> {
+        let o = self.object(object);
+        let tick = std::cell::RefCell::new(|_: u64| {
+            if cancel.check() {
+                Err(Error::Interrupted)
+            } else {
+                Ok(())
+            }
+        });
+        let prepared = self.fits_budget(object).and_then(|need| {
+            let room = self.frames.reserve(need);
+            let v = Self::map_read(|| {
+                views::prepare(o, &|name| {
+                    read::decoded_vec_with(&self.model, o, name, &mut |n| (tick.borrow_mut())(n))
+                })
+            });
+            drop(room);
+            v
+        });
+        match prepared {
+            Ok(v) => {
+                self.frames.insert_view(object, Arc::new(v));
+                Ok(())
+            }
+            Err(Error::Interrupted) => Err(FsError::Interrupted),
+            Err(e) => {
+                log::error!(
+                    "{}: {:?}: view: {e}",
+                    self.model.root().path().display(),
+                    o.name
+                );
+                let mut failed = self.view_failures.lock().unwrap_or_else(|p| p.into_inner());
+                failed.insert(object);
+                Err(FsError::Io)
+            }
+        }
+    }
+}
