@@ -9,6 +9,7 @@ step() { printf '\n== %s\n' "$*"; }
 step "format and lints"
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 step "unit, corpus, CLI and mount tests (debug)"
 cargo test --all-targets

@@ -45,7 +45,7 @@ pub enum Command {
         #[arg(long)]
         verify: bool,
         /// Use PATH for shard NAME (repeatable); otherwise shards are found
-        /// beside the root as <stem>-<name>.zt, then by size and digest.
+        /// beside the root as STEM-NAME.zt, then by size and digest.
         #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
         shard: Vec<(String, PathBuf)>,
     },
@@ -160,7 +160,7 @@ pub struct MountCmd {
     #[arg(long)]
     pub log_level: Option<String>,
     /// Use PATH for shard NAME (repeatable); otherwise shards are found
-    /// beside the root as <stem>-<name>.zt, then by size and digest.
+    /// beside the root as STEM-NAME.zt, then by size and digest.
     #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
     pub shard: Vec<(String, PathBuf)>,
     /// Serve a shard's bytes without first checking its whole-file digest

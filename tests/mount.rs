@@ -863,6 +863,53 @@ fn truncated_backing_file() {
     );
 }
 
+/// A truncated file fails every read past its end, thousands a second: the
+/// log names the backing file and the object once, then counts, instead of
+/// a line per failed reply (regression test for a log flood).
+#[test]
+fn a_truncated_file_is_logged_once_per_part_then_counted() {
+    let (_dir, copy) = temp_copy(&sample("tiny-llama.zt"));
+    let half = fs::metadata(&copy).unwrap().len() / 2;
+    let objects = ls(&copy).objects;
+    let (ao, ap) = objects
+        .iter()
+        .flat_map(|o| o.parts.iter().map(move |p| (o, p)))
+        .find(|(_, p)| p.offset >= half)
+        .expect("a part past half");
+    let m = Mount::new(&copy, &["--direct-io"]);
+    let path = decoded_file(&m, ao, ap);
+    File::options()
+        .write(true)
+        .open(&copy)
+        .unwrap()
+        .set_len(half)
+        .unwrap();
+    for _ in 0..300 {
+        let p = path.clone();
+        let r = within(10, "reading past the cut", move || fs::read(p));
+        assert_eq!(errno_of(r, "reading past the cut"), libc::EIO);
+    }
+    let pid = m.daemon();
+    assert!(ztfs(&["unmount".as_ref(), m.path().as_os_str()])
+        .status
+        .success());
+    assert!(wait_until(Duration::from_secs(10), || !is_alive(pid)));
+    let log = m.log();
+    let about: Vec<&str> = log.lines().filter(|l| l.contains(&ao.name)).collect();
+    // The first failure, the counts at 10 and 100, the total at unmount.
+    assert!(
+        !about.is_empty() && about.len() <= 4,
+        "{} lines about {:?}:\n{log}",
+        about.len(),
+        ao.name
+    );
+    assert!(about[0].contains(&copy.display().to_string()), "{log}");
+    assert!(
+        about.iter().any(|l| l.contains("300 times in all")),
+        "{log}"
+    );
+}
+
 /// The decoded file of `o`/`p` in a flat mount.
 fn decoded_file(m: &Mount, o: &ObjectInfo, p: &PartInfo) -> PathBuf {
     part_file(&m.join(&object_dirs(m)[&o.name]), &p.name, false)

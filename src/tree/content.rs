@@ -94,7 +94,9 @@ impl Tree {
     pub(super) fn decoder(&self, object: u32, part: u32) -> Result<&Encoding, FsError> {
         let key = self.part_base[object as usize] + part;
         let slot = &self.parts[key as usize];
+        let mut first = false;
         let state = slot.get_or_init(|| {
+            first = true;
             let (o, p) = self.part(object, part);
             Self::map_read(|| {
                 let stored = self.live_stored(p)?;
@@ -104,7 +106,14 @@ impl Tree {
                 self.fail((key, "open"), o, p, &e);
             })
         });
-        state.as_ref().map_err(|()| FsError::Io)
+        state.as_ref().map_err(|()| {
+            // Logged in full when first found; later uses are counted.
+            if !first {
+                let (o, p) = self.part(object, part);
+                self.fail((key, "open"), o, p, &"unavailable");
+            }
+            FsError::Io
+        })
     }
 
     /// Logs a failure of part `p` of `o` once (then counts it), naming the
@@ -263,26 +272,30 @@ impl Tree {
     }
 
     /// Validates the seek table of every compressed part (mount time), so a
-    /// broken one is logged before anyone reads it; such a part fails to
-    /// open with EIO. Returns how many are broken.
+    /// broken one is logged before anyone reads it and a valid one is ready
+    /// for the part's first open; a broken part fails to open with EIO.
+    /// Returns how many are broken.
     pub fn check_encodings(&self) -> usize {
         let Some(m) = self.model.manifest() else {
             return 0;
         };
         let mut bad = 0;
-        for o in &m.objects {
-            for p in o.parts.iter().filter(|p| p.encoding.is_some()) {
+        for (i, o) in m.objects.iter().enumerate() {
+            for (j, p) in o.parts.iter().enumerate() {
+                if p.encoding.is_none() {
+                    continue;
+                }
                 let Ok(stored) = self.model.stored(p) else {
                     continue;
                 };
-                if let Err(e) = Encoding::of(p, stored) {
-                    log::error!(
-                        "{:?}/{:?}: {e}; the part will fail with EIO",
-                        o.name,
-                        p.name
-                    );
+                // Kept for the part's first open, which then does no work
+                // in proportion to the part on a FUSE worker thread.
+                let key = self.part_base[i] + j as u32;
+                let state = Encoding::of(p, stored).map_err(|e| {
+                    self.fail((key, "open"), o, p, &e);
                     bad += 1;
-                }
+                });
+                let _ = self.parts[key as usize].set(state);
             }
         }
         bad

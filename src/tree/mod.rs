@@ -4,7 +4,7 @@
 //!
 //! The tree is built once at mount time and never changes, so inode numbers
 //! are stable for the life of the mount. Where bytes come from is decided
-//! per file at open and read time ([`content`]), which leaves room for other
+//! per file at open and read time (`content`), which leaves room for other
 //! sources (passthrough files, remote ranges) without touching the shape.
 
 mod build;
