@@ -104,11 +104,7 @@ impl Store {
     /// The file's length now, which may be less than at open if it was
     /// truncated in place (a read of the map past the new end would fault).
     pub fn live_len(&self) -> Result<u64> {
-        let meta = self
-            .file
-            .metadata()
-            .map_err(|e| Error::io(self.path.display().to_string(), e))?;
-        Ok(meta.len())
+        crate::sys::file_len(&self.file).map_err(|e| Error::io(self.path.display().to_string(), e))
     }
 
     /// The path it was opened from.

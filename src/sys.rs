@@ -131,6 +131,20 @@ pub fn requester_gone(tid: u32) -> bool {
     })
 }
 
+/// The current length of an open file: one `fstat`, which is cheaper than
+/// std's `statx` with an empty path (no path to copy in); the mount does
+/// this on every read of the map.
+pub fn file_len(file: &std::fs::File) -> io::Result<u64> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a zeroed stat is a valid out-parameter; the fd is open for
+    // as long as `file` is borrowed.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(file.as_raw_fd(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.st_size as u64)
+}
+
 /// The state of this thread's guarded map reads: 0 off, 1 armed, 2 a page
 /// vanished under a read. Const-initialised, so the signal handler may touch it.
 mod bus {
