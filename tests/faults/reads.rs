@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 
 use crate::common::Lcg;
+use crate::models;
 
 /// How a reader's loop ended, when it did not find a wrong byte.
 #[derive(Debug)]
@@ -112,4 +113,85 @@ pub fn read_loop(
             held = Some(f);
         }
     }
+}
+
+/// Reads of up to 128 KiB, half anywhere in the part and half around the
+/// cut points, until stopped; EIO is a fine answer, any other error or a
+/// wrong byte ends it with `Err`.
+pub fn cut_reader(
+    f: &File,
+    want: &[u8],
+    cuts: &[u64],
+    seed: u64,
+    stop: &std::sync::atomic::AtomicBool,
+    reads: &std::sync::atomic::AtomicU64,
+) -> Result<(u64, u64), String> {
+    let mut rng = Lcg::new(seed);
+    let (mut ok, mut eio) = (0, 0);
+    while !stop.load(SeqCst) {
+        let size = 1 + rng.below(128 << 10) as usize;
+        let offset = match rng.below(2) {
+            0 => rng.below(want.len() as u64),
+            _ => {
+                (cuts[rng.below(cuts.len() as u64) as usize] + rng.below(8192)).saturating_sub(4096)
+            }
+        };
+        match pread_checked(f, want, offset, size)? {
+            Ok(_) => ok += 1,
+            Err(e) if e.raw_os_error() == Some(libc::EIO) => eio += 1,
+            Err(e) => return Err(format!("pread({offset}, {size}): {e}")),
+        }
+        reads.fetch_add(1, SeqCst);
+    }
+    Ok((ok, eio))
+}
+
+/// Reader 0 reads the first 256 MiB of the view in order, 1 MiB at a
+/// time; the others read 64 random ranges of up to 1 MiB each, one of
+/// them always at the first value of a random row. Every byte is checked.
+pub fn view_reader(
+    view: &Path,
+    model: &models::SparseModel,
+    i: u64,
+    reads: &std::sync::atomic::AtomicU64,
+) -> Result<(), String> {
+    let f = File::open(view).map_err(|e| format!("open: {e}"))?;
+    let len = model.view_len();
+    let mut rng = Lcg::new(0xD1E5 + i);
+    let ranges: Vec<(u64, u64)> = match i {
+        0 => (0..256).map(|k| (k << 20, 1 << 20)).collect(),
+        _ => (0..64)
+            .map(|k| match k % 2 {
+                0 => (rng.below(len), 1 + rng.below(1 << 20)),
+                _ => (rng.below(model.rows) * model.cols * 4, 4096),
+            })
+            .collect(),
+    };
+    for (offset, size) in ranges {
+        let want = model.expected(offset, size);
+        let mut buf = vec![0u8; size as usize];
+        let n =
+            read_full(&f, &mut buf, offset).map_err(|e| format!("pread({offset}, {size}): {e}"))?;
+        if buf[..n] != want[..] {
+            let at = buf.iter().zip(&want).position(|(a, b)| a != b);
+            return Err(format!(
+                "pread({offset}, {size}): {n} bytes, {} expected; first difference at {at:?}",
+                want.len()
+            ));
+        }
+        reads.fetch_add(1, SeqCst);
+    }
+    Ok(())
+}
+
+/// Reads until `buf` is full or the file ends.
+fn read_full(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read_at(&mut buf[n..], offset + n as u64)? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
 }
