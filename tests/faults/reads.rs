@@ -117,7 +117,8 @@ pub fn read_loop(
 
 /// Reads of up to 128 KiB, half anywhere in the part and half around the
 /// cut points, until stopped; EIO is a fine answer, any other error or a
-/// wrong byte ends it with `Err`.
+/// wrong byte ends it with `Err`. Returns how many reads succeeded and how
+/// many failed with EIO.
 pub fn cut_reader(
     f: &File,
     want: &[u8],
@@ -147,8 +148,10 @@ pub fn cut_reader(
 }
 
 /// Reader 0 reads the first 256 MiB of the view in order, 1 MiB at a
-/// time; the others read 64 random ranges of up to 1 MiB each, one of
-/// them always at the first value of a random row. Every byte is checked.
+/// time; the others read 64 ranges each: every other one random, of up to
+/// 1 MiB, and the rest the first 4 KiB of a random row, which hold that
+/// row's first value. Every byte is checked against the model: values
+/// where placed, zeros elsewhere.
 pub fn view_reader(
     view: &Path,
     model: &models::SparseModel,
