@@ -46,10 +46,23 @@ pub fn positional_path(root: &Path, name: &str) -> PathBuf {
 /// place that was tried and why each failed.
 pub fn resolve(root: &Path, shard: &Shard, overrides: &[(String, PathBuf)]) -> Result<Resolved> {
     if let Some((_, path)) = overrides.iter().find(|(n, _)| *n == shard.name) {
-        return open_checked(path, shard).map(|store| Resolved {
-            store,
-            found: Found::Override,
-        });
+        return open_checked(path, shard)
+            .map(|store| Resolved {
+                store,
+                found: Found::Override,
+            })
+            .map_err(|e| {
+                // The detail names the path already.
+                let detail = format!(
+                    "shard {:?} is unavailable (given with --shard): {}",
+                    shard.name,
+                    e.detail()
+                );
+                match e.rule() {
+                    Some(rule) => Error::reject(rule, detail),
+                    None => Error::Unsupported(detail),
+                }
+            });
     }
     let pos = positional_path(root, &shard.name);
     let first = match open_checked(&pos, shard) {
