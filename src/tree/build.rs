@@ -132,7 +132,7 @@ impl Tree {
             object_dirs: vec![0; objects.len()],
             part_base,
             parts: (0..n_parts).map(|_| OnceLock::new()).collect(),
-            manifest_cbor: model.manifest().map(|_| model.manifest_bytes().to_vec()),
+            manifest_json_len: OnceLock::new(),
             manifest_json: OnceLock::new(),
             digest,
             frames: super::frames::FrameCache::new(opts.cache_bytes),

@@ -61,7 +61,7 @@ impl Tree {
     pub(super) fn size(&self, node: &Node) -> u64 {
         match *node {
             Node::Dir(_) => 0,
-            Node::Manifest => self.manifest_json().len() as u64,
+            Node::Manifest => self.manifest_json_len(),
             Node::Digest => self.digest.as_ref().map_or(0, |d| d.len() as u64),
             Node::Meta { object } => self.meta_json(object).len() as u64,
             Node::View { object } => views::view(self.object(object)).map_or(0, |v| v.1),
@@ -70,22 +70,48 @@ impl Tree {
         }
     }
 
-    fn manifest_json(&self) -> &[u8] {
-        self.manifest_json.get_or_init(|| {
-            report::manifest_json_of(self.manifest_cbor.as_deref())
-                .map(|s| {
-                    let mut b = s.into_bytes();
-                    b.shrink_to_fit();
-                    // The parsed manifest behind the text was several times
-                    // its size; give that memory back.
-                    crate::sys::trim_heap();
-                    b
-                })
-                .unwrap_or_else(|e| {
-                    log::error!("manifest.json: {e}");
-                    Vec::new()
-                })
+    /// The size of manifest.json, found without keeping its text.
+    fn manifest_json_len(&self) -> u64 {
+        if let Some(b) = self.manifest_json.get() {
+            return b.len() as u64;
+        }
+        *self.manifest_json_len.get_or_init(|| {
+            let len = self
+                .model
+                .read_manifest_bytes()
+                .and_then(|m| report::manifest_json_len(m.as_deref()));
+            // The parsed pieces were freed; give their memory back.
+            crate::sys::trim_heap();
+            len.unwrap_or_else(|e| {
+                log::error!("manifest.json: {e}");
+                0
+            })
         })
+    }
+
+    /// The text of manifest.json, rendered on its first read from the
+    /// manifest as the file holds it now; EIO if it no longer can.
+    fn manifest_json(&self) -> Result<&[u8], FsError> {
+        if let Some(b) = self.manifest_json.get() {
+            return Ok(b);
+        }
+        let text = self
+            .model
+            .read_manifest_bytes()
+            .and_then(|m| report::manifest_json_of(m.as_deref()))
+            .map_err(|e| {
+                log::error!("manifest.json: {e}");
+                FsError::Io
+            })?;
+        let b = self.manifest_json.get_or_init(|| {
+            let mut b = text.into_bytes();
+            b.shrink_to_fit();
+            // The parsed manifest behind the text was several times its
+            // size; give that memory back.
+            crate::sys::trim_heap();
+            b
+        });
+        Ok(b)
     }
 
     /// Opens `ino`. A part is checked on its first open: its shard resolved,
@@ -186,7 +212,7 @@ impl Tree {
         match *node {
             Node::Dir(_) => Err(FsError::IsDir),
             Node::Manifest => {
-                let b = self.manifest_json();
+                let b = self.manifest_json()?;
                 Ok(Data::Borrowed(&b[clip(b.len() as u64, offset, size)]))
             }
             Node::Digest => {

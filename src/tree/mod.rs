@@ -161,9 +161,11 @@ pub struct Tree {
     part_base: Vec<u32>,
     /// Per part: its decoder, resolved and checked on first open.
     parts: Vec<OnceLock<Result<Encoding, ()>>>,
-    /// A copy of the manifest CBOR, so rendering manifest.json never
-    /// touches the map (the backing file may have been truncated since).
-    manifest_cbor: Option<Vec<u8>>,
+    /// manifest.json's size, found on the first stat without keeping the
+    /// text; the manifest is read from the file (not the map, which the
+    /// file may have been truncated under) whenever it is needed.
+    manifest_json_len: OnceLock<u64>,
+    /// manifest.json's text, once something has read it.
     manifest_json: OnceLock<Vec<u8>>,
     digest: Option<Vec<u8>>,
     frames: frames::FrameCache,
