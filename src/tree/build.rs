@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
-use std::sync::Arc;
 use std::sync::OnceLock;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -16,7 +15,8 @@ use super::{Base, Dir, Entry, Ino, Node, Tree};
 use crate::decode::{check_interpretable, views};
 use crate::digest::{content_digest, Algo};
 use crate::error::{Error, Result};
-use crate::format::Object;
+use crate::format::text::Texts;
+use crate::format::{Object, Text};
 use crate::model::Model;
 
 /// How objects are arranged.
@@ -78,22 +78,6 @@ const RAW_SUFFIX: &str = ".raw";
 /// Longest component of a part file.
 pub const PART_NAME_MAX: usize = NAME_MAX - RAW_SUFFIX.len();
 
-/// Names that recur in every object directory (`meta.json`, `data`,
-/// `data.raw`), stored once while the tree is built.
-#[derive(Default)]
-pub(super) struct Interner(std::collections::HashSet<Arc<str>>);
-
-impl Interner {
-    fn intern(&mut self, name: String) -> Arc<str> {
-        if let Some(a) = self.0.get(name.as_str()) {
-            return a.clone();
-        }
-        let a: Arc<str> = name.into();
-        self.0.insert(a.clone());
-        a
-    }
-}
-
 /// A directory under construction.
 #[derive(Default)]
 struct DirBuild {
@@ -127,7 +111,7 @@ impl Tree {
         let mut tree = Tree {
             nodes: Vec::new(),
             dirs: Vec::new(),
-            names: Interner::default(),
+            names: Texts::default(),
             base,
             object_dirs: vec![0; objects.len()],
             part_base,
@@ -160,7 +144,7 @@ impl Tree {
             });
         }
         tree.fill_dir(super::ROOT, root, fixed, &ROOT_RESERVED)?;
-        tree.names = Interner::default();
+        tree.names = Texts::default();
         tree.nodes.shrink_to_fit();
         tree.dirs.shrink_to_fit();
         Ok(tree)
@@ -183,9 +167,15 @@ impl Tree {
         for i in dir.flat {
             let name = self.object_name(i as usize);
             let component = names::escape(&name, reserved, NAME_MAX);
+            // Most names need no escaping: share the manifest's copy.
+            let component = if *component == *name {
+                name
+            } else {
+                component.into()
+            };
             let child = self.object_dir(ino, Some(i), BTreeMap::new())?;
             entries.push(Entry {
-                name: component.into(),
+                name: component,
                 ino: child,
             });
         }
@@ -217,11 +207,9 @@ impl Tree {
         Ok(())
     }
 
-    fn object_name(&self, i: usize) -> String {
-        self.model
-            .manifest()
-            .map(|m| m.objects[i].name.clone())
-            .unwrap_or_default()
+    fn object_name(&self, i: usize) -> Text {
+        let m = self.model.manifest().expect("objects imply a manifest");
+        m.objects[i].name.clone()
     }
 
     /// Makes a directory under `parent` holding object `object`'s files (if
@@ -249,7 +237,7 @@ impl Tree {
             for (name, node) in self.object_files(i) {
                 taken.push(name.clone());
                 files.push(Entry {
-                    name: self.names.intern(name),
+                    name: self.names.get(&name),
                     ino: self.push(node),
                 });
             }

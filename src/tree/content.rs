@@ -511,21 +511,21 @@ impl Tree {
                 .join(",")
         );
         let mut out = vec![
-            ("user.zt.object", o.name.clone()),
+            ("user.zt.object", o.name.to_string()),
             ("user.zt.shape", shape),
-            ("user.zt.layout", o.layout.clone()),
+            ("user.zt.layout", o.layout.to_string()),
         ];
         if let Some(p) = p {
-            out.push(("user.zt.part", p.name.clone()));
+            out.push(("user.zt.part", p.name.to_string()));
             out.push(("user.zt.dtype", p.ty.dtype.name().to_string()));
             if let Some(t) = &p.ty.logical {
-                out.push(("user.zt.type", t.clone()));
+                out.push(("user.zt.type", t.to_string()));
             }
             if let Some(e) = &p.encoding {
-                out.push(("user.zt.encoding", e.clone()));
+                out.push(("user.zt.encoding", e.to_string()));
             }
             if let Some(d) = &p.digest {
-                out.push(("user.zt.digest", d.clone()));
+                out.push(("user.zt.digest", d.to_string()));
             }
         }
         Ok(out)

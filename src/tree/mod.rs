@@ -139,10 +139,11 @@ struct Dir {
 }
 
 /// A directory entry. Names repeated in every object directory (`meta.json`,
-/// `data`, ...) share one allocation.
+/// `data`, ...) share one allocation, and an object directory's name is the
+/// manifest's copy of the object's name unless it had to be escaped.
 #[derive(Debug)]
 struct Entry {
-    name: std::sync::Arc<str>,
+    name: crate::format::Text,
     ino: Ino,
 }
 
@@ -152,7 +153,7 @@ pub struct Tree {
     nodes: Vec<Node>,
     dirs: Vec<Dir>,
     /// Used while building only.
-    names: build::Interner,
+    names: crate::format::text::Texts,
     base: Base,
     opts: Options,
     /// Each object's directory.
