@@ -111,6 +111,7 @@ impl Tree {
         let mut tree = Tree {
             nodes: Vec::new(),
             dirs: Vec::new(),
+            entries: Vec::new(),
             names: Texts::default(),
             base,
             object_dirs: vec![0; objects.len()],
@@ -127,7 +128,8 @@ impl Tree {
         };
         tree.dirs.push(Dir {
             parent: super::ROOT,
-            entries: Box::new([]),
+            first: 0,
+            len: 0,
             object: None,
             subdirs: 0,
         });
@@ -147,6 +149,7 @@ impl Tree {
         tree.names = Texts::default();
         tree.nodes.shrink_to_fit();
         tree.dirs.shrink_to_fit();
+        tree.entries.shrink_to_fit();
         Ok(tree)
     }
 
@@ -201,9 +204,11 @@ impl Tree {
         let Node::Dir(d) = self.nodes[ino as usize - 1] else {
             unreachable!("fill_dir on a file");
         };
+        let first = u32::try_from(self.entries.len())
+            .map_err(|_| Error::Usage("too many directory entries for one tree".into()))?;
         let dir = &mut self.dirs[d as usize];
-        dir.entries = entries.into_boxed_slice();
-        dir.subdirs = count;
+        (dir.first, dir.len, dir.subdirs) = (first, entries.len() as u32, count);
+        self.entries.extend(entries);
         Ok(())
     }
 
@@ -223,7 +228,8 @@ impl Tree {
         let d = self.dirs.len() as u32;
         self.dirs.push(Dir {
             parent,
-            entries: Box::new([]),
+            first: 0,
+            len: 0,
             object,
             subdirs: 0,
         });

@@ -147,10 +147,12 @@ impl Tree {
         let slot = &self.parts[(self.part_base[object as usize] + part) as usize];
         let state = slot.get_or_init(|| {
             let (o, p) = self.part(object, part);
-            self.prepare(o, p)
-                .map_err(|e| log::error!("{:?}/{:?}: {e}", o.name, p.name))
+            Box::new(
+                self.prepare(o, p)
+                    .map_err(|e| log::error!("{:?}/{:?}: {e}", o.name, p.name)),
+            )
         });
-        state.as_ref().map_err(|()| FsError::Io)
+        (**state).as_ref().map_err(|()| FsError::Io)
     }
 
     /// The stored bytes of a part, after checking that the backing file
@@ -381,7 +383,7 @@ impl Tree {
 
     /// The name of `object`'s view file, if it has one.
     fn view_name(&self, object: u32) -> Option<&'static str> {
-        let entries = &self.dir(self.object_dirs[object as usize]).ok()?.entries;
+        let entries = self.entries(self.dir(self.object_dirs[object as usize]).ok()?);
         entries
             .iter()
             .find_map(|e| match self.nodes[e.ino as usize - 1] {
@@ -479,7 +481,7 @@ impl Tree {
         let Ok(dir) = self.dir(self.object_dirs[object as usize]) else {
             return files;
         };
-        for e in dir.entries.iter() {
+        for e in self.entries(dir) {
             if let Node::Part { part, .. } | Node::Raw { part, .. } = self.nodes[e.ino as usize - 1]
             {
                 files[part as usize].push(e.name.to_string());
