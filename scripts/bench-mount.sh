@@ -3,7 +3,7 @@
 # (examples/bare_server.rs) and native reads of the backing file.
 #
 #   scripts/bench-mount.sh [--size 1G] [--reps 5] [--slow-reps 3]
-#                          [--objects 1000,100000,1000000] [--ls-objects 100000]
+#                          [--objects 1000,100000,1000000] [--ls-objects 100000,1000000]
 #                          [--only default,direct,random,metadata]
 #
 # Needs root (FUSE mounts, /sys/class/bdi), dd, ls and python3 (standard

@@ -23,6 +23,7 @@ import os
 import random
 import re
 import select
+import shutil
 import signal
 import statistics
 import struct
@@ -166,12 +167,14 @@ def cpu_ns(pid):
     return total
 
 
-def rss_kib(pid):
+def rss_kib(pid, field="VmRSS"):
+    """`field` of /proc/PID/status in KiB: VmRSS (resident now) or VmHWM
+    (the most ever resident)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
-    raise Failed(f"no VmRSS for pid {pid}")
+    raise Failed(f"no {field} for pid {pid}")
 
 
 def mounted(mnt):
@@ -566,9 +569,10 @@ def bench_random(a, bins, res, big, n):
 
 def bench_metadata(a, bins, big, n, many):
     """Per object count: manifest bytes, `ztfs check` time, mount time,
-    daemon RSS; for the `ls` count, `ls -l` of the root cold and warm beside
+    daemon RSS; for the `ls` counts, `ls -l` of the root cold and warm beside
     an ext4 directory of empty subdirectories with the same names (those
-    `slow_reps` times only: each listing of 100,000 entries takes seconds)."""
+    `slow_reps` times only: each listing of 100,000 entries takes seconds),
+    and the daemon's RSS and peak RSS (VmHWM) after the listings."""
     rows = []
     mnt = os.path.join(a.work, "mnt-meta")
     native_dir = os.path.join(a.work, "native-ls")
@@ -576,8 +580,9 @@ def bench_metadata(a, bins, big, n, many):
     for count, path in many:
         reps = a.slow_reps if count >= 1_000_000 else a.reps
         r = {"objects": count, "manifest": manifest_len(path), "check": [], "mount": [],
-             "rss": [], "ls_cold": [], "ls_warm": [], "ls_native": [], "rss_ls": []}
-        ls_reps = a.slow_reps if count == a.ls_objects else 0
+             "rss": [], "ls_cold": [], "ls_warm": [], "ls_native": [], "rss_ls": [],
+             "hwm_ls": []}
+        ls_reps = a.slow_reps if count in a.ls_objects else 0
         for i in range(reps):
             log(f"metadata, {count} objects, rep {i + 1}/{reps}")
             r["check"].append(timed([bins.ztfs, "check", path]) * 1e3)
@@ -590,6 +595,9 @@ def bench_metadata(a, bins, big, n, many):
                     r["ls_cold"].append(timed(["ls", "-l", mnt], env=env) * 1e3)
                     r["ls_warm"].append(timed(["ls", "-l", mnt], env=env) * 1e3)
                     r["rss_ls"].append(rss_kib(m.pid) / 1024)
+                    r["hwm_ls"].append(rss_kib(m.pid, "VmHWM") / 1024)
+                    if os.path.isdir(native_dir) and len(os.listdir(native_dir)) != count + 2:
+                        shutil.rmtree(native_dir)
                     if not os.path.isdir(native_dir):
                         os.mkdir(native_dir)
                         for name in os.listdir(mnt):
@@ -629,8 +637,11 @@ def print_metadata(rows, bare_mount, out=sys.stdout):
                   f"| {nat / med(r['ls_cold']):.2f} |", file=out)
             print(f"| ztfs, second `ls -l` | {fmt_cell(r['ls_warm'])} "
                   f"| {nat / med(r['ls_warm']):.2f} |", file=out)
-            print(f"| daemon RSS after the two listings, MiB | {fmt_cell(r['rss_ls'])} | |",
-                  file=out)
+            rss_ls, hwm_ls = med(r["rss_ls"]), med(r["hwm_ls"])
+            print(f"| daemon RSS after the two listings, MiB (/ manifest) "
+                  f"| {fmt_cell(r['rss_ls'])} | {rss_ls * MIB / r['manifest']:.2f} |", file=out)
+            print(f"| daemon peak RSS (VmHWM) by then, MiB (/ manifest) "
+                  f"| {fmt_cell(r['hwm_ls'])} | {hwm_ls * MIB / r['manifest']:.2f} |", file=out)
 
 
 def parse_size(s):
@@ -656,9 +667,11 @@ def main():
     ap.add_argument("--preads", type=int, default=20000)
     ap.add_argument("--objects", default="1000,100000,1000000",
                     help="object counts of the metadata files (empty: skip)")
-    ap.add_argument("--ls-objects", type=int, default=100000)
+    ap.add_argument("--ls-objects", default="100000,1000000",
+                    help="object counts whose root is listed with ls -l")
     ap.add_argument("--only", default="default,direct,random,metadata")
     a = ap.parse_args()
+    a.ls_objects = {int(c) for c in a.ls_objects.split(",") if c}
     bins = a  # the binaries' paths are among the arguments
     Mount.ztfs_bin = a.ztfs
     only = set(a.only.split(","))

@@ -100,6 +100,22 @@ impl Model {
         self.root.slice(off, len).unwrap_or_default()
     }
 
+    /// The manifest bytes read from the root file now rather than through
+    /// the map, for a caller that must not touch a map the file may have
+    /// been truncated under (a short file is an error, not a fault), or
+    /// that wants no pages of it kept mapped. `None` for a data shard.
+    pub fn read_manifest_bytes(&self) -> Result<Option<Vec<u8>>> {
+        if self.manifest.is_none() {
+            return Ok(None);
+        }
+        let (off, len) = (self.footer.manifest_offset, self.footer.manifest_length);
+        // Validated at open: the manifest lies within the file as it was.
+        let mut buf = vec![0; len as usize];
+        std::os::unix::fs::FileExt::read_exact_at(self.root.file(), &mut buf, off)
+            .map_err(|e| Error::io(self.root.path().display().to_string(), e))?;
+        Ok(Some(buf))
+    }
+
     /// The stored bytes of a part, from the root or its shard.
     pub fn stored(&self, part: &Part) -> Result<&[u8]> {
         self.store_of(part)?

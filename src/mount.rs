@@ -82,6 +82,9 @@ pub fn mount(args: MountArgs) -> Result<()> {
     prove_shards(&model);
     let tree = Arc::new(Tree::build(model, args.options.clone())?);
     tree.check_encodings();
+    // A pass over the whole manifest, done here rather than on the first
+    // `stat` of manifest.json, which a FUSE worker thread would answer.
+    tree.manifest_json_len();
     sys::trim_heap();
     if args.foreground {
         return serve(&args, tree, None);

@@ -30,6 +30,34 @@ pub fn manifest_json_of(manifest: Option<&[u8]>) -> Result<String> {
     Ok(s)
 }
 
+/// The length of [`manifest_json_of`]'s text, found one object at a time:
+/// the manifest is never held as one CBOR tree, nor its JSON as one string,
+/// so a mount can give `manifest.json` a size without keeping its text.
+pub fn manifest_json_len(manifest: Option<&[u8]>) -> Result<u64> {
+    let Some(bytes) = manifest else {
+        return Ok("null\n".len() as u64);
+    };
+    let (mut n, mut entries, mut all_text) = (0u64, 0u64, true);
+    let mut piece = String::new();
+    let (root, streamed) = cbor::parse_streaming(bytes, "objects", &mut |_, k, v| {
+        piece.clear();
+        json::to_json_pretty_at(k, 2, &mut piece);
+        json::to_json_pretty_at(v, 2, &mut piece);
+        (n, entries) = (n + 1, entries + piece.len() as u64);
+        all_text &= k.as_text().is_some();
+        Ok(())
+    })?;
+    if !streamed || n < 2 || !all_text {
+        // Small or unusual: render it whole.
+        return Ok(manifest_json_of(Some(bytes))?.len() as u64);
+    }
+    // The root with the objects map in its place as `{}`, plus that map.
+    let mut rest = String::new();
+    json::to_json_pretty(&root, &mut rest);
+    let objects = json::pretty_map_len(n, entries, 1);
+    Ok(rest.len() as u64 - "{}".len() as u64 + objects + "\n".len() as u64)
+}
+
 /// One line about a model: counts and total decoded size.
 pub fn summary(m: &Manifest) -> String {
     let parts: usize = m.objects.iter().map(|o| o.parts.len()).sum();
@@ -309,5 +337,36 @@ impl Progress {
             eprint!("\r{:60}\r", "");
             self.shown = false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every corpus file's manifest, valid or not: the streamed length is
+    /// the length of the text, or both fail.
+    #[test]
+    fn manifest_json_len_is_the_length_of_the_text() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+        let mut dirs = vec![root];
+        let mut checked = 0;
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    dirs.push(p);
+                    continue;
+                }
+                let Ok(model) = Model::open(&p) else {
+                    continue;
+                };
+                let bytes = model.manifest().map(|_| model.manifest_bytes());
+                let want = manifest_json_of(bytes).map(|s| s.len() as u64);
+                assert_eq!(manifest_json_len(bytes).ok(), want.ok(), "{}", p.display());
+                checked += 1;
+            }
+        }
+        assert!(checked >= 50, "corpus too small: {checked}");
     }
 }

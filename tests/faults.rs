@@ -487,7 +487,7 @@ const RSS_SLACK_MIB: u64 = 200;
 /// mounted with `--cache-mib 64`, read by 4 threads at once (random ranges
 /// all over the view, and a sequential pass over its first 256 MiB): every
 /// byte read is the view's (values where placed, zeros elsewhere), and the
-/// daemon's RSS, sampled every 100 ms, never exceeds the cache plus
+/// daemon's RSS, sampled every 20 ms, never exceeds the cache plus
 /// [`RSS_SLACK_MIB`]. A daemon that goes past that is killed at once by the
 /// sampler (the test has failed; a view rendered whole would take GiBs).
 #[test]

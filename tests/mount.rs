@@ -915,7 +915,7 @@ fn decoded_file(m: &Mount, o: &ObjectInfo, p: &PartInfo) -> PathBuf {
     part_file(&m.join(&object_dirs(m)[&o.name]), &p.name, false)
 }
 
-/// The same for a zstd-seekable part, with manifest.json rendered before
+/// The same for a zstd-seekable part, with manifest.json stat'ed before
 /// the cut: the part's frames and seek table lie past the new end, and
 /// reading it must fail with EIO, not bring the daemon down.
 #[test]
@@ -943,8 +943,13 @@ fn truncated_backing_file_compressed_part() {
         .unwrap();
     let r = within(10, "reading a cut zstd part", move || fs::read(path));
     assert_eq!(errno_of(r, "reading a cut zstd part"), libc::EIO);
+    // The manifest lay past the cut too: manifest.json, never read before,
+    // can no longer be rendered, and says so (the daemon keeps no copy).
     let mf = m.join("manifest.json");
     let r = within(10, "reading manifest.json", move || fs::read(mf));
+    assert_eq!(errno_of(r, "reading manifest.json past the cut"), libc::EIO);
+    let root = m.join(".");
+    let r = within(10, "stat after the cut", move || fs::metadata(root));
     assert!(r.is_ok(), "the daemon still answers: {r:?}");
 }
 

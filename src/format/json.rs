@@ -46,7 +46,25 @@ pub fn to_json(value: &Value<'_>, out: &mut String) {
 /// Appends the JSON form of `value` to `out`, indented by two spaces per
 /// level, without a final newline.
 pub fn to_json_pretty(value: &Value<'_>, out: &mut String) {
-    Json { out, pretty: true }.value(value, 0);
+    to_json_pretty_at(value, 0, out);
+}
+
+/// Appends `value` as [`to_json_pretty`] writes it when it sits `level`
+/// containers deep, for a caller that renders a large document one piece
+/// at a time.
+pub fn to_json_pretty_at(value: &Value<'_>, level: usize, out: &mut String) {
+    Json { out, pretty: true }.value(value, level);
+}
+
+/// The length of the pretty form of a map at `level` whose `n` entries are
+/// all text-keyed, given the total length `entries` of their pretty keys
+/// and values (each rendered at `level + 1`). Needs `n >= 2`: a map of one
+/// `$`-led key takes another form.
+pub fn pretty_map_len(n: u64, entries: u64, level: u64) -> u64 {
+    // "{", per entry a comma (all but the first), a newline, the indent, the
+    // key, ": " and the value; then a newline, the indent and "}".
+    let per_entry = 1 + 2 * (level + 1) + 2;
+    1 + n.saturating_sub(1) + n * per_entry + entries + 1 + 2 * level + 1
 }
 
 struct Json<'o> {

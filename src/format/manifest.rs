@@ -6,6 +6,7 @@
 //! [`super::validate`]. Unknown keys are ignored at every level (§3.1).
 
 use super::cbor::{self, Value};
+use super::text::{Text, Texts};
 use super::types::{DType, ElementType};
 use super::{check_name, check_shard_name};
 use crate::error::{Error, Result, Rule};
@@ -18,24 +19,28 @@ pub struct BlobRef {
     /// Stored length in bytes.
     pub length: u64,
     /// The shard holding the blob; `None` for the containing file.
-    pub shard: Option<String>,
+    pub shard: Option<Text>,
 }
 
 /// One part of an object: a blob and how to read it (§3.4).
+///
+/// Kept for the life of a mount, one per part, so it is compact: the texts
+/// that recur from part to part (role names, types, encodings, shard
+/// names) are shared, one allocation per distinct value in a manifest.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Part {
     /// The part's role name, e.g. `data`.
-    pub name: String,
+    pub name: Text,
     /// Storage and logical type.
     pub ty: ElementType,
     /// Where the stored bytes are.
     pub blob: BlobRef,
     /// The encoding profile id; `None` for raw.
-    pub encoding: Option<String>,
+    pub encoding: Option<Text>,
     /// Decoded size when encoded.
     pub decoded_length: Option<u64>,
     /// `algo:hex` over the decoded bytes.
-    pub digest: Option<String>,
+    pub digest: Option<Box<str>>,
 }
 
 impl Part {
@@ -48,12 +53,12 @@ impl Part {
 /// One object: a named tensor (§3.3).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Object {
-    /// The object's name as written.
-    pub name: String,
+    /// The object's name as written (shared with the mount's tree).
+    pub name: Text,
     /// Logical dimensions.
     pub shape: Vec<u64>,
-    /// `dense` or a profile id.
-    pub layout: String,
+    /// `dense` or a profile id (shared between objects).
+    pub layout: Text,
     /// The attributes map as deterministic CBOR, if present.
     pub attributes: Option<Vec<u8>>,
     /// Parts in manifest order.
@@ -107,10 +112,11 @@ impl Manifest {
     /// errors in the same order.
     pub fn parse(bytes: &[u8]) -> Result<Manifest> {
         let (mut objects, mut first_err) = (Vec::new(), None);
+        let mut texts = Texts::default();
         let (root, streamed) = cbor::parse_streaming(bytes, "objects", &mut |n, k, v| {
             if first_err.is_none() {
                 objects.reserve_exact(n.saturating_sub(objects.len()));
-                match parse_object(k, v) {
+                match parse_object(k, v, &mut texts) {
                     Ok(o) => objects.push(o),
                     Err(e) => first_err = Some(e),
                 }
@@ -154,7 +160,10 @@ impl Manifest {
         m.objects = match streamed {
             Some((_, Some(e))) => return Err(e),
             Some((objects, None)) => objects,
-            None => exact_vec(map, parse_object)?,
+            None => {
+                let mut texts = Texts::default();
+                exact_vec(map, |k, v| parse_object(k, v, &mut texts))?
+            }
         };
         Ok(m)
     }
@@ -197,7 +206,7 @@ fn key_text<'a>(k: &Value<'a>, what: &str) -> Result<&'a str> {
     })
 }
 
-fn parse_object(k: &Value<'_>, v: &Value<'_>) -> Result<Object> {
+fn parse_object(k: &Value<'_>, v: &Value<'_>, texts: &mut Texts) -> Result<Object> {
     let name = key_text(k, "object")?;
     check_name(name, "object")?;
     let entries = v
@@ -233,15 +242,13 @@ fn parse_object(k: &Value<'_>, v: &Value<'_>) -> Result<Object> {
         })
         .collect::<Result<Vec<u64>>>()?;
     let layout = layout.ok_or_else(|| missing("layout"))?;
-    let layout = layout
-        .as_text()
-        .ok_or_else(|| {
-            schema(format!(
-                "object {name:?}: layout is a {}, not text",
-                layout.type_name()
-            ))
-        })?
-        .to_string();
+    let layout = layout.as_text().ok_or_else(|| {
+        schema(format!(
+            "object {name:?}: layout is a {}, not text",
+            layout.type_name()
+        ))
+    })?;
+    let layout = texts.get(layout);
     let attributes = attributes
         .map(|a| parse_attributes(a, &format!("object {name:?}")))
         .transpose()?;
@@ -255,9 +262,9 @@ fn parse_object(k: &Value<'_>, v: &Value<'_>) -> Result<Object> {
     if map.is_empty() {
         return Err(schema(format!("object {name:?} has an empty parts map")));
     }
-    let parts = exact_vec(map, |k, v| parse_part(name, k, v))?;
+    let parts = exact_vec(map, |k, v| parse_part(name, k, v, texts))?;
     Ok(Object {
-        name: name.to_string(),
+        name: name.into(),
         shape,
         layout,
         attributes,
@@ -265,7 +272,7 @@ fn parse_object(k: &Value<'_>, v: &Value<'_>) -> Result<Object> {
     })
 }
 
-fn parse_part(object: &str, k: &Value<'_>, v: &Value<'_>) -> Result<Part> {
+fn parse_part<'a>(object: &str, k: &Value<'a>, v: &Value<'a>, texts: &mut Texts) -> Result<Part> {
     let name = key_text(k, "part")?;
     check_name(name, "part")?;
     let at = || format!("{object:?}/{name:?}");
@@ -286,8 +293,8 @@ fn parse_part(object: &str, k: &Value<'_>, v: &Value<'_>) -> Result<Part> {
             _ => {}
         }
     }
-    let text = |v: &Value<'_>, field: &str| -> Result<String> {
-        v.as_text().map(str::to_string).ok_or_else(|| {
+    let text = |v: &Value<'a>, field: &str| -> Result<&'a str> {
+        v.as_text().ok_or_else(|| {
             schema(format!(
                 "part {}: {field} is a {}, not text",
                 at(),
@@ -297,13 +304,16 @@ fn parse_part(object: &str, k: &Value<'_>, v: &Value<'_>) -> Result<Part> {
     };
     let dtype = dtype.ok_or_else(|| schema(format!("part {} has no \"dtype\"", at())))?;
     let dtype_name = text(dtype, "dtype")?;
-    let dtype = DType::parse(&dtype_name).ok_or_else(|| {
+    let dtype = DType::parse(dtype_name).ok_or_else(|| {
         schema(format!(
             "part {}: dtype {dtype_name:?} is not one of the 12 storage types",
             at()
         ))
     })?;
-    let logical = ty.map(|t| text(t, "type")).transpose()?;
+    let logical = ty
+        .map(|t| text(t, "type"))
+        .transpose()?
+        .map(|t| texts.get(t));
     let blob = blob.ok_or_else(|| schema(format!("part {} has no \"blob\"", at())))?;
     let pair = blob.as_array().ok_or_else(|| {
         schema(format!(
@@ -329,8 +339,14 @@ fn parse_part(object: &str, k: &Value<'_>, v: &Value<'_>) -> Result<Part> {
         })
     };
     let (offset, length) = (uint(offset, "blob offset")?, uint(length, "blob length")?);
-    let shard = shard.map(|s| text(s, "shard")).transpose()?;
-    let encoding = encoding.map(|e| text(e, "encoding")).transpose()?;
+    let shard = shard
+        .map(|s| text(s, "shard"))
+        .transpose()?
+        .map(|s| texts.get(s));
+    let encoding = encoding
+        .map(|e| text(e, "encoding"))
+        .transpose()?
+        .map(|e| texts.get(e));
     let decoded_length = decoded.map(|d| uint(d, "decoded_length")).transpose()?;
     if encoding.is_some() != decoded_length.is_some() {
         return Err(schema(format!(
@@ -345,7 +361,7 @@ fn parse_part(object: &str, k: &Value<'_>, v: &Value<'_>) -> Result<Part> {
         check_digest_syntax(d).map_err(|e| schema(format!("part {}: {e}", at())))?;
     }
     Ok(Part {
-        name: name.to_string(),
+        name: texts.get(name),
         ty: ElementType { dtype, logical },
         blob: BlobRef {
             offset,
@@ -354,7 +370,7 @@ fn parse_part(object: &str, k: &Value<'_>, v: &Value<'_>) -> Result<Part> {
         },
         encoding,
         decoded_length,
-        digest,
+        digest: digest.map(Box::from),
     })
 }
 
@@ -417,6 +433,7 @@ fn parse_attributes(v: &Value<'_>, owner: &str) -> Result<Vec<u8>> {
     }
     let mut out = Vec::new();
     cbor::encode(v, &mut out);
+    out.shrink_to_fit();
     Ok(out)
 }
 

@@ -11,11 +11,13 @@ pub mod footer;
 pub mod json;
 pub mod manifest;
 pub mod profiles;
+pub mod text;
 pub mod types;
 pub mod validate;
 
 pub use footer::Footer;
 pub use manifest::{BlobRef, Manifest, Object, Part, Shard};
+pub use text::Text;
 pub use types::{DType, LogicalType};
 
 use crate::error::{Error, Result, Rule};

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use super::Text;
+
 /// A storage type: a closed set of 12 primitives, each a byte width and
 /// little-endian order, with no invalid bit patterns (§4.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -152,8 +154,8 @@ impl LogicalType {
 pub struct ElementType {
     /// The storage type.
     pub dtype: DType,
-    /// The `type` field as written, if present.
-    pub logical: Option<String>,
+    /// The `type` field as written, if present (shared between parts).
+    pub logical: Option<Text>,
 }
 
 /// What a part's `type` field means to this reader.

@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
-use std::sync::Arc;
 use std::sync::OnceLock;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -16,7 +15,8 @@ use super::{Base, Dir, Entry, Ino, Node, Tree};
 use crate::decode::{check_interpretable, views};
 use crate::digest::{content_digest, Algo};
 use crate::error::{Error, Result};
-use crate::format::Object;
+use crate::format::text::Texts;
+use crate::format::{Object, Text};
 use crate::model::Model;
 
 /// How objects are arranged.
@@ -78,22 +78,6 @@ const RAW_SUFFIX: &str = ".raw";
 /// Longest component of a part file.
 pub const PART_NAME_MAX: usize = NAME_MAX - RAW_SUFFIX.len();
 
-/// Names that recur in every object directory (`meta.json`, `data`,
-/// `data.raw`), stored once while the tree is built.
-#[derive(Default)]
-pub(super) struct Interner(std::collections::HashSet<Arc<str>>);
-
-impl Interner {
-    fn intern(&mut self, name: String) -> Arc<str> {
-        if let Some(a) = self.0.get(name.as_str()) {
-            return a.clone();
-        }
-        let a: Arc<str> = name.into();
-        self.0.insert(a.clone());
-        a
-    }
-}
-
 /// A directory under construction.
 #[derive(Default)]
 struct DirBuild {
@@ -127,12 +111,13 @@ impl Tree {
         let mut tree = Tree {
             nodes: Vec::new(),
             dirs: Vec::new(),
-            names: Interner::default(),
+            entries: Vec::new(),
+            names: Texts::default(),
             base,
             object_dirs: vec![0; objects.len()],
             part_base,
             parts: (0..n_parts).map(|_| OnceLock::new()).collect(),
-            manifest_cbor: model.manifest().map(|_| model.manifest_bytes().to_vec()),
+            manifest_json_len: OnceLock::new(),
             manifest_json: OnceLock::new(),
             digest,
             frames: super::frames::FrameCache::new(opts.cache_bytes),
@@ -149,7 +134,8 @@ impl Tree {
         };
         tree.dirs.push(Dir {
             parent: super::ROOT,
-            entries: Box::new([]),
+            first: 0,
+            len: 0,
             object: None,
             subdirs: 0,
         });
@@ -166,9 +152,10 @@ impl Tree {
             });
         }
         tree.fill_dir(super::ROOT, root, fixed, &ROOT_RESERVED)?;
-        tree.names = Interner::default();
+        tree.names = Texts::default();
         tree.nodes.shrink_to_fit();
         tree.dirs.shrink_to_fit();
+        tree.entries.shrink_to_fit();
         Ok(tree)
     }
 
@@ -189,9 +176,15 @@ impl Tree {
         for i in dir.flat {
             let name = self.object_name(i as usize);
             let component = names::escape(&name, reserved, NAME_MAX);
+            // Most names need no escaping: share the manifest's copy.
+            let component = if *component == *name {
+                name
+            } else {
+                component.into()
+            };
             let child = self.object_dir(ino, Some(i), BTreeMap::new())?;
             entries.push(Entry {
-                name: component.into(),
+                name: component,
                 ino: child,
             });
         }
@@ -217,17 +210,17 @@ impl Tree {
         let Node::Dir(d) = self.nodes[ino as usize - 1] else {
             unreachable!("fill_dir on a file");
         };
+        let first = u32::try_from(self.entries.len())
+            .map_err(|_| Error::Usage("too many directory entries for one tree".into()))?;
         let dir = &mut self.dirs[d as usize];
-        dir.entries = entries.into_boxed_slice();
-        dir.subdirs = count;
+        (dir.first, dir.len, dir.subdirs) = (first, entries.len() as u32, count);
+        self.entries.extend(entries);
         Ok(())
     }
 
-    fn object_name(&self, i: usize) -> String {
-        self.model
-            .manifest()
-            .map(|m| m.objects[i].name.clone())
-            .unwrap_or_default()
+    fn object_name(&self, i: usize) -> Text {
+        let m = self.model.manifest().expect("objects imply a manifest");
+        m.objects[i].name.clone()
     }
 
     /// Makes a directory under `parent` holding object `object`'s files (if
@@ -241,7 +234,8 @@ impl Tree {
         let d = self.dirs.len() as u32;
         self.dirs.push(Dir {
             parent,
-            entries: Box::new([]),
+            first: 0,
+            len: 0,
             object,
             subdirs: 0,
         });
@@ -255,7 +249,7 @@ impl Tree {
             for (name, node) in self.object_files(i) {
                 taken.push(name.clone());
                 files.push(Entry {
-                    name: self.names.intern(name),
+                    name: self.names.get(&name),
                     ino: self.push(node),
                 });
             }

@@ -60,7 +60,7 @@ impl Tree {
     pub(super) fn size(&self, node: &Node) -> u64 {
         match *node {
             Node::Dir(_) => 0,
-            Node::Manifest => self.manifest_json().len() as u64,
+            Node::Manifest => self.manifest_json_len(),
             Node::Digest => self.digest.as_ref().map_or(0, |d| d.len() as u64),
             Node::Meta { object } => self.meta_json(object).len() as u64,
             Node::View { object } => views::view(self.object(object)).map_or(0, |v| v.1),
@@ -69,22 +69,49 @@ impl Tree {
         }
     }
 
-    fn manifest_json(&self) -> &[u8] {
-        self.manifest_json.get_or_init(|| {
-            report::manifest_json_of(self.manifest_cbor.as_deref())
-                .map(|s| {
-                    let mut b = s.into_bytes();
-                    b.shrink_to_fit();
-                    // The parsed manifest behind the text was several times
-                    // its size; give that memory back.
-                    crate::sys::trim_heap();
-                    b
-                })
-                .unwrap_or_else(|e| {
-                    log::error!("manifest.json: {e}");
-                    Vec::new()
-                })
+    /// The size of manifest.json, found without keeping its text (a pass
+    /// over the whole manifest: the mount does it before it is mounted).
+    pub fn manifest_json_len(&self) -> u64 {
+        if let Some(b) = self.manifest_json.get() {
+            return b.len() as u64;
+        }
+        *self.manifest_json_len.get_or_init(|| {
+            let len = self
+                .model
+                .read_manifest_bytes()
+                .and_then(|m| report::manifest_json_len(m.as_deref()));
+            // The parsed pieces were freed; give their memory back.
+            crate::sys::trim_heap();
+            len.unwrap_or_else(|e| {
+                log::error!("manifest.json: {e}");
+                0
+            })
         })
+    }
+
+    /// The text of manifest.json, rendered on its first read from the
+    /// manifest as the file holds it now; EIO if it no longer can.
+    pub(super) fn manifest_json(&self) -> Result<&[u8], FsError> {
+        if let Some(b) = self.manifest_json.get() {
+            return Ok(b);
+        }
+        let text = self
+            .model
+            .read_manifest_bytes()
+            .and_then(|m| report::manifest_json_of(m.as_deref()))
+            .map_err(|e| {
+                log::error!("manifest.json: {e}");
+                FsError::Io
+            })?;
+        let b = self.manifest_json.get_or_init(|| {
+            let mut b = text.into_bytes();
+            b.shrink_to_fit();
+            // The parsed manifest behind the text was several times its
+            // size; give that memory back.
+            crate::sys::trim_heap();
+            b
+        });
+        Ok(b)
     }
 
     /// The decoder of a part, resolved on its first use: its shard, its
@@ -98,15 +125,16 @@ impl Tree {
         let state = slot.get_or_init(|| {
             first = true;
             let (o, p) = self.part(object, part);
-            Self::map_read(|| {
+            let state = Self::map_read(|| {
                 let stored = self.live_stored(p)?;
                 Encoding::of(p, stored)
             })
             .map_err(|e| {
                 self.fail((key, "open"), o, p, &e);
-            })
+            });
+            Box::new(state)
         });
-        state.as_ref().map_err(|()| {
+        (**state).as_ref().map_err(|()| {
             // Logged in full when first found; later uses are counted.
             if !first {
                 let (o, p) = self.part(object, part);
@@ -168,7 +196,7 @@ impl Tree {
         match *node {
             Node::Dir(_) => Err(FsError::IsDir),
             Node::Manifest => {
-                let b = self.manifest_json();
+                let b = self.manifest_json()?;
                 Ok(Data::Borrowed(&b[clip(b.len() as u64, offset, size)]))
             }
             Node::Digest => {
@@ -295,7 +323,7 @@ impl Tree {
                     self.fail((key, "open"), o, p, &e);
                     bad += 1;
                 });
-                let _ = self.parts[key as usize].set(state);
+                let _ = self.parts[key as usize].set(Box::new(state));
             }
         }
         bad
@@ -340,7 +368,7 @@ impl Tree {
 
     /// The name of `object`'s view file, if it has one.
     fn view_name(&self, object: u32) -> Option<&'static str> {
-        let entries = &self.dir(self.object_dirs[object as usize]).ok()?.entries;
+        let entries = self.entries(self.dir(self.object_dirs[object as usize]).ok()?);
         entries
             .iter()
             .find_map(|e| match self.nodes[e.ino as usize - 1] {
@@ -418,7 +446,7 @@ impl Tree {
         let Ok(dir) = self.dir(self.object_dirs[object as usize]) else {
             return files;
         };
-        for e in dir.entries.iter() {
+        for e in self.entries(dir) {
             if let Node::Part { part, .. } | Node::Raw { part, .. } = self.nodes[e.ino as usize - 1]
             {
                 files[part as usize].push(e.name.to_string());
@@ -450,21 +478,21 @@ impl Tree {
                 .join(",")
         );
         let mut out = vec![
-            ("user.zt.object", o.name.clone()),
+            ("user.zt.object", o.name.to_string()),
             ("user.zt.shape", shape),
-            ("user.zt.layout", o.layout.clone()),
+            ("user.zt.layout", o.layout.to_string()),
         ];
         if let Some(p) = p {
-            out.push(("user.zt.part", p.name.clone()));
+            out.push(("user.zt.part", p.name.to_string()));
             out.push(("user.zt.dtype", p.ty.dtype.name().to_string()));
             if let Some(t) = &p.ty.logical {
-                out.push(("user.zt.type", t.clone()));
+                out.push(("user.zt.type", t.to_string()));
             }
             if let Some(e) = &p.encoding {
-                out.push(("user.zt.encoding", e.clone()));
+                out.push(("user.zt.encoding", e.to_string()));
             }
             if let Some(d) = &p.digest {
-                out.push(("user.zt.digest", d.clone()));
+                out.push(("user.zt.digest", d.to_string()));
             }
         }
         Ok(out)

@@ -39,6 +39,8 @@ pub enum JobKey {
     VerifyPart(u32),
     /// Prepare an object's view.
     PrepareView(u32),
+    /// Render manifest.json.
+    RenderManifest,
 }
 
 /// Where a request's answer goes once the work has ended.

@@ -140,18 +140,22 @@ enum Node {
 #[derive(Debug)]
 struct Dir {
     parent: Ino,
-    /// Sorted by name bytes.
-    entries: Box<[Entry]>,
+    /// Where its entries are in `Tree::entries`, sorted by name bytes (one
+    /// table for all directories: most hold two or three entries, and a
+    /// separate allocation each would cost more than the entries).
+    first: u32,
+    len: u32,
     object: Option<u32>,
     /// Subdirectories among `entries`, for the link count.
     subdirs: u32,
 }
 
 /// A directory entry. Names repeated in every object directory (`meta.json`,
-/// `data`, ...) share one allocation.
+/// `data`, ...) share one allocation, and an object directory's name is the
+/// manifest's copy of the object's name unless it had to be escaped.
 #[derive(Debug)]
 struct Entry {
-    name: std::sync::Arc<str>,
+    name: crate::format::Text,
     ino: Ino,
 }
 
@@ -160,19 +164,24 @@ pub struct Tree {
     model: Model,
     nodes: Vec<Node>,
     dirs: Vec<Dir>,
+    /// Every directory's entries, one directory after another.
+    entries: Vec<Entry>,
     /// Used while building only.
-    names: build::Interner,
+    names: crate::format::text::Texts,
     base: Base,
     opts: Options,
     /// Each object's directory.
     object_dirs: Vec<Ino>,
     /// Index of each object's first part in `parts`.
     part_base: Vec<u32>,
-    /// Per part: its decoder, resolved and checked on first open.
-    parts: Vec<OnceLock<Result<Encoding, ()>>>,
-    /// A copy of the manifest CBOR, so rendering manifest.json never
-    /// touches the map (the backing file may have been truncated since).
-    manifest_cbor: Option<Vec<u8>>,
+    /// Per part: its decoder, resolved and checked on first open (boxed,
+    /// so a part never opened costs a pointer, not a decoder).
+    parts: Vec<OnceLock<Box<Result<Encoding, ()>>>>,
+    /// manifest.json's size, found on the first stat without keeping the
+    /// text; the manifest is read from the file (not the map, which the
+    /// file may have been truncated under) whenever it is needed.
+    manifest_json_len: OnceLock<u64>,
+    /// manifest.json's text, once something has read it.
     manifest_json: OnceLock<Vec<u8>>,
     digest: Option<Vec<u8>>,
     /// Decoded frames and prepared views, under one budget.
@@ -234,9 +243,14 @@ impl Tree {
         }
     }
 
+    /// The entries of directory `d`, sorted by name bytes.
+    fn entries(&self, d: &Dir) -> &[Entry] {
+        &self.entries[d.first as usize..][..d.len as usize]
+    }
+
     /// Looks `name` up in directory `parent`.
     pub fn lookup(&self, parent: Ino, name: &[u8]) -> Result<Attr, FsError> {
-        let entries = &self.dir(parent)?.entries;
+        let entries = self.entries(self.dir(parent)?);
         let i = entries
             .binary_search_by(|e| e.name.as_bytes().cmp(name))
             .map_err(|_| FsError::NotFound)?;
@@ -252,7 +266,7 @@ impl Tree {
                 let d = &self.dirs[*d as usize];
                 (
                     FileKind::Dir,
-                    d.entries.len() as u64,
+                    u64::from(d.len),
                     b.dir_perm,
                     2u32.saturating_add(d.subdirs),
                 )
@@ -281,10 +295,9 @@ impl Tree {
         offset: u64,
         sink: &mut dyn FnMut(DirEntry<'_>) -> bool,
     ) -> Result<(), FsError> {
-        let Dir {
-            parent, entries, ..
-        } = self.dir(ino)?;
-        let dots = [(ino, "."), (*parent, "..")];
+        let dir = self.dir(ino)?;
+        let entries = self.entries(dir);
+        let dots = [(ino, "."), (dir.parent, "..")];
         let all = dots
             .iter()
             .map(|&(ino, name)| (ino, name))

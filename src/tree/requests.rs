@@ -57,26 +57,48 @@ impl Tree {
                 let done = Box::new(move |r: Result<(), FsError>| reply(r.map(|()| mode)));
                 self.when_view_ready(object, tid, done);
             }
-            Node::Manifest | Node::Digest | Node::Meta { .. } => reply(Ok(mode)),
+            Node::Manifest => {
+                let done = Box::new(move |r: Result<(), FsError>| reply(r.map(|()| mode)));
+                self.when_manifest_ready(tid, done);
+            }
+            Node::Digest | Node::Meta { .. } => reply(Ok(mode)),
         }
+    }
+
+    /// Answers `done` once manifest.json is rendered: a pass over the whole
+    /// manifest (seconds for a million objects), so it runs as a job.
+    fn when_manifest_ready(self: &Arc<Self>, tid: u32, done: super::jobs::Done) {
+        if self.manifest_json.get().is_some() {
+            return done(Ok(()));
+        }
+        let tree = self.clone();
+        let work: Work = Arc::new(move |_: &Cancel| tree.manifest_json().map(drop));
+        self.jobs.submit(JobKey::RenderManifest, tid, done, work);
     }
 
     /// Reads up to `size` bytes of `ino` at `offset` for thread `tid`;
     /// short at the end. After a compressed part's read is answered, the
     /// next frame is decoded ahead of a sequential reader.
     pub fn read(self: &Arc<Self>, ino: Ino, offset: u64, size: u32, tid: u32, reply: ReadReply) {
-        if let Ok(&Node::View { object }) = self.node(ino) {
-            if !self.view_ready(object) {
-                let tree = self.clone();
-                let done = Box::new(move |r: Result<(), FsError>| match r {
-                    Ok(()) => tree.read(ino, offset, size, tid, reply),
-                    Err(e) => reply(Err(e)),
-                });
-                return self.when_view_ready(object, tid, done);
-            }
+        let view = match self.node(ino) {
+            Ok(&Node::View { object }) if !self.view_ready(object) => Some(Some(object)),
+            Ok(Node::Manifest) if self.manifest_json.get().is_none() => Some(None),
+            _ => None,
+        };
+        let Some(view) = view else {
+            reply(self.read_now(ino, offset, size));
+            return self.read_ahead(ino, offset, size);
+        };
+        // Not ready: wait for the job, then read again.
+        let tree = self.clone();
+        let again = Box::new(move |r: Result<(), FsError>| match r {
+            Ok(()) => tree.read(ino, offset, size, tid, reply),
+            Err(e) => reply(Err(e)),
+        });
+        match view {
+            Some(object) => self.when_view_ready(object, tid, again),
+            None => self.when_manifest_ready(tid, again),
         }
-        reply(self.read_now(ino, offset, size));
-        self.read_ahead(ino, offset, size);
     }
 
     /// [`Tree::open`], waiting for the answer.

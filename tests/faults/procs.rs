@@ -307,7 +307,7 @@ pub fn rss_kib(pid: i32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Samples the RSS of `pid` every 100 ms until dropped or [`RssSampler::
+/// Samples the RSS of `pid` every 20 ms until dropped or [`RssSampler::
 /// stop`]ped, keeping the maximum. Above `kill_above` KiB the daemon is
 /// killed at once: the test has failed, and a daemon growing without bound
 /// would take the machine's memory with it.
@@ -335,7 +335,9 @@ impl RssSampler {
                     // SAFETY: kill has no memory effects.
                     unsafe { libc::kill(pid, libc::SIGKILL) };
                 }
-                std::thread::sleep(Duration::from_millis(100));
+                // Often enough to see a view rendered whole, which takes
+                // GiBs within a fraction of a second.
+                std::thread::sleep(Duration::from_millis(20));
             }
         });
         RssSampler {

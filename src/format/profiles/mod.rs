@@ -386,11 +386,11 @@ pub(crate) mod testing {
     /// A part of `len` decoded bytes; `ty` is `"dtype"` or `"dtype:type"`.
     pub fn part(name: &str, ty: &str, len: u64) -> Part {
         let (dtype, logical) = match ty.split_once(':') {
-            Some((d, t)) => (d, Some(t.to_string())),
+            Some((d, t)) => (d, Some(t.into())),
             None => (ty, None),
         };
         Part {
-            name: name.to_string(),
+            name: name.into(),
             ty: ElementType {
                 dtype: DType::parse(dtype).expect("test dtype"),
                 logical,
@@ -409,9 +409,9 @@ pub(crate) mod testing {
     /// An object of `layout` with `shape`, `parts` and attribute bytes.
     pub fn object(layout: &str, shape: &[u64], parts: Vec<Part>, attrs: Option<Vec<u8>>) -> Object {
         Object {
-            name: "t".to_string(),
+            name: "t".into(),
             shape: shape.to_vec(),
-            layout: layout.to_string(),
+            layout: layout.into(),
             attributes: attrs,
             parts,
         }
