@@ -87,6 +87,7 @@ impl Cancel<'_> {
             return false;
         }
         self.next_check.set(now + CHECK_EVERY);
+        self.jobs.sweep_queue();
         self.jobs.all_gone(self.key)
     }
 }
@@ -145,7 +146,13 @@ impl Jobs {
             let result = if cancel.check() {
                 Err(FsError::Interrupted)
             } else {
-                work(&cancel)
+                // A bug in the work must not leave its waiters blocked in
+                // the kernel for ever: it becomes an I/O error.
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&cancel)))
+                    .unwrap_or_else(|_| {
+                        log::error!("{key:?}: the work panicked");
+                        Err(FsError::Io)
+                    })
             };
             self.finish(key, work, result);
         }
@@ -171,6 +178,32 @@ impl Jobs {
         drop(inner);
         for w in answer {
             (w.done)(result);
+        }
+    }
+
+    /// Answers the waiters of queued jobs that nobody waits for any more,
+    /// so that readers who gave up are released while every job thread is
+    /// busy with longer work.
+    fn sweep_queue(&self) {
+        let abandoned: Vec<Waiter> = {
+            let mut inner = self.lock();
+            let queued: Vec<JobKey> = inner.queue.iter().map(|(k, _)| *k).collect();
+            let gone: Vec<JobKey> = queued
+                .into_iter()
+                .filter(|k| {
+                    inner
+                        .waiting
+                        .get(k)
+                        .is_none_or(|w| w.iter().all(|w| crate::sys::requester_gone(w.tid)))
+                })
+                .collect();
+            inner.queue.retain(|(k, _)| !gone.contains(k));
+            gone.iter()
+                .flat_map(|k| inner.waiting.remove(k).unwrap_or_default())
+                .collect()
+        };
+        for w in abandoned {
+            (w.done)(Err(FsError::Interrupted));
         }
     }
 
@@ -249,6 +282,64 @@ mod tests {
         );
         let r = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!(r, Err(FsError::Interrupted));
+    }
+
+    #[test]
+    fn queued_work_nobody_waits_for_is_answered_while_threads_are_busy() {
+        let jobs = Arc::new(Jobs::default());
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (busy_tx, busy_rx) = mpsc::channel();
+        for i in 0..JOB_THREADS as u32 {
+            let (s, tx) = (stop.clone(), busy_tx.clone());
+            let work: Work = Arc::new(move |c: &Cancel| {
+                while !s.load(Ordering::SeqCst) {
+                    c.check();
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Ok(())
+            });
+            jobs.submit(
+                JobKey::VerifyPart(i),
+                me(),
+                Box::new(move |r| tx.send(r).unwrap()),
+                work,
+            );
+        }
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let (tx, rx) = mpsc::channel();
+        jobs.submit(
+            JobKey::PrepareView(9),
+            gone,
+            Box::new(move |r| tx.send(r).unwrap()),
+            Arc::new(|_: &Cancel| Ok(())),
+        );
+        let r = rx.recv_timeout(Duration::from_secs(10));
+        stop.store(true, Ordering::SeqCst);
+        assert_eq!(r.unwrap(), Err(FsError::Interrupted));
+        for _ in 0..JOB_THREADS {
+            assert_eq!(
+                busy_rx.recv_timeout(Duration::from_secs(10)).unwrap(),
+                Ok(())
+            );
+        }
+    }
+
+    #[test]
+    fn a_panic_in_the_work_is_an_error_not_a_hang() {
+        let jobs = Arc::new(Jobs::default());
+        let (tx, rx) = mpsc::channel();
+        jobs.submit(
+            JobKey::RenderManifest,
+            me(),
+            Box::new(move |r| tx.send(r).unwrap()),
+            Arc::new(|_: &Cancel| panic!("a bug")),
+        );
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(10)).unwrap(),
+            Err(FsError::Io)
+        );
     }
 
     #[test]

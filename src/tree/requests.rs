@@ -146,6 +146,10 @@ impl Tree {
     /// the outcome unless the work was abandoned.
     fn verify_part(&self, object: u32, part: u32, cancel: &Cancel) -> Result<(), FsError> {
         let key = self.part_base[object as usize] + part;
+        // A request that raced the end of an earlier run of this job.
+        if let Some(state) = self.verified[key as usize].get() {
+            return state.map_err(|()| FsError::Io);
+        }
         let (o, p) = self.part(object, part);
         let mut tick = |_| {
             if cancel.check() {

@@ -67,6 +67,10 @@ impl Tree {
     /// prepared (its data breaks the profile, a part cannot be decoded, it
     /// needs more memory than the budget) is logged once and remembered.
     fn prepare_view(&self, object: u32, cancel: &Cancel) -> Result<(), FsError> {
+        // A request that raced the end of an earlier run of this job.
+        if self.view_ready(object) {
+            return Ok(());
+        }
         let o = self.object(object);
         let tick = std::cell::RefCell::new(|_: u64| {
             if cancel.check() {
