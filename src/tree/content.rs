@@ -62,7 +62,9 @@ impl Tree {
             Node::Dir(_) => 0,
             Node::Manifest => self.manifest_json_len(),
             Node::Digest => self.digest.as_ref().map_or(0, |d| d.len() as u64),
-            Node::Meta { object } => self.meta_json(object).len() as u64,
+            Node::Meta { object } => {
+                self.frames.meta(object, || self.meta_json(object)).len() as u64
+            }
             Node::View { object } => views::view(self.object(object)).map_or(0, |v| v.1),
             Node::Part { object, part } => self.part(object, part).1.decoded_size(),
             Node::Raw { object, part } => self.part(object, part).1.blob.length,
@@ -204,9 +206,9 @@ impl Tree {
                 Ok(Data::Borrowed(&b[clip(b.len() as u64, offset, size)]))
             }
             Node::Meta { object } => {
-                let b = self.meta_json(object);
+                let b = self.frames.meta(object, || self.meta_json(object));
                 let r = clip(b.len() as u64, offset, size);
-                Ok(Data::Owned(b[r].to_vec()))
+                Ok(Data::Shared(b, r))
             }
             Node::Raw { object, part } => self.read_stored(object, part, offset, size, false),
             Node::View { object } => self.read_view(object, offset, size),

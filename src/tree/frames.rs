@@ -26,18 +26,21 @@ enum Slot {
     Frame(Key),
     /// An object's prepared view.
     View(u32),
+    /// An object's rendered meta.json.
+    Meta(u32),
 }
 
 enum Entry {
     Frame(Arc<Vec<u8>>),
     View(Arc<Prepared>),
+    Meta(Arc<Vec<u8>>),
 }
 
 impl Entry {
     fn charge(&self) -> u64 {
         ENTRY_OVERHEAD
             + match self {
-                Entry::Frame(f) => f.len() as u64,
+                Entry::Frame(f) | Entry::Meta(f) => f.len() as u64,
                 Entry::View(v) => v.heap_bytes(),
             }
     }
@@ -162,6 +165,19 @@ impl FrameCache {
             Some(Entry::View(v)) => Some(v.clone()),
             _ => None,
         }
+    }
+
+    /// The rendered meta.json of `object`, from the cache or rendered now
+    /// and cached: `stat` and every read of it would otherwise render it
+    /// again, in proportion to the object's parts.
+    pub fn meta(&self, object: u32, render: impl FnOnce() -> Vec<u8>) -> Arc<Vec<u8>> {
+        if let Some(Entry::Meta(m)) = self.lock().map.get(&Slot::Meta(object)) {
+            return m.clone();
+        }
+        let m = Arc::new(render());
+        let mut c = self.lock();
+        self.insert(&mut c, Slot::Meta(object), Entry::Meta(m.clone()));
+        m
     }
 
     /// Caches the prepared view of `object`, evicting older entries.
