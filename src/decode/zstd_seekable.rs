@@ -161,8 +161,14 @@ impl SeekTable {
             }
         }
         // At most MAX_FRAME_LEN; filled by the decoder, so not zeroed first.
+        // Exactly the declared capacity: zstd's outcome on a corrupt frame
+        // can depend on the room it is given (found by fuzzing: a frame
+        // that decodes into its declared size fails into a larger recycled
+        // buffer), and a frame must decode the same whoever asks.
         out.clear();
-        out.reserve(f.decoded_len as usize);
+        if out.capacity() != f.decoded_len as usize {
+            out = Vec::with_capacity(f.decoded_len as usize);
+        }
         let got = DECODER
             .with(|d| {
                 let mut d = d.borrow_mut();
