@@ -382,6 +382,9 @@ impl Tree {
         let files = self.files_of(object);
         let t = Value::Text;
         let opt = report::opt_text;
+        let digests: Vec<Option<String>> = (o.parts.iter())
+            .map(|p| p.digest.as_ref().map(ToString::to_string))
+            .collect();
         let refused: Vec<Option<String>> = (0..o.parts.len())
             .map(|j| (!part_files(o, j).0).then(|| refusal(o, &o.parts[j])))
             .collect();
@@ -397,7 +400,7 @@ impl Tree {
                     (t("encoding"), opt(p.encoding.as_deref())),
                     (t("stored_length"), Value::Uint(p.blob.length)),
                     (t("decoded_length"), Value::Uint(p.decoded_size())),
-                    (t("digest"), opt(p.digest.as_deref())),
+                    (t("digest"), opt(digests[j].as_deref())),
                     (t("shard"), opt(p.blob.shard.as_deref())),
                     (
                         t("available"),
