@@ -157,7 +157,7 @@ fn encode_content(m: &Manifest, out: &mut Vec<u8>) {
         }
         text("shape", out);
         cbor::encode_head(4, o.shape.len() as u64, out);
-        for &d in &o.shape {
+        for &d in o.shape.iter() {
             cbor::encode_head(0, d, out);
         }
         text("layout", out);

@@ -6,6 +6,7 @@
 //! [`super::validate`]. Unknown keys are ignored at every level (§3.1).
 
 use std::fmt;
+use std::sync::Arc;
 
 use super::cbor::{self, Value};
 use super::text::{Text, Texts};
@@ -118,8 +119,8 @@ impl Part {
 pub struct Object {
     /// The object's name as written (shared with the mount's tree).
     pub name: Text,
-    /// Logical dimensions.
-    pub shape: Vec<u64>,
+    /// Logical dimensions (shared between objects of the same shape).
+    pub shape: Arc<[u64]>,
     /// `dense` or a profile id (shared between objects).
     pub layout: Text,
     /// The attributes map as deterministic CBOR, if present.
@@ -304,6 +305,7 @@ fn parse_object(k: &Value<'_>, v: &Value<'_>, texts: &mut Texts) -> Result<Objec
             })
         })
         .collect::<Result<Vec<u64>>>()?;
+    let shape = texts.shape(&shape);
     let layout = layout.ok_or_else(|| missing("layout"))?;
     let layout = layout.as_text().ok_or_else(|| {
         schema(format!(
