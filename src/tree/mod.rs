@@ -352,12 +352,9 @@ impl Tree {
     ) -> Result<(), FsError> {
         let dir = self.dir(ino)?;
         let parent = u64::from(self.dirs[dir.parent as usize].ino);
-        for (i, (ino, name)) in [(ino, "."), (parent, "..")].into_iter().enumerate() {
-            if (i as u64) < offset {
-                continue;
-            }
-            let next = i as u64 + 1;
-            let kind = FileKind::Dir;
+        let dots = [(ino, "."), (parent, "..")];
+        for (i, (ino, name)) in dots.into_iter().enumerate().skip(offset as usize) {
+            let (kind, next) = (FileKind::Dir, i as u64 + 1);
             if sink(DirEntry {
                 ino,
                 kind,
@@ -367,32 +364,36 @@ impl Tree {
                 return Ok(());
             }
         }
-        // The entries merge two sorted lists: the files (few) and the
-        // subdirectories (perhaps a million, so found by binary search, not
-        // counted from the start on every call).
+        self.list(dir, offset.saturating_sub(2), sink);
+        Ok(())
+    }
+
+    /// Lists the entries of `dir` from the `start`-th (after the dots). The
+    /// entries merge two sorted lists: the files (a few) and the
+    /// subdirectories (perhaps a million, so the place to start is found by
+    /// binary search, not counted on every call).
+    fn list(&self, dir: &Dir, start: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) {
         let files = self.files(dir);
         let children = self.children(dir);
+        let total = files.len() + children.len();
         // Each file's position among all entries.
-        let at: Vec<usize> = files
-            .iter()
-            .enumerate()
+        let at: Vec<usize> = (files.iter().enumerate())
             .map(|(j, f)| {
-                j + children.partition_point(|&c| self.component(c).as_bytes() < f.0.as_bytes())
+                let name = f.0.as_bytes();
+                j + children.partition_point(|&c| self.component(c).as_bytes() < name)
             })
             .collect();
-        let start = offset
-            .saturating_sub(2)
-            .min((files.len() + children.len()) as u64) as usize;
+        let start = start.min(total as u64) as usize;
         let mut f = at.partition_point(|&p| p < start);
         let mut c = start - f;
-        for i in start..files.len() + children.len() {
+        for i in start..total {
             let next = i as u64 + 3;
             let entry = if at.get(f) == Some(&i) {
                 f += 1;
                 let (name, ino) = &files[f - 1];
-                let kind = FileKind::File;
+                let (ino, kind) = (*ino, FileKind::File);
                 DirEntry {
-                    ino: *ino,
+                    ino,
                     kind,
                     name,
                     next,
@@ -413,7 +414,6 @@ impl Tree {
                 break;
             }
         }
-        Ok(())
     }
 
     /// Logs how often each logged failure repeated (at unmount).
