@@ -117,8 +117,8 @@ impl Part {
 /// One object: a named tensor (§3.3).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Object {
-    /// The object's name as written (shared with the mount's tree).
-    pub name: Text,
+    /// The object's name as written (unique, so not shared).
+    pub name: Box<str>,
     /// Logical dimensions (shared between objects of the same shape).
     pub shape: Arc<[u64]>,
     /// `dense` or a profile id (shared between objects).
@@ -234,7 +234,7 @@ impl Manifest {
 
     /// Finds an object by name.
     pub fn object(&self, name: &str) -> Option<&Object> {
-        self.objects.iter().find(|o| o.name == name)
+        self.objects.iter().find(|o| *o.name == *name)
     }
 
     /// The shard entry named `name`.
