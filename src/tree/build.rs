@@ -4,6 +4,11 @@
 //! Every directory's entries are named by [`names::escape`] against the
 //! names its own virtual files reserve, so no two entries collide and every
 //! object is reachable. Entries are sorted by bytes for binary-search lookup.
+//!
+//! Inodes are numbered depth first: a directory, then its files, then its
+//! subdirectories in turn. Only directories are stored (see [`Dir`]); a
+//! directory's files are the inodes after its own, derived again from the
+//! manifest when asked for, in the order [`Tree::object_files`] gives.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -97,6 +102,44 @@ const RAW: u8 = 2;
 /// file.
 const VIEW: u8 = 4;
 
+/// Per-part tables of a tree, indexed by flat part number.
+struct PartIndex {
+    /// Each object's first part.
+    part_base: Vec<u32>,
+    /// The encoded parts, ascending.
+    encoded: Vec<u32>,
+    /// Each part's files (see [`DECODED`], [`RAW`], [`VIEW`]).
+    file_flags: Vec<u8>,
+}
+
+impl PartIndex {
+    fn of(objects: &[Object]) -> PartIndex {
+        let mut part_base = Vec::with_capacity(objects.len());
+        let mut encoded = Vec::new();
+        let mut file_flags: Vec<u8> = Vec::new();
+        for o in objects {
+            let first = file_flags.len();
+            part_base.push(first as u32);
+            for (j, p) in o.parts.iter().enumerate() {
+                if p.encoding.is_some() {
+                    encoded.push(file_flags.len() as u32);
+                }
+                let (decoded, raw) = part_files(o, j);
+                file_flags.push(if decoded { DECODED } else { 0 } | if raw { RAW } else { 0 });
+            }
+            let all_decodable = file_flags[first..].iter().all(|f| f & DECODED != 0);
+            if all_decodable && views::view(o).is_some() {
+                file_flags[first] |= VIEW;
+            }
+        }
+        PartIndex {
+            part_base,
+            encoded,
+            file_flags,
+        }
+    }
+}
+
 /// A file's name: fixed, or made from a part's name.
 type FileName = Cow<'static, str>;
 
@@ -106,26 +149,12 @@ impl Tree {
         let base = base_of(&model, &opts)?;
         let empty = Vec::new();
         let objects = model.manifest().map_or(&empty, |m| &m.objects);
-        let mut part_base = Vec::with_capacity(objects.len());
-        let mut encoded = Vec::new();
-        let mut file_flags = Vec::new();
-        let mut n_parts = 0u32;
-        for o in objects {
-            part_base.push(n_parts);
-            let first = file_flags.len();
-            for (j, p) in o.parts.iter().enumerate() {
-                if p.encoding.is_some() {
-                    encoded.push(n_parts);
-                }
-                let (decoded, raw) = part_files(o, j);
-                file_flags.push(if decoded { DECODED } else { 0 } | if raw { RAW } else { 0 });
-                n_parts += 1;
-            }
-            let all_decodable = file_flags[first..].iter().all(|f| f & DECODED != 0);
-            if all_decodable && views::view(o).is_some() {
-                file_flags[first] |= VIEW;
-            }
-        }
+        let PartIndex {
+            part_base,
+            encoded,
+            file_flags,
+        } = PartIndex::of(objects);
+        let n_parts = file_flags.len() as u32;
         let mut root = DirBuild::default();
         for (i, o) in objects.iter().enumerate() {
             place(&mut root, &o.name, i as u32, opts.view);
