@@ -152,11 +152,12 @@ fn encode_content(m: &Manifest, out: &mut Vec<u8>) {
             text("dtype", out);
             text(p.ty.dtype.name(), out);
             text("digest", out);
-            text(p.digest.as_deref().unwrap_or_default(), out);
+            let digest = p.digest.as_ref().map(ToString::to_string);
+            text(digest.as_deref().unwrap_or_default(), out);
         }
         text("shape", out);
         cbor::encode_head(4, o.shape.len() as u64, out);
-        for &d in &o.shape {
+        for &d in o.shape.iter() {
             cbor::encode_head(0, d, out);
         }
         text("layout", out);

@@ -172,6 +172,9 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
     // The mount answers once a stat through it returns.
     let answered = std::fs::metadata(mnt);
     set_read_ahead(mnt);
+    // Starting the session (its threads, their arenas) left freed memory
+    // behind; give it back before the mount is reported ready.
+    sys::trim_heap();
     match (&answered, ready.take()) {
         (Ok(_), Some(mut r)) => {
             let _ = r.write_all(b"ok");

@@ -125,7 +125,8 @@ pub fn verify(
             part.ty.type_name()
         )));
     }
-    let algo = part.digest.as_deref().map(Algo::of).transpose()?;
+    let stored_digest = part.digest.as_ref().map(ToString::to_string);
+    let algo = stored_digest.as_deref().map(Algo::of).transpose()?;
     let stored = model.stored(part)?;
     let enc = Encoding::of(part, stored)?;
     let mut hasher = algo.map(Hasher::new);
@@ -156,7 +157,7 @@ pub fn verify(
             ),
         ));
     }
-    match (hasher, &part.digest) {
+    match (hasher, &stored_digest) {
         (Some(h), Some(stored)) => {
             digest::check(stored, &h.finish(), &what)?;
             Ok(Verified::Digest)

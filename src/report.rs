@@ -221,17 +221,29 @@ pub fn ls_json(model: &Model) -> Result<String> {
         .map(|o| o.attributes.as_deref().map(cbor::parse).transpose())
         .collect::<Result<_>>()?;
     let file_attrs = m.attributes.as_deref().map(cbor::parse).transpose()?;
+    // The document borrows its texts; a digest's is made here.
+    let digests: Vec<Vec<Option<String>>> = m
+        .objects
+        .iter()
+        .map(|o| {
+            (o.parts.iter())
+                .map(|p| p.digest.as_ref().map(ToString::to_string))
+                .collect()
+        })
+        .collect();
     let text = |s: &'static str| Value::Text(s);
     let opt = opt_text;
     let objects = m
         .objects
         .iter()
         .zip(attrs)
-        .map(|(o, a)| {
+        .zip(&digests)
+        .map(|((o, a), digests)| {
             let parts = o
                 .parts
                 .iter()
-                .map(|p| {
+                .zip(digests)
+                .map(|(p, digest)| {
                     let mut e = vec![
                         (text("name"), Value::Text(&p.name)),
                         (text("dtype"), Value::Text(p.ty.dtype.name())),
@@ -243,7 +255,7 @@ pub fn ls_json(model: &Model) -> Result<String> {
                     e.push((text("stored_length"), Value::Uint(p.blob.length)));
                     e.push((text("decoded_length"), Value::Uint(p.decoded_size())));
                     e.push((text("shard"), opt(p.blob.shard.as_deref())));
-                    e.push((text("digest"), opt(p.digest.as_deref())));
+                    e.push((text("digest"), opt(digest.as_deref())));
                     e.push((text("available"), Value::Bool(part_available(model, p))));
                     Value::Map(e)
                 })

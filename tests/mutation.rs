@@ -113,8 +113,8 @@ fn decode_from_bytes(file: &[u8], o: &Object, p: &Part) -> Result<(), String> {
     let Ok(enc) = Encoding::of(p, stored) else {
         return Ok(());
     };
-    let mut hasher = p
-        .digest
+    let stored_digest = p.digest.as_ref().map(ToString::to_string);
+    let mut hasher = stored_digest
         .as_deref()
         .and_then(|d| Algo::of(d).ok())
         .map(Hasher::new);
@@ -137,7 +137,7 @@ fn decode_from_bytes(file: &[u8], o: &Object, p: &Part) -> Result<(), String> {
                 p.decoded_size()
             ));
         }
-        if let (Some(h), Some(d)) = (hasher, &p.digest) {
+        if let (Some(h), Some(d)) = (hasher, &stored_digest) {
             let _ = digest::check(d, &h.finish(), "part");
         }
     }

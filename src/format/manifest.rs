@@ -5,6 +5,9 @@
 //! to each other or to the file (shapes, blobs, shards, layouts) are in
 //! [`super::validate`]. Unknown keys are ignored at every level (§3.1).
 
+use std::fmt;
+use std::sync::Arc;
+
 use super::cbor::{self, Value};
 use super::text::{Text, Texts};
 use super::types::{DType, ElementType};
@@ -40,7 +43,68 @@ pub struct Part {
     /// Decoded size when encoded.
     pub decoded_length: Option<u64>,
     /// `algo:hex` over the decoded bytes.
-    pub digest: Option<Box<str>>,
+    pub digest: Option<Digest>,
+}
+
+/// A part's digest, `algo:hex`, kept in fewer bytes than its text (a mount
+/// holds one per part): an xxh3 or sha256 digest of its algorithm's length
+/// as its value, anything else as written. [`fmt::Display`] gives the text
+/// exactly as written: the hex was checked to be lowercase, and a value is
+/// kept only when its hex has the algorithm's fixed length.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum Digest {
+    /// `xxh3:` and 16 hex digits.
+    Xxh3(u64),
+    /// `sha256:` and 64 hex digits.
+    Sha256(Box<[u8; 32]>),
+    /// Any other digest (an algorithm this reader does not know, or a hex
+    /// of the wrong length), as written.
+    Other(Box<String>),
+}
+
+impl Digest {
+    /// The digest of text `d`, which passed [`check_digest_syntax`].
+    pub fn parse(d: &str) -> Digest {
+        let hex_byte = |h: &[u8]| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok();
+        match d.split_once(':') {
+            Some(("xxh3", hex)) if hex.len() == 16 => {
+                if let Ok(v) = u64::from_str_radix(hex, 16) {
+                    return Digest::Xxh3(v);
+                }
+            }
+            Some(("sha256", hex)) if hex.len() == 64 => {
+                let mut v = [0u8; 32];
+                let pairs = hex.as_bytes().chunks(2).map(hex_byte);
+                if v.iter_mut()
+                    .zip(pairs)
+                    .all(|(b, p)| p.map(|p| *b = p).is_some())
+                {
+                    return Digest::Sha256(Box::new(v));
+                }
+            }
+            _ => {}
+        }
+        Digest::Other(Box::new(d.to_string()))
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Digest::Xxh3(v) => write!(f, "xxh3:{v:016x}"),
+            Digest::Sha256(v) => {
+                f.write_str("sha256:")?;
+                v.iter().try_for_each(|b| write!(f, "{b:02x}"))
+            }
+            Digest::Other(d) => f.write_str(d),
+        }
+    }
+}
+
+impl fmt::Debug for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.to_string(), f)
+    }
 }
 
 impl Part {
@@ -53,10 +117,10 @@ impl Part {
 /// One object: a named tensor (§3.3).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Object {
-    /// The object's name as written (shared with the mount's tree).
-    pub name: Text,
-    /// Logical dimensions.
-    pub shape: Vec<u64>,
+    /// The object's name as written (unique, so not shared).
+    pub name: Box<str>,
+    /// Logical dimensions (shared between objects of the same shape).
+    pub shape: Arc<[u64]>,
     /// `dense` or a profile id (shared between objects).
     pub layout: Text,
     /// The attributes map as deterministic CBOR, if present.
@@ -170,7 +234,7 @@ impl Manifest {
 
     /// Finds an object by name.
     pub fn object(&self, name: &str) -> Option<&Object> {
-        self.objects.iter().find(|o| o.name == name)
+        self.objects.iter().find(|o| *o.name == *name)
     }
 
     /// The shard entry named `name`.
@@ -241,6 +305,7 @@ fn parse_object(k: &Value<'_>, v: &Value<'_>, texts: &mut Texts) -> Result<Objec
             })
         })
         .collect::<Result<Vec<u64>>>()?;
+    let shape = texts.shape(&shape);
     let layout = layout.ok_or_else(|| missing("layout"))?;
     let layout = layout.as_text().ok_or_else(|| {
         schema(format!(
@@ -370,7 +435,7 @@ fn parse_part<'a>(object: &str, k: &Value<'a>, v: &Value<'a>, texts: &mut Texts)
         },
         encoding,
         decoded_length,
-        digest: digest.map(Box::from),
+        digest: digest.map(Digest::parse),
     })
 }
 
@@ -458,5 +523,35 @@ pub fn check_digest_syntax(d: &str) -> std::result::Result<(), String> {
         Ok(())
     } else {
         Err(format!("digest {d:?} is not \"algo:lowercase-hex\""))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Digest;
+
+    /// A digest's text comes back exactly as written, however it is kept.
+    #[test]
+    fn digest_text_round_trips() {
+        let sha = format!("sha256:{}", "0123456789abcdef".repeat(4));
+        for d in [
+            "xxh3:0000000000000000",
+            "xxh3:00ff00ff00ff00ff",
+            "xxh3:ffffffffffffffff",
+            "xxh3:abc",
+            "xxh3:0123456789abcdef0",
+            &sha,
+            "sha256:00",
+            "md5:d41d8cd98f00b204e9800998ecf8427e",
+        ] {
+            assert_eq!(Digest::parse(d).to_string(), d);
+            assert_eq!(format!("{:?}", Digest::parse(d)), format!("{d:?}"));
+        }
+        assert!(matches!(
+            Digest::parse("xxh3:00ff00ff00ff00ff"),
+            Digest::Xxh3(_)
+        ));
+        assert!(matches!(Digest::parse(&sha), Digest::Sha256(_)));
+        assert!(matches!(Digest::parse("xxh3:abc"), Digest::Other(_)));
     }
 }

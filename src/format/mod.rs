@@ -16,7 +16,7 @@ pub mod types;
 pub mod validate;
 
 pub use footer::Footer;
-pub use manifest::{BlobRef, Manifest, Object, Part, Shard};
+pub use manifest::{BlobRef, Digest, Manifest, Object, Part, Shard};
 pub use text::Text;
 pub use types::{DType, LogicalType};
 

@@ -3,7 +3,8 @@
 //!
 //! A mount keeps the typed manifest for its whole life, one [`super::Part`]
 //! per part, and most of their texts repeat (`data`, `dense`, `f32`, a
-//! shard's name): one allocation per distinct value is enough. `Text` reads
+//! shard's name): one allocation per distinct value is enough. Shapes
+//! repeat as much and are shared the same way. `Text` reads
 //! like a `&str` (it derefs to one and compares with one) so holders of a
 //! manifest do not care how it is stored.
 
@@ -108,18 +109,32 @@ impl PartialEq<Text> for String {
     }
 }
 
-/// Texts that recur while a manifest is mapped, each kept once.
+/// Texts that recur while a manifest is mapped, each kept once; and
+/// shapes, which recur as much (every layer's tensors have the same).
 #[derive(Default)]
-pub(crate) struct Texts(std::collections::HashSet<Text>);
+pub(crate) struct Texts {
+    texts: std::collections::HashSet<Text>,
+    shapes: std::collections::HashSet<Arc<[u64]>>,
+}
 
 impl Texts {
     /// The shared copy of `s`, made on its first appearance.
     pub(crate) fn get(&mut self, s: &str) -> Text {
-        if let Some(t) = self.0.get(s) {
+        if let Some(t) = self.texts.get(s) {
             return t.clone();
         }
         let t = Text::from(s);
-        self.0.insert(t.clone());
+        self.texts.insert(t.clone());
         t
+    }
+
+    /// The shared copy of shape `dims`, made on its first appearance.
+    pub(crate) fn shape(&mut self, dims: &[u64]) -> Arc<[u64]> {
+        if let Some(s) = self.shapes.get(dims) {
+            return s.clone();
+        }
+        let s: Arc<[u64]> = dims.into();
+        self.shapes.insert(s.clone());
+        s
     }
 }

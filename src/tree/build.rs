@@ -4,14 +4,20 @@
 //! Every directory's entries are named by [`names::escape`] against the
 //! names its own virtual files reserve, so no two entries collide and every
 //! object is reachable. Entries are sorted by bytes for binary-search lookup.
+//!
+//! Inodes are numbered depth first: a directory, then its files, then its
+//! subdirectories in turn. Only directories are stored (see [`Dir`]); a
+//! directory's files are the inodes after its own, derived again from the
+//! manifest when asked for, in the order [`Tree::object_files`] gives.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::sync::OnceLock;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::names::{self, Reserved, NAME_MAX};
-use super::{Base, Dir, Entry, Ino, Node, Tree};
+use super::{Base, Dir, Node, Tree};
 use crate::decode::{check_interpretable, views};
 use crate::digest::{content_digest, Algo};
 use crate::error::{Error, Result};
@@ -88,18 +94,67 @@ struct DirBuild {
     flat: Vec<u32>,
 }
 
+/// `Tree::file_flags`: the part has a decoded file.
+const DECODED: u8 = 1;
+/// `Tree::file_flags`: the part has a `.raw` file.
+const RAW: u8 = 2;
+/// `Tree::file_flags`, on an object's first part: the object has a view
+/// file.
+const VIEW: u8 = 4;
+
+/// Per-part tables of a tree, indexed by flat part number.
+struct PartIndex {
+    /// Each object's first part.
+    part_base: Vec<u32>,
+    /// The encoded parts, ascending.
+    encoded: Vec<u32>,
+    /// Each part's files (see [`DECODED`], [`RAW`], [`VIEW`]).
+    file_flags: Vec<u8>,
+}
+
+impl PartIndex {
+    fn of(objects: &[Object]) -> PartIndex {
+        let mut part_base = Vec::with_capacity(objects.len());
+        let mut encoded = Vec::new();
+        let mut file_flags: Vec<u8> = Vec::new();
+        for o in objects {
+            let first = file_flags.len();
+            part_base.push(first as u32);
+            for (j, p) in o.parts.iter().enumerate() {
+                if p.encoding.is_some() {
+                    encoded.push(file_flags.len() as u32);
+                }
+                let (decoded, raw) = part_files(o, j);
+                file_flags.push(if decoded { DECODED } else { 0 } | if raw { RAW } else { 0 });
+            }
+            let all_decodable = file_flags[first..].iter().all(|f| f & DECODED != 0);
+            if all_decodable && views::view(o).is_some() {
+                file_flags[first] |= VIEW;
+            }
+        }
+        PartIndex {
+            part_base,
+            encoded,
+            file_flags,
+        }
+    }
+}
+
+/// A file's name: fixed, or made from a part's name.
+type FileName = Cow<'static, str>;
+
 impl Tree {
     /// Builds the tree of `model`.
     pub fn build(model: Model, opts: Options) -> Result<Tree> {
         let base = base_of(&model, &opts)?;
         let empty = Vec::new();
         let objects = model.manifest().map_or(&empty, |m| &m.objects);
-        let mut part_base = Vec::with_capacity(objects.len());
-        let mut n_parts = 0u32;
-        for o in objects {
-            part_base.push(n_parts);
-            n_parts += o.parts.len() as u32;
-        }
+        let PartIndex {
+            part_base,
+            encoded,
+            file_flags,
+        } = PartIndex::of(objects);
+        let n_parts = file_flags.len() as u32;
         let mut root = DirBuild::default();
         for (i, o) in objects.iter().enumerate() {
             place(&mut root, &o.name, i as u32, opts.view);
@@ -109,13 +164,14 @@ impl Tree {
             .and_then(|m| content_digest(m, Algo::Sha256).ok())
             .map(|d| format!("{d}\n").into_bytes());
         let mut tree = Tree {
-            nodes: Vec::new(),
             dirs: Vec::new(),
-            entries: Vec::new(),
-            names: Texts::default(),
+            children: Vec::new(),
+            names: Vec::new(),
+            inodes: 0,
+            texts: Texts::default(),
             base,
-            object_dirs: vec![0; objects.len()],
             part_base,
+            file_flags,
             parts: (0..n_parts).map(|_| OnceLock::new()).collect(),
             manifest_json_len: OnceLock::new(),
             manifest_json: OnceLock::new(),
@@ -128,133 +184,121 @@ impl Tree {
             object_checks: Default::default(),
             view_failures: Default::default(),
             failures: Default::default(),
-            last_end: (0..n_parts).map(|_| Default::default()).collect(),
+            last_end: encoded.iter().map(|_| Default::default()).collect(),
+            encoded,
             opts,
             model,
         };
-        tree.dirs.push(Dir {
-            parent: super::ROOT,
-            first: 0,
-            len: 0,
-            object: None,
-            subdirs: 0,
-        });
-        tree.nodes.push(Node::Dir(0));
-        let mut entries = vec![(String::from("manifest.json"), Node::Manifest)];
-        if tree.digest.is_some() {
-            entries.push((String::from("digest"), Node::Digest));
-        }
-        let mut fixed = Vec::new();
-        for (name, node) in entries {
-            fixed.push(Entry {
-                name: name.into(),
-                ino: tree.push(node),
-            });
-        }
-        tree.fill_dir(super::ROOT, root, fixed, &ROOT_RESERVED)?;
-        tree.names = Texts::default();
-        tree.nodes.shrink_to_fit();
+        let root_files = tree.root_files();
+        let fixed: Vec<&str> = root_files.iter().map(|f| &*f.0).collect();
+        let files = fixed.len() as u32;
+        tree.push_dir(0, None, files, None)?;
+        tree.fill_dir(0, root, &fixed, &ROOT_RESERVED)?;
+        tree.texts = Texts::default();
         tree.dirs.shrink_to_fit();
-        tree.entries.shrink_to_fit();
+        tree.children.shrink_to_fit();
+        tree.names.shrink_to_fit();
         Ok(tree)
     }
 
-    fn push(&mut self, node: Node) -> Ino {
-        self.nodes.push(node);
-        self.nodes.len() as Ino
+    /// Adds a directory under `parent` (an index into `dirs`) holding
+    /// `files` files, and its inodes; `name` when its name is not the one
+    /// [`Tree::component`] derives from its object.
+    fn push_dir(
+        &mut self,
+        parent: u32,
+        object: Option<u32>,
+        files: u32,
+        name: Option<Text>,
+    ) -> Result<u32> {
+        let too_many = || Error::Usage("too many inodes for one tree".into());
+        let ino = u32::try_from(self.inodes + 1).map_err(|_| too_many())?;
+        let d = u32::try_from(self.dirs.len()).map_err(|_| too_many())?;
+        self.inodes = u64::from(ino) + u64::from(files);
+        u32::try_from(self.inodes).map_err(|_| too_many())?;
+        self.dirs.push(Dir {
+            ino,
+            parent,
+            object: object.unwrap_or(super::NO_OBJECT),
+            first: 0,
+            len: 0,
+            files,
+        });
+        if let Some(name) = name {
+            // Directories are made in index order, so `names` stays sorted.
+            self.names.push((d, name));
+        }
+        Ok(d)
     }
 
-    /// Creates the entries of directory `ino` from `dir`, after the `fixed`
-    /// virtual entries already made, escaping names against `reserved`.
+    /// Creates the subdirectories of directory `d` from `dir`, escaping
+    /// their names against `reserved`; `files` are the names of its files.
     fn fill_dir(
         &mut self,
-        ino: Ino,
+        d: u32,
         dir: DirBuild,
-        mut entries: Vec<Entry>,
+        files: &[&str],
         reserved: &Reserved<'_>,
     ) -> Result<()> {
+        let mut children = Vec::with_capacity(dir.flat.len() + dir.children.len());
         for i in dir.flat {
-            let name = self.object_name(i as usize);
-            let component = names::escape(&name, reserved, NAME_MAX);
-            // Most names need no escaping: share the manifest's copy.
-            let component = if *component == *name {
-                name
-            } else {
-                component.into()
-            };
-            let child = self.object_dir(ino, Some(i), BTreeMap::new())?;
-            entries.push(Entry {
-                name: component,
-                ino: child,
-            });
+            let name = &self.object(i).name;
+            let component = names::escape(name, reserved, NAME_MAX);
+            // Most names need no escaping: the object's name is the name.
+            let renamed = (component != **name).then(|| component.into());
+            children.push(self.object_dir(d, Some(i), BTreeMap::new(), renamed)?);
         }
         for (segment, sub) in dir.children {
             let component = names::escape(&segment, reserved, NAME_MAX);
-            let child = self.object_dir(ino, sub.object, sub.children)?;
-            entries.push(Entry {
-                name: component.into(),
-                ino: child,
-            });
+            let derived = sub.object.map(|i| self.derived_component(i));
+            let same = derived == Some(component.as_str());
+            let renamed = (!same).then(|| self.texts.get(&component));
+            children.push(self.object_dir(d, sub.object, sub.children, renamed)?);
         }
-        entries.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
-        if let Some(w) = entries.windows(2).find(|w| w[0].name == w[1].name) {
+        children.sort_unstable_by(|&a, &b| {
+            self.component(a)
+                .as_bytes()
+                .cmp(self.component(b).as_bytes())
+        });
+        let same = children
+            .windows(2)
+            .map(|w| self.component(w[0]))
+            .zip(children.iter().skip(1).map(|&c| self.component(c)))
+            .find_map(|(a, b)| (a == b).then_some(a))
+            .or_else(|| {
+                files.iter().copied().find(|f| {
+                    children
+                        .binary_search_by(|&c| self.component(c).as_bytes().cmp(f.as_bytes()))
+                        .is_ok()
+                })
+            });
+        if let Some(name) = same {
             return Err(Error::Usage(format!(
-                "internal error: two entries named {:?} in one directory",
-                w[0].name
+                "internal error: two entries named {name:?} in one directory"
             )));
         }
-        let count = entries
-            .iter()
-            .filter(|e| matches!(self.nodes[e.ino as usize - 1], Node::Dir(_)))
-            .count() as u32;
-        let Node::Dir(d) = self.nodes[ino as usize - 1] else {
-            unreachable!("fill_dir on a file");
-        };
-        let first = u32::try_from(self.entries.len())
+        let first = u32::try_from(self.children.len())
             .map_err(|_| Error::Usage("too many directory entries for one tree".into()))?;
         let dir = &mut self.dirs[d as usize];
-        (dir.first, dir.len, dir.subdirs) = (first, entries.len() as u32, count);
-        self.entries.extend(entries);
+        (dir.first, dir.len) = (first, children.len() as u32);
+        self.children.extend(children);
         Ok(())
-    }
-
-    fn object_name(&self, i: usize) -> Text {
-        let m = self.model.manifest().expect("objects imply a manifest");
-        m.objects[i].name.clone()
     }
 
     /// Makes a directory under `parent` holding object `object`'s files (if
     /// any) and nested `children`.
     fn object_dir(
         &mut self,
-        parent: Ino,
+        parent: u32,
         object: Option<u32>,
         children: BTreeMap<String, DirBuild>,
-    ) -> Result<Ino> {
-        let d = self.dirs.len() as u32;
-        self.dirs.push(Dir {
-            parent,
-            first: 0,
-            len: 0,
-            object,
-            subdirs: 0,
-        });
-        let ino = self.push(Node::Dir(d));
-        if let Some(i) = object {
-            self.object_dirs[i as usize] = ino;
-        }
-        let mut files = Vec::new();
-        let mut taken: Vec<String> = Vec::new();
-        if let Some(i) = object {
-            for (name, node) in self.object_files(i) {
-                taken.push(name.clone());
-                files.push(Entry {
-                    name: self.names.get(&name),
-                    ino: self.push(node),
-                });
-            }
-        }
-        let taken: Vec<&str> = taken.iter().map(String::as_str).collect();
+        name: Option<Text>,
+    ) -> Result<u32> {
+        let files = object.map_or(Vec::new(), |i| self.object_files(i));
+        let count = u32::try_from(files.len())
+            .map_err(|_| Error::Usage("too many files in one object directory".into()))?;
+        let d = self.push_dir(parent, object, count, name)?;
+        let taken: Vec<&str> = files.iter().map(|f| &*f.0).collect();
         let reserved = Reserved {
             exact: &taken,
             suffixes: PART_SUFFIXES,
@@ -264,33 +308,121 @@ impl Tree {
             children,
             flat: Vec::new(),
         };
-        self.fill_dir(ino, dir, files, &reserved)?;
-        Ok(ino)
+        self.fill_dir(d, dir, &taken, &reserved)?;
+        Ok(d)
     }
 
-    /// The files of object `i`: `meta.json`, each decodable part, and
-    /// `<part>.raw` where the stored bytes differ from the decoded ones or
-    /// the part cannot be decoded.
-    fn object_files(&self, i: u32) -> Vec<(String, Node)> {
-        let m = self.model.manifest().expect("objects imply a manifest");
-        let o = &m.objects[i as usize];
-        let mut out = vec![(META.to_string(), Node::Meta { object: i })];
-        let all_decodable = (0..o.parts.len()).all(|j| part_files(o, j).0);
-        if let Some((name, _)) = views::view(o).filter(|_| all_decodable) {
-            out.push((name.to_string(), Node::View { object: i }));
+    /// The name of directory `d` in its parent.
+    pub(super) fn component(&self, d: u32) -> &str {
+        if let Ok(k) = self.names.binary_search_by_key(&d, |n| n.0) {
+            return &self.names[k].1;
         }
-        for (j, p) in o.parts.iter().enumerate() {
+        let object = self.dirs[d as usize].object;
+        debug_assert!(
+            object != super::NO_OBJECT,
+            "an unnamed directory of no object"
+        );
+        self.derived_component(object)
+    }
+
+    /// The name an object's directory has unless escaping changed it: the
+    /// object's name, or in the nested view its last segment (where
+    /// [`place`] split it).
+    fn derived_component(&self, i: u32) -> &str {
+        let name = &self.object(i).name;
+        match self.opts.view {
+            View::Nested { sep } if !name.split(sep).any(str::is_empty) => {
+                name.rsplit(sep).next().unwrap_or(name)
+            }
+            _ => name,
+        }
+    }
+
+    /// The root's files in inode order.
+    fn root_files(&self) -> Vec<(FileName, Node)> {
+        let mut files = vec![(Cow::Borrowed("manifest.json"), Node::Manifest)];
+        if self.digest.is_some() {
+            files.push((Cow::Borrowed("digest"), Node::Digest));
+        }
+        files
+    }
+
+    /// The files of directory `d` in inode order.
+    pub(super) fn dir_files(&self, d: &Dir) -> Vec<(FileName, Node)> {
+        if d.ino == super::ROOT as u32 {
+            return self.root_files();
+        }
+        d.object().map_or(Vec::new(), |i| self.object_files(i))
+    }
+
+    /// The `k`-th file of directory `d` (inode `d.ino + 1 + k`), found
+    /// without making the names.
+    pub(super) fn file_node(&self, d: &Dir, k: u32) -> Option<Node> {
+        let Some(i) = d.object() else {
+            return self.root_files().get(k as usize).map(|f| f.1);
+        };
+        let Some(mut k) = k.checked_sub(1) else {
+            return Some(Node::Meta { object: i });
+        };
+        if self.has_view(i) {
+            if k == 0 {
+                return Some(Node::View { object: i });
+            }
+            k -= 1;
+        }
+        for (j, flags) in self.part_flags(i).iter().enumerate() {
+            let part = j as u32;
+            for (bit, node) in [
+                (DECODED, Node::Part { object: i, part }),
+                (RAW, Node::Raw { object: i, part }),
+            ] {
+                if flags & bit != 0 {
+                    if k == 0 {
+                        return Some(node);
+                    }
+                    k -= 1;
+                }
+            }
+        }
+        None
+    }
+
+    /// The file flags of object `i`'s parts.
+    fn part_flags(&self, i: u32) -> &[u8] {
+        let first = self.part_base[i as usize] as usize;
+        let end = self
+            .part_base
+            .get(i as usize + 1)
+            .map_or(self.file_flags.len(), |&e| e as usize);
+        &self.file_flags[first..end]
+    }
+
+    /// True when object `i` has a view file: its layout offers one and
+    /// every part can be decoded.
+    pub(super) fn has_view(&self, i: u32) -> bool {
+        self.part_flags(i).first().is_some_and(|f| f & VIEW != 0)
+    }
+
+    /// The files of object `i` in inode order: `meta.json`, its view if
+    /// any, each decodable part, and `<part>.raw` where the stored bytes
+    /// differ from the decoded ones or the part cannot be decoded.
+    pub(super) fn object_files(&self, i: u32) -> Vec<(FileName, Node)> {
+        let o = self.object(i);
+        let mut out = vec![(Cow::Borrowed(META), Node::Meta { object: i })];
+        if let Some((name, _)) = self.has_view(i).then(|| views::view(o)).flatten() {
+            out.push((Cow::Borrowed(name), Node::View { object: i }));
+        }
+        for (j, (p, flags)) in o.parts.iter().zip(self.part_flags(i)).enumerate() {
             let j = j as u32;
-            let (decoded, raw) = part_files(o, j as usize);
+            let (decoded, raw) = (flags & DECODED != 0, flags & RAW != 0);
             let component = names::escape(&p.name, &PART_RESERVED, PART_NAME_MAX);
             if decoded {
-                out.push((component.clone(), Node::Part { object: i, part: j }));
+                let node = Node::Part { object: i, part: j };
+                out.push((Cow::Owned(component.clone()), node));
             }
             if raw {
-                out.push((
-                    format!("{component}{RAW_SUFFIX}"),
-                    Node::Raw { object: i, part: j },
-                ));
+                let name = format!("{component}{RAW_SUFFIX}");
+                out.push((Cow::Owned(name), Node::Raw { object: i, part: j }));
             }
         }
         out

@@ -194,8 +194,7 @@ impl Tree {
     /// from what is at hand: the map, a cached frame or view, a rendered
     /// file. Views not prepared yet are the caller's (`requests`) business.
     pub(super) fn read_now(&self, ino: Ino, offset: u64, size: u32) -> Result<Data<'_>, FsError> {
-        let node = self.node(ino)?;
-        match *node {
+        match self.node(ino)? {
             Node::Dir(_) => Err(FsError::IsDir),
             Node::Manifest => {
                 let b = self.manifest_json()?;
@@ -336,17 +335,19 @@ impl Tree {
     /// into the cache, so a sequential reader finds it ready. Random reads
     /// decode nothing ahead.
     pub(super) fn read_ahead(&self, ino: Ino, offset: u64, size: u32) {
-        let Ok(&Node::Part { object, part }) = self.node(ino) else {
+        let Ok(Node::Part { object, part }) = self.node(ino) else {
             return;
         };
         let key = self.part_base[object as usize] + part;
         let p = self.part(object, part).1;
         let end = offset.saturating_add(u64::from(size)).min(p.decoded_size());
-        let prev = self.last_end[key as usize].swap(end, std::sync::atomic::Ordering::Relaxed);
+        let prev = self
+            .last_end(key)
+            .map(|last| last.swap(end, std::sync::atomic::Ordering::Relaxed));
         let Ok(Encoding::ZstdSeekable(table)) = self.decoder(object, part) else {
             return;
         };
-        if prev != offset || end == 0 {
+        if prev != Some(offset) || end == 0 {
             return;
         }
         // The reader has moved past the frame before this read's: the kernel
@@ -370,13 +371,9 @@ impl Tree {
 
     /// The name of `object`'s view file, if it has one.
     fn view_name(&self, object: u32) -> Option<&'static str> {
-        let entries = self.entries(self.dir(self.object_dirs[object as usize]).ok()?);
-        entries
-            .iter()
-            .find_map(|e| match self.nodes[e.ino as usize - 1] {
-                Node::View { .. } => views::view(self.object(object)).map(|v| v.0),
-                _ => None,
-            })
+        views::view(self.object(object))
+            .filter(|_| self.has_view(object))
+            .map(|v| v.0)
     }
 
     /// The object's `meta.json`: true names, shape, layout, attributes, and
@@ -387,6 +384,9 @@ impl Tree {
         let files = self.files_of(object);
         let t = Value::Text;
         let opt = report::opt_text;
+        let digests: Vec<Option<String>> = (o.parts.iter())
+            .map(|p| p.digest.as_ref().map(ToString::to_string))
+            .collect();
         let refused: Vec<Option<String>> = (0..o.parts.len())
             .map(|j| (!part_files(o, j).0).then(|| refusal(o, &o.parts[j])))
             .collect();
@@ -402,7 +402,7 @@ impl Tree {
                     (t("encoding"), opt(p.encoding.as_deref())),
                     (t("stored_length"), Value::Uint(p.blob.length)),
                     (t("decoded_length"), Value::Uint(p.decoded_size())),
-                    (t("digest"), opt(p.digest.as_deref())),
+                    (t("digest"), opt(digests[j].as_deref())),
                     (t("shard"), opt(p.blob.shard.as_deref())),
                     (
                         t("available"),
@@ -445,13 +445,9 @@ impl Tree {
     fn files_of(&self, object: u32) -> Vec<Vec<String>> {
         let n = self.object(object).parts.len();
         let mut files = vec![Vec::new(); n];
-        let Ok(dir) = self.dir(self.object_dirs[object as usize]) else {
-            return files;
-        };
-        for e in self.entries(dir) {
-            if let Node::Part { part, .. } | Node::Raw { part, .. } = self.nodes[e.ino as usize - 1]
-            {
-                files[part as usize].push(e.name.to_string());
+        for (name, node) in self.object_files(object) {
+            if let Node::Part { part, .. } | Node::Raw { part, .. } = node {
+                files[part as usize].push(name.into_owned());
             }
         }
         files
@@ -459,13 +455,12 @@ impl Tree {
 
     /// Extended attributes of `ino`, as (name, value) pairs.
     pub fn xattrs(&self, ino: Ino) -> Result<Vec<(&'static str, String)>, FsError> {
-        let node = self.node(ino)?;
-        let (o, p) = match *node {
+        let (o, p) = match self.node(ino)? {
             Node::Part { object, part } | Node::Raw { object, part } => {
                 let (o, p) = self.part(object, part);
                 (o, Some(p))
             }
-            Node::Dir(d) => match self.dirs[d as usize].object {
+            Node::Dir(d) => match self.dirs[d as usize].object() {
                 Some(i) => (self.object(i), None),
                 None => return Ok(Vec::new()),
             },

@@ -111,9 +111,9 @@ pub struct DirEntry<'a> {
     pub next: u64,
 }
 
-/// An inode. Small (12 bytes) on purpose: a model has a few per object, so
-/// a directory's data lives apart, in [`Tree::dirs`].
-#[derive(Debug)]
+/// What an inode is. Never stored: [`Tree::node`] derives it from the
+/// inode number, the directories and the manifest.
+#[derive(Debug, Clone, Copy)]
 enum Node {
     /// A directory: an index into `Tree::dirs`.
     Dir(u32),
@@ -136,44 +136,62 @@ enum Node {
     },
 }
 
-/// A directory's data.
+/// A directory. Its files (the root's `manifest.json` and `digest`, an
+/// object's `meta.json`, view and part files) are not stored: they take
+/// the inode numbers right after the directory's own, in the order
+/// [`Tree::object_files`] gives, and their names and meaning are derived
+/// from the manifest when asked for. Only subdirectories are stored, as
+/// indexes into `Tree::dirs` in `Tree::children`.
+///
+/// Directories are numbered in the order their inodes were made, so
+/// `ino` grows with the index and an inode's directory is found by binary
+/// search. 24 bytes: a flat view has one per object.
 #[derive(Debug)]
 struct Dir {
-    parent: Ino,
-    /// Where its entries are in `Tree::entries`, sorted by name bytes (one
-    /// table for all directories: most hold two or three entries, and a
-    /// separate allocation each would cost more than the entries).
+    ino: u32,
+    /// The parent's index in `Tree::dirs` (the root is its own parent).
+    parent: u32,
+    /// The object whose files it holds, or [`NO_OBJECT`].
+    object: u32,
+    /// Where its subdirectories are in `Tree::children`, sorted by name
+    /// bytes (one table for all directories).
     first: u32,
     len: u32,
-    object: Option<u32>,
-    /// Subdirectories among `entries`, for the link count.
-    subdirs: u32,
+    /// How many files it holds (inodes `ino + 1 ..= ino + files`).
+    files: u32,
 }
 
-/// A directory entry. Names repeated in every object directory (`meta.json`,
-/// `data`, ...) share one allocation, and an object directory's name is the
-/// manifest's copy of the object's name unless it had to be escaped.
-#[derive(Debug)]
-struct Entry {
-    name: crate::format::Text,
-    ino: Ino,
+/// `Dir::object` of a directory that holds no object's files.
+const NO_OBJECT: u32 = u32::MAX;
+
+impl Dir {
+    /// The object whose files it holds.
+    fn object(&self) -> Option<u32> {
+        (self.object != NO_OBJECT).then_some(self.object)
+    }
 }
 
 /// A built tree over an opened model.
 pub struct Tree {
     model: Model,
-    nodes: Vec<Node>,
     dirs: Vec<Dir>,
-    /// Every directory's entries, one directory after another.
-    entries: Vec<Entry>,
+    /// Every directory's subdirectories, one directory after another.
+    children: Vec<u32>,
+    /// The names of directories whose name is not their object's name (or
+    /// its last segment, nested): escaped names, and nested directories of
+    /// no object. By directory index, ascending; usually few.
+    names: Vec<(u32, crate::format::Text)>,
+    /// Number of inodes.
+    inodes: u64,
     /// Used while building only.
-    names: crate::format::text::Texts,
+    texts: crate::format::text::Texts,
     base: Base,
     opts: Options,
-    /// Each object's directory.
-    object_dirs: Vec<Ino>,
     /// Index of each object's first part in `parts`.
     part_base: Vec<u32>,
+    /// Per part: which files it has (decoded, raw), and on an object's
+    /// first part whether the object has a view file; decided at build.
+    file_flags: Vec<u8>,
     /// Per part: its decoder, resolved and checked on first open (boxed,
     /// so a part never opened costs a pointer, not a decoder).
     parts: Vec<OnceLock<Box<Result<Encoding, ()>>>>,
@@ -196,8 +214,11 @@ pub struct Tree {
     view_failures: std::sync::Mutex<std::collections::HashSet<u32>>,
     /// Failed requests, logged once each and counted.
     failures: failures::Failures,
-    /// Per part: where the last read ended, to tell a sequential reader
-    /// (whose next frame is decoded ahead) from a random one.
+    /// The encoded parts (flat part indexes, ascending), and for each where
+    /// the last read ended, to tell a sequential reader (whose next frame
+    /// is decoded ahead) from a random one. Raw parts are read from the
+    /// map and need neither.
+    encoded: Vec<u32>,
     last_end: Vec<std::sync::atomic::AtomicU64>,
 }
 
@@ -216,12 +237,12 @@ struct Base {
 impl Tree {
     /// Number of inodes.
     pub fn len(&self) -> u64 {
-        self.nodes.len() as u64
+        self.inodes
     }
 
     /// True when the tree has only its root.
     pub fn is_empty(&self) -> bool {
-        self.nodes.len() <= 1
+        self.inodes <= 1
     }
 
     /// The model behind the tree.
@@ -229,32 +250,66 @@ impl Tree {
         &self.model
     }
 
-    fn node(&self, ino: Ino) -> Result<&Node, FsError> {
-        ino.checked_sub(1)
-            .and_then(|i| self.nodes.get(i as usize))
-            .ok_or(FsError::NotFound)
+    /// What inode `ino` is: the directory at or before it, or one of that
+    /// directory's files.
+    fn node(&self, ino: Ino) -> Result<Node, FsError> {
+        let d = self
+            .dirs
+            .partition_point(|d| u64::from(d.ino) <= ino)
+            .checked_sub(1)
+            .ok_or(FsError::NotFound)?;
+        let dir = &self.dirs[d];
+        match ino - u64::from(dir.ino) {
+            0 => Ok(Node::Dir(d as u32)),
+            k if k <= u64::from(dir.files) => {
+                self.file_node(dir, (k - 1) as u32).ok_or(FsError::NotFound)
+            }
+            _ => Err(FsError::NotFound),
+        }
+    }
+
+    /// Where the last read of part `key` ended, for an encoded part.
+    fn last_end(&self, key: u32) -> Option<&std::sync::atomic::AtomicU64> {
+        let i = self.encoded.binary_search(&key).ok()?;
+        Some(&self.last_end[i])
     }
 
     /// The directory `ino`.
     fn dir(&self, ino: Ino) -> Result<&Dir, FsError> {
         match self.node(ino)? {
-            Node::Dir(d) => Ok(&self.dirs[*d as usize]),
+            Node::Dir(d) => Ok(&self.dirs[d as usize]),
             _ => Err(FsError::NotDir),
         }
     }
 
-    /// The entries of directory `d`, sorted by name bytes.
-    fn entries(&self, d: &Dir) -> &[Entry] {
-        &self.entries[d.first as usize..][..d.len as usize]
+    /// The subdirectories of `d`, sorted by name bytes.
+    fn children(&self, d: &Dir) -> &[u32] {
+        &self.children[d.first as usize..][..d.len as usize]
+    }
+
+    /// The files of `d` with their inodes, sorted by name bytes.
+    fn files(&self, d: &Dir) -> Vec<(std::borrow::Cow<'static, str>, Ino)> {
+        let mut files: Vec<_> = self
+            .dir_files(d)
+            .into_iter()
+            .zip(u64::from(d.ino) + 1..)
+            .map(|((name, _), ino)| (name, ino))
+            .collect();
+        files.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        files
     }
 
     /// Looks `name` up in directory `parent`.
     pub fn lookup(&self, parent: Ino, name: &[u8]) -> Result<Attr, FsError> {
-        let entries = self.entries(self.dir(parent)?);
-        let i = entries
-            .binary_search_by(|e| e.name.as_bytes().cmp(name))
+        let dir = self.dir(parent)?;
+        if let Some((_, ino)) = self.files(dir).iter().find(|f| f.0.as_bytes() == name) {
+            return self.getattr(*ino);
+        }
+        let children = self.children(dir);
+        let i = children
+            .binary_search_by(|&c| self.component(c).as_bytes().cmp(name))
             .map_err(|_| FsError::NotFound)?;
-        self.getattr(entries[i].ino)
+        self.getattr(u64::from(self.dirs[children[i] as usize].ino))
     }
 
     /// The attributes of `ino`.
@@ -263,15 +318,15 @@ impl Tree {
         let b = &self.base;
         let (kind, size, perm, nlink) = match node {
             Node::Dir(d) => {
-                let d = &self.dirs[*d as usize];
+                let d = &self.dirs[d as usize];
                 (
                     FileKind::Dir,
-                    u64::from(d.len),
+                    u64::from(d.files) + u64::from(d.len),
                     b.dir_perm,
-                    2u32.saturating_add(d.subdirs),
+                    2u32.saturating_add(d.len),
                 )
             }
-            _ => (FileKind::File, self.size(node), b.file_perm, 1),
+            _ => (FileKind::File, self.size(&node), b.file_perm, 1),
         };
         Ok(Attr {
             ino,
@@ -296,27 +351,69 @@ impl Tree {
         sink: &mut dyn FnMut(DirEntry<'_>) -> bool,
     ) -> Result<(), FsError> {
         let dir = self.dir(ino)?;
-        let entries = self.entries(dir);
-        let dots = [(ino, "."), (dir.parent, "..")];
-        let all = dots
-            .iter()
-            .map(|&(ino, name)| (ino, name))
-            .chain(entries.iter().map(|e| (e.ino, &*e.name)));
-        for (i, (ino, name)) in all.enumerate().skip(offset as usize) {
-            let kind = match self.nodes[ino as usize - 1] {
-                Node::Dir(_) => FileKind::Dir,
-                _ => FileKind::File,
-            };
+        let parent = u64::from(self.dirs[dir.parent as usize].ino);
+        let dots = [(ino, "."), (parent, "..")];
+        for (i, (ino, name)) in dots.into_iter().enumerate().skip(offset as usize) {
+            let (kind, next) = (FileKind::Dir, i as u64 + 1);
             if sink(DirEntry {
                 ino,
                 kind,
                 name,
-                next: i as u64 + 1,
+                next,
             }) {
+                return Ok(());
+            }
+        }
+        self.list(dir, offset.saturating_sub(2), sink);
+        Ok(())
+    }
+
+    /// Lists the entries of `dir` from the `start`-th (after the dots). The
+    /// entries merge two sorted lists: the files (a few) and the
+    /// subdirectories (perhaps a million, so the place to start is found by
+    /// binary search, not counted on every call).
+    fn list(&self, dir: &Dir, start: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) {
+        let files = self.files(dir);
+        let children = self.children(dir);
+        let total = files.len() + children.len();
+        // Each file's position among all entries.
+        let at: Vec<usize> = (files.iter().enumerate())
+            .map(|(j, f)| {
+                let name = f.0.as_bytes();
+                j + children.partition_point(|&c| self.component(c).as_bytes() < name)
+            })
+            .collect();
+        let start = start.min(total as u64) as usize;
+        let mut f = at.partition_point(|&p| p < start);
+        let mut c = start - f;
+        for i in start..total {
+            let next = i as u64 + 3;
+            let entry = if at.get(f) == Some(&i) {
+                f += 1;
+                let (name, ino) = &files[f - 1];
+                let (ino, kind) = (*ino, FileKind::File);
+                DirEntry {
+                    ino,
+                    kind,
+                    name,
+                    next,
+                }
+            } else {
+                c += 1;
+                let d = children[c - 1];
+                let ino = u64::from(self.dirs[d as usize].ino);
+                let (kind, name) = (FileKind::Dir, self.component(d));
+                DirEntry {
+                    ino,
+                    kind,
+                    name,
+                    next,
+                }
+            };
+            if sink(entry) {
                 break;
             }
         }
-        Ok(())
     }
 
     /// Logs how often each logged failure repeated (at unmount).

@@ -33,7 +33,7 @@ impl Tree {
             Ok(n) => n,
             Err(e) => return reply(Err(e)),
         };
-        match *node {
+        match node {
             Node::Dir(_) => reply(Err(FsError::IsDir)),
             Node::Part { object, part } => {
                 if let Err(e) = self.decoder(object, part) {
@@ -81,7 +81,7 @@ impl Tree {
     /// next frame is decoded ahead of a sequential reader.
     pub fn read(self: &Arc<Self>, ino: Ino, offset: u64, size: u32, tid: u32, reply: ReadReply) {
         let view = match self.node(ino) {
-            Ok(&Node::View { object }) if !self.view_ready(object) => Some(Some(object)),
+            Ok(Node::View { object }) if !self.view_ready(object) => Some(Some(object)),
             Ok(Node::Manifest) if self.manifest_json.get().is_none() => Some(None),
             _ => None,
         };

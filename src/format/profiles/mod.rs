@@ -410,7 +410,7 @@ pub(crate) mod testing {
     pub fn object(layout: &str, shape: &[u64], parts: Vec<Part>, attrs: Option<Vec<u8>>) -> Object {
         Object {
             name: "t".into(),
-            shape: shape.to_vec(),
+            shape: shape.into(),
             layout: layout.into(),
             attributes: attrs,
             parts,

@@ -50,7 +50,7 @@ pub struct Coo {
 
 /// Checks a CSR object's metadata and returns it.
 pub fn parse_csr(o: &Object) -> Result<Csr> {
-    let &[rows, cols] = o.shape.as_slice() else {
+    let &[rows, cols] = &o.shape[..] else {
         return Err(violation(
             o,
             format!(
