@@ -6,7 +6,7 @@
 # Exit 0 when no target found anything. On a finding the input is left in
 # fuzz/artifacts/<target>/, printed, and the script exits 1 after running
 # the remaining targets. Replay one with
-#   RUSTC_BOOTSTRAP=1 cargo fuzz run -s none -O TARGET fuzz/artifacts/TARGET/FILE
+#   RUSTC_BOOTSTRAP=1 cargo fuzz run -s none -O -a TARGET fuzz/artifacts/TARGET/FILE
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,9 +22,10 @@ command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 # cargo-fuzz passes nightly-only flags (-Z); RUSTC_BOOTSTRAP lets stable take
 # them. No sanitizer (-s none): stable has none, and the panics, hangs and
 # oversized allocations we look for need none (fuzz_targets/common caps
-# single allocations itself). -O: release, with debug assertions kept.
+# single allocations itself). -O -a: optimised, but with debug assertions
+# and overflow checks, which -O alone turns off.
 export RUSTC_BOOTSTRAP=1
-flags=(-s none -O)
+flags=(-s none -O -a)
 
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || mapfile -t targets < <(cargo fuzz list)

@@ -3,8 +3,9 @@
 //! rest of the input (the format is `common::split`).
 //!
 //! Asserts the module's contract: an object `view` gives no view is refused
-//! before any part is read (as `Unsupported` when its metadata is valid); a rendered view has exactly the size `view`
-//! announced; and a view is rendered only when `check_data` passes.
+//! before any part is read (as `Unsupported` when its metadata is valid); a
+//! rendered view has exactly the size `view` announced; and a view is
+//! rendered only when `check_data` passes.
 #![no_main]
 
 mod common;
