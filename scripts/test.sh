@@ -20,5 +20,8 @@ cargo test --release --test mutation
 step "interoperability with the PyPI ztensor package"
 bash scripts/interop.sh
 
+step "fuzzing (a minute per target)"
+bash scripts/fuzz.sh 60
+
 echo
 echo "all tests passed"

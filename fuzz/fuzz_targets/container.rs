@@ -4,6 +4,8 @@
 //! `ManifestHash`.
 #![no_main]
 
+mod common;
+
 use libfuzzer_sys::fuzz_target;
 use ztfs::format::{read_container, Container};
 

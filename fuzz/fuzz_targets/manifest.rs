@@ -3,6 +3,8 @@
 //! accepted input re-encodes to itself (deterministic encoding is unique).
 #![no_main]
 
+mod common;
+
 use libfuzzer_sys::fuzz_target;
 use ztfs::format::cbor;
 use ztfs::format::manifest::Manifest;
