@@ -4,8 +4,9 @@
 //!
 //! Asserts the module's contract: an object `view` gives no view is refused
 //! before any part is read (as `Unsupported` when its metadata is valid); a
-//! rendered view has exactly the size `view` announced; and a view is
-//! rendered only when `check_data` passes.
+//! rendered view has exactly the size `view` announced; a view is rendered
+//! only when `check_data` passes; `prepare` fails exactly when `render`
+//! does, and ranges read from a prepared view are slices of the render.
 #![no_main]
 
 mod common;
@@ -38,10 +39,33 @@ fuzz_target!(|data: &[u8]| {
             continue;
         }
         let part = |name: &str| parts.get(name);
-        if let Ok(bytes) = views::render(o, &part) {
+        let rendered = views::render(o, &part);
+        let prepared = views::prepare(o, &part);
+        assert_eq!(
+            rendered.as_ref().err().map(|e| e.to_string()),
+            prepared.as_ref().err().map(|e| e.to_string()),
+            "prepare and render disagree"
+        );
+        if let (Ok(bytes), Ok(p)) = (rendered, prepared) {
             assert_eq!(bytes.len() as u64, size, "the size view announced");
+            assert_eq!(p.size(), size, "the prepared view's size");
             let checked = views::check_data(o, &part);
             assert!(checked.is_ok(), "rendered, but check_data says {checked:?}");
+            // Ranges read from the prepared view are slices of the whole.
+            let n = bytes.len() as u64;
+            let cut = |k: usize| data.get(k).map_or(0, |&b| u64::from(b)) * n / 255;
+            for (i, (a, b)) in [(0, n), (cut(0), cut(1)), (cut(2), n + 7), (n, 5)]
+                .into_iter()
+                .enumerate()
+            {
+                let (from, len) = (a.min(b), a.max(b) - a.min(b));
+                let got = p
+                    .read_range(from, len as usize)
+                    .expect("read a prepared view");
+                let end = (from + len).min(n);
+                let want = &bytes[from.min(n) as usize..end.max(from.min(n)) as usize];
+                assert_eq!(got, want, "range {i}: [{from}, +{len}) of {n}");
+            }
         }
     }
 });

@@ -219,3 +219,28 @@ impl SeekTable {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::SeekTable;
+
+    /// Regression test for a fuzz finding: zstd failed a malformed frame
+    /// into a buffer larger than the frame's declared size that it decodes
+    /// into exactly that size, so a frame's outcome depended on which
+    /// buffer the mount's cache happened to recycle.
+    #[test]
+    fn a_frame_decodes_alike_whatever_buffer_it_is_given() {
+        let stored =
+            include_bytes!("../../fuzz/corpus/seek_table/reused-buffer-decodes-differently");
+        let t = SeekTable::parse(stored, 10_000).unwrap();
+        for i in 0..t.frames.len() {
+            let fresh = t.decode_frame(stored, i).map_err(|e| e.to_string());
+            for cap in [0, 1808, 1809, 4096, 1 << 16] {
+                let reused = t
+                    .decode_frame_into(stored, i, Vec::with_capacity(cap))
+                    .map_err(|e| e.to_string());
+                assert_eq!(fresh, reused, "frame {i}, buffer of {cap}");
+            }
+        }
+    }
+}

@@ -98,7 +98,7 @@ pub fn objects_with_parts<'a>(objects: &'a [Object], payload: &[u8]) -> Vec<(&'a
             let end = (at + size).min(payload.len() as u64) as usize;
             let mut bytes = payload[start..end].to_vec();
             bytes.resize(size as usize, 0);
-            parts.push((p.name.clone(), bytes));
+            parts.push((p.name.to_string(), bytes));
             at += size;
         }
         out.push((o, Parts(parts)));
