@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The interoperability check CI runs: ztfs against the public zTensor
 # implementation (PyPI ztensor 2.1.2), in both directions. See
-# scripts/interop.py for what is compared.
+# scripts/interop/__init__.py for what is compared, and which module does what.
 #
 #   ZTFS=path/to/ztfs   use this binary instead of `cargo build --release`
 #   ZTFS_VENV=dir       where the Python environment lives (default .venv)
 #
-# Extra arguments go to interop.py (--corpus DIR, --keep DIR, --only SUBSTR,
+# Extra arguments go to the check (--corpus DIR, --keep DIR, --only SUBSTR,
 # --skip-corpus, --package-only). Exit 0 when everything agrees.
 set -euo pipefail
 
@@ -24,4 +24,7 @@ else
     bin=$target/release/ztfs
 fi
 
-exec "$venv/bin/python" "$repo/scripts/interop.py" --ztfs "$bin" "$@"
+# The check is the package scripts/interop/, run with scripts/ on the path;
+# -P keeps the working directory off it, so nothing there can shadow it.
+export PYTHONPATH=$repo/scripts${PYTHONPATH:+:$PYTHONPATH}
+exec "$venv/bin/python" -P -m interop --ztfs "$bin" "$@"

@@ -1,0 +1,120 @@
+"""Interoperability check: ztfs against the public zTensor implementation.
+
+The public implementation is the PyPI package `ztensor` 2.1.2 (a compiled
+wheel of the upstream Rust crate). Run this with the interpreter of the
+virtual environment that scripts/venv.sh makes; scripts/interop.sh does both.
+
+Two directions:
+
+  forward   The package writes files (every dtype, logical types, scalar and
+            zero-size shapes, nested attributes, canonical and non-canonical
+            placement, zstd-seekable parts, tied tensors, 500 tensors, odd
+            names, appended generations, streamed and converted files). For
+            each, `ztfs check`, `ztfs check --verify`, `ztfs cat` of every
+            part, `ztfs digest` (sha256 and xxh3) and `ztfs ls --json` must
+            agree with what the package says. The package has no content
+            digest (spec §6.4), so this script computes it from the package's
+            view of the file (names, shapes, layouts, dtypes, logical types
+            and decoded bytes) plus the object attributes and part digests
+            read from the manifest, with its own deterministic CBOR encoder.
+            That encoder is checked against the package's: every manifest
+            the package writes must re-encode to the same bytes.
+            A few files the package writes are broken on purpose (or by a
+            package bug), and both readers must then reject them.
+
+  mount     Each of those files is also mounted (`ztfs mount FILE MNT` on a
+            fresh temporary directory, always released by `ztfs unmount`
+            in a finally, also on Ctrl-C/SIGTERM). Object directories are
+            found by the true name in their meta.json; for every part the
+            decoded file is read by random-offset preads (first, so they
+            reach the daemon rather than the page cache), Python mmap and a
+            whole read, each compared with the package's bytes; `.raw`
+            files with the stored bytes; a part `ztfs cat` refuses must be
+            refused in meta.json too. MNT/manifest.json must equal `ztfs
+            manifest`, MNT/digest `ztfs digest` (absent when that exits 1).
+            A file ztfs rejects must not mount.
+
+  shards    The package cannot write a multi-file model (see sharded.py),
+            so this script assembles one: a root it writes itself (local
+            blobs copied from a package file, a shard table, deterministic
+            CBOR manifest, footer), two package-written files as shards and
+            a data shard. The package must open it (positionally) and read
+            each object as the bytes of the file it came from, and its deep
+            verify must pass; then the root gets every forward check above.
+            Renamed (found by size and digest, beside a same-size decoy and
+            a wrong file under a positional name) it must still agree, and
+            the package's single-file ingest of it must have the same
+            content digest.
+            ztfs may refuse (exit 1, "refused") to decode a part of a
+            non-dense layout or of an unregistered logical type, as the spec
+            allows; `ztfs cat --raw` must then give the stored bytes. Any
+            other refusal of a part the package decodes is a failure.
+
+  reverse   Every corpus file is opened with the package. Valid files must
+            open, read and verify there too; reject files must not be
+            accepted. Known, documented differences between the package and
+            ztfs are listed in KNOWN_DIFFERENCES (known.py), each with the
+            reason from /work/shared/spec/IMPLEMENTER-NOTES.md; anything
+            else fails.
+
+The package's API, as found (ztensor 2.1.2; there is nothing else):
+
+  Writer(path, canonical=True, align=None, publish=False, append=False)
+      .add(name, data, shape, dtype, logical=None, encoding=None)   dense
+      .add_object(name, shape, {part: {dtype, data, logical?, encoding?}},
+                  layout="dense", attributes=None)                  any layout
+      .stream(name, shape, {part: {dtype, nbytes, ...}}, ...) -> Sink
+      .set_attributes(dict)  .ingest(Source)  .finish()  .abandon()
+    `data` is any buffer of bytes (numpy arrays must be viewed as uint8).
+    canonical=True (the default) means 64 KiB placement, sorted insertion,
+    NFC names and no encodings; compression needs canonical=False and
+    encoding="zt.zstd-seekable/1". Every part gets an xxh3 digest, and
+    byte-identical parts share one blob, canonical or not.
+  open(path) / index(path) -> Source, a mapping name -> Tensor; .attributes
+      (file attributes; object attributes are not exposed), .verify(deep)
+      -> (checked, undigested).
+  Tensor: .shape .dtype .logical .layout .parts; t[part].tobytes() gives a
+      part's decoded bytes whatever the layout; .verify().
+  convert(src, dst, align=None), verify(path), ztensor.numpy.save_file.
+  Errors are ValueError "rejected (Rule): ..." or "unsupported: ...", and
+  OSError for a missing shard. No content digest (§6.4) anywhere.
+
+Exit status: 0 when everything agrees, 1 on any disagreement, 2 on usage
+errors. The last line is "interop: N passed, N failed".
+
+The package, one job a module (each imports only those listed before it):
+
+  cbor        deterministic CBOR encoder, strict decoder
+  container   the container read directly; the spec's shared names
+  results     pass/fail/note counting and printing
+  ztfs        running the ztfs binary
+  package     what the PyPI package makes of a file
+  content     the §6.4 content digest from the package's view
+  facts       facts read from a corpus file, for the allowlist
+  known       the allowlist (KNOWN_DIFFERENCES)
+  generate    files written with the package
+  sharded     the multi-file model assembled around package files
+  mount       the mount check
+  forward     package-written files through ztfs
+  mutations   broken copies both readers must reject
+  corpus      the corpus through the package (reverse)
+  main        argument parsing and the run; __main__ calls it
+
+Run it as `python -m interop` with scripts/ on the path (scripts/interop.sh
+does that).
+"""
+
+import sys
+
+# The one precondition every module relies on, checked before any of them
+# is imported.
+try:
+    import numpy  # noqa: F401
+    import xxhash  # noqa: F401
+    import ztensor  # noqa: F401
+    import ztensor.numpy  # noqa: F401
+except ImportError as e:  # pragma: no cover - environment problem
+    sys.stderr.write(
+        f"interop: {e}; run this with the venv python (scripts/venv.sh)\n"
+    )
+    sys.exit(2)
