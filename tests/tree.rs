@@ -2,6 +2,10 @@
 //! file read back through `Tree::read` in pieces and compared with the
 //! whole-part bytes from `ztfs::read`, every object reachable exactly once.
 
+#[allow(dead_code)]
+#[path = "corpus/builder.rs"]
+mod builder;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -275,4 +279,62 @@ fn verify_on_open_refuses_a_corrupt_part() {
     for (p, &ino) in walk(&tree).iter().filter(|(p, _)| p.ends_with("/data")) {
         tree.open_wait(ino).unwrap_or_else(|e| panic!("{p}: {e:?}"));
     }
+}
+
+/// An object of 200,000 parts (a few MB of manifest can declare them): a
+/// listing in kernel-sized batches with a stat of every entry (what `ls -l`
+/// does through READDIRPLUS) and lookups finish in time proportional to
+/// the directory, not to its square. Regression test for deriving an
+/// object directory's files again on every batch, lookup and stat.
+#[test]
+fn a_directory_of_many_parts_lists_in_linear_time() {
+    const PARTS: usize = 200_000;
+    let mut fb = builder::FileBuilder::new();
+    let blob = fb.blob(&[1u8; 8]);
+    let mut parts = builder::Fields::new();
+    for j in 0..PARTS {
+        // Names of one length in ascending order: already the canonical order.
+        parts = parts.push(format!("p{j:06}").as_str(), builder::part("u8", blob));
+    }
+    let object = builder::object(&[8], "acme.thing/1", parts);
+    let objects = builder::Fields::new().set("big", object);
+    let bytes = fb.finish(&builder::root(objects).sorted().encode());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.zt");
+    std::fs::write(&path, bytes).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let tree = Tree::build(Model::open(&path).unwrap(), Options::default()).unwrap();
+        let big = tree.lookup(ROOT, b"big").unwrap().ino;
+        let (mut offset, mut names) = (0, Vec::new());
+        loop {
+            let mut batch = Vec::new();
+            tree.readdir(big, offset, &mut |e| {
+                batch.push((e.name.to_string(), e.ino, e.next));
+                batch.len() == 100
+            })
+            .unwrap();
+            let Some(&(_, _, next)) = batch.last() else {
+                break;
+            };
+            for (name, ino, _) in batch {
+                tree.getattr(ino).unwrap();
+                names.push(name);
+            }
+            offset = next;
+        }
+        for j in (0..PARTS).step_by(997) {
+            let name = format!("p{j:06}.raw");
+            let a = tree.lookup(big, name.as_bytes()).unwrap();
+            assert_eq!(a.size, 8, "{name}");
+        }
+        tx.send(names).unwrap();
+    });
+    // Generous: linear work takes seconds even in a debug build; the
+    // quadratic kind took hours.
+    let names = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("listing 200,000 parts finishes in time linear in the directory");
+    assert_eq!(names.len(), PARTS + 3, "the dots, meta.json and every part");
+    assert!(names.iter().any(|n| n == "p199999.raw"));
 }

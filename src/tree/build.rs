@@ -141,7 +141,7 @@ impl PartIndex {
 }
 
 /// A file's name: fixed, or made from a part's name.
-type FileName = Cow<'static, str>;
+pub(super) type FileName = Cow<'static, str>;
 
 impl Tree {
     /// Builds the tree of `model`.

@@ -10,6 +10,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use super::listing::Listing;
 use crate::decode::views::Prepared;
 use crate::error::Result;
 
@@ -28,12 +29,15 @@ enum Slot {
     View(u32),
     /// An object's rendered meta.json.
     Meta(u32),
+    /// A large directory's listing, by the directory's inode.
+    Listing(u32),
 }
 
 enum Entry {
     Frame(Arc<Vec<u8>>),
     View(Arc<Prepared>),
     Meta(Arc<Vec<u8>>),
+    Listing(Arc<Listing>),
 }
 
 impl Entry {
@@ -42,6 +46,7 @@ impl Entry {
             + match self {
                 Entry::Frame(f) | Entry::Meta(f) => f.len() as u64,
                 Entry::View(v) => v.heap_bytes(),
+                Entry::Listing(l) => l.heap_bytes(),
             }
     }
 }
@@ -178,6 +183,18 @@ impl FrameCache {
         let mut c = self.lock();
         self.insert(&mut c, Slot::Meta(object), Entry::Meta(m.clone()));
         m
+    }
+
+    /// The listing of the large directory `ino`, from the cache or
+    /// derived now and cached.
+    pub fn listing(&self, ino: u32, derive: impl FnOnce() -> Listing) -> Arc<Listing> {
+        if let Some(Entry::Listing(l)) = self.lock().map.get(&Slot::Listing(ino)) {
+            return l.clone();
+        }
+        let l = Arc::new(derive());
+        let mut c = self.lock();
+        self.insert(&mut c, Slot::Listing(ino), Entry::Listing(l.clone()));
+        l
     }
 
     /// Caches the prepared view of `object`, evicting older entries.

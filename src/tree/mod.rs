@@ -12,6 +12,7 @@ mod content;
 mod failures;
 mod frames;
 mod jobs;
+mod listing;
 pub mod names;
 mod requests;
 mod view;
@@ -262,7 +263,7 @@ impl Tree {
         match ino - u64::from(dir.ino) {
             0 => Ok(Node::Dir(d as u32)),
             k if k <= u64::from(dir.files) => {
-                self.file_node(dir, (k - 1) as u32).ok_or(FsError::NotFound)
+                self.nth_file(dir, (k - 1) as u32).ok_or(FsError::NotFound)
             }
             _ => Err(FsError::NotFound),
         }
@@ -287,23 +288,13 @@ impl Tree {
         &self.children[d.first as usize..][..d.len as usize]
     }
 
-    /// The files of `d` with their inodes, sorted by name bytes.
-    fn files(&self, d: &Dir) -> Vec<(std::borrow::Cow<'static, str>, Ino)> {
-        let mut files: Vec<_> = self
-            .dir_files(d)
-            .into_iter()
-            .zip(u64::from(d.ino) + 1..)
-            .map(|((name, _), ino)| (name, ino))
-            .collect();
-        files.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        files
-    }
-
     /// Looks `name` up in directory `parent`.
     pub fn lookup(&self, parent: Ino, name: &[u8]) -> Result<Attr, FsError> {
         let dir = self.dir(parent)?;
-        if let Some((_, ino)) = self.files(dir).iter().find(|f| f.0.as_bytes() == name) {
-            return self.getattr(*ino);
+        let listing = self.listing(dir);
+        let files = &listing.files;
+        if let Ok(i) = files.binary_search_by(|f| f.0.as_bytes().cmp(name)) {
+            return self.getattr(files[i].1);
         }
         let children = self.children(dir);
         let i = children
@@ -373,16 +364,10 @@ impl Tree {
     /// subdirectories (perhaps a million, so the place to start is found by
     /// binary search, not counted on every call).
     fn list(&self, dir: &Dir, start: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) {
-        let files = self.files(dir);
+        let listing = self.listing(dir);
+        let (files, at) = (&listing.files, &listing.at);
         let children = self.children(dir);
         let total = files.len() + children.len();
-        // Each file's position among all entries.
-        let at: Vec<usize> = (files.iter().enumerate())
-            .map(|(j, f)| {
-                let name = f.0.as_bytes();
-                j + children.partition_point(|&c| self.component(c).as_bytes() < name)
-            })
-            .collect();
         let start = start.min(total as u64) as usize;
         let mut f = at.partition_point(|&p| p < start);
         let mut c = start - f;
