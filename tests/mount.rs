@@ -845,12 +845,7 @@ fn truncated_backing_file() {
         &before.want,
         "before the cut",
     );
-    File::options()
-        .write(true)
-        .open(&copy)
-        .unwrap()
-        .set_len(half)
-        .unwrap();
+    cut(&copy, half);
     let r = within(10, "reading past the cut", move || fs::read(after_path));
     assert_eq!(errno_of(r, "reading past the cut"), libc::EIO);
     let mf = m.join("manifest.json");
@@ -878,12 +873,7 @@ fn a_truncated_file_is_logged_once_per_part_then_counted() {
         .expect("a part past half");
     let m = Mount::new(&copy, &["--direct-io"]);
     let path = decoded_file(&m, ao, ap);
-    File::options()
-        .write(true)
-        .open(&copy)
-        .unwrap()
-        .set_len(half)
-        .unwrap();
+    cut(&copy, half);
     for _ in 0..300 {
         let p = path.clone();
         let r = within(10, "reading past the cut", move || fs::read(p));
@@ -908,6 +898,16 @@ fn a_truncated_file_is_logged_once_per_part_then_counted() {
         about.iter().any(|l| l.contains("300 times in all")),
         "{log}"
     );
+}
+
+/// Truncates `file` in place to `len` bytes, under the mount.
+fn cut(file: &Path, len: u64) {
+    File::options()
+        .write(true)
+        .open(file)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
 }
 
 /// The decoded file of `o`/`p` in a flat mount.
@@ -935,12 +935,7 @@ fn truncated_backing_file_compressed_part() {
     let path = decoded_file(&m, &o, p);
     fs::metadata(m.join("manifest.json")).expect("stat manifest.json");
     // At a page boundary, so the part's pages lie wholly past the end.
-    File::options()
-        .write(true)
-        .open(&copy)
-        .unwrap()
-        .set_len(p.offset & !4095)
-        .unwrap();
+    cut(&copy, p.offset & !4095);
     let r = within(10, "reading a cut zstd part", move || fs::read(path));
     assert_eq!(errno_of(r, "reading a cut zstd part"), libc::EIO);
     // The manifest lay past the cut too: manifest.json, never read before,
@@ -1139,12 +1134,7 @@ fn truncated_backing_file_under_a_view() {
     let m = Mount::new(&copy, &[]);
     let o = &ls(&copy).objects[0];
     let view = m.join(&object_dirs(&m)[&o.name]).join("dense");
-    File::options()
-        .write(true)
-        .open(&copy)
-        .unwrap()
-        .set_len(4096)
-        .unwrap();
+    cut(&copy, 4096);
     let r = within(10, "reading the view", move || fs::read(view));
     assert_eq!(errno_of(r, "reading the view past the cut"), libc::EIO);
     let pid = m.daemon();
