@@ -34,7 +34,7 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{is_alive, is_mounted, kill, part_file, wait_until, within, Mount};
+use common::{cut, is_alive, is_mounted, kill, part_file, wait_until, within, Mount};
 use hostile::{hostile_cases, judge_hostile, Cmd, MountPoints, Reaper};
 use models::{FOREIGN, LOCAL, SHARD};
 use procs::{is_gone_errno, write_file, Children, Guarded, Readers, Running};
@@ -98,16 +98,6 @@ fn sigkill_fails_readers_and_the_mount_point_is_reusable() {
 
 /// Bytes of the raw part the truncation tests read.
 const CUT_PART_LEN: usize = 8 << 20;
-
-/// Truncates `file` to `len` bytes in place (same inode).
-fn cut(file: &Path, len: u64) {
-    File::options()
-        .write(true)
-        .open(file)
-        .unwrap()
-        .set_len(len)
-        .unwrap();
-}
 
 /// After the backing file is cut in place at an offset that is not a
 /// multiple of the page size, a read of the part from the cut on (the rest

@@ -900,16 +900,6 @@ fn a_truncated_file_is_logged_once_per_part_then_counted() {
     );
 }
 
-/// Truncates `file` in place to `len` bytes, under the mount.
-fn cut(file: &Path, len: u64) {
-    File::options()
-        .write(true)
-        .open(file)
-        .unwrap()
-        .set_len(len)
-        .unwrap();
-}
-
 /// The decoded file of `o`/`p` in a flat mount.
 fn decoded_file(m: &Mount, o: &ObjectInfo, p: &PartInfo) -> PathBuf {
     part_file(&m.join(&object_dirs(m)[&o.name]), &p.name, false)

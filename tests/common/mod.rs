@@ -678,6 +678,17 @@ pub fn chmod(path: &Path, mode: u32) -> io::Result<()> {
     check(unsafe { libc::chmod(cstr(path).as_ptr(), mode) }).map(drop)
 }
 
+/// Truncates the backing file `file` in place to `len` bytes (same inode),
+/// as a writer would under a mount.
+pub fn cut(file: &Path, len: u64) {
+    std::fs::File::options()
+        .write(true)
+        .open(file)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+}
+
 pub fn truncate(path: &Path) -> io::Result<()> {
     // SAFETY: a valid path.
     check(unsafe { libc::truncate(cstr(path).as_ptr(), 0) }).map(drop)
