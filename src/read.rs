@@ -83,7 +83,19 @@ pub fn decoded_vec_with(
 /// Checks an object's layout data rules (sparse indices, ...) over its
 /// decoded parts; nothing to do for dense and unknown layouts.
 pub fn verify_object(model: &Model, object: &Object) -> Result<()> {
-    crate::decode::views::check_data(object, &|name| decoded_vec(model, object, name))
+    verify_object_with(model, object, &|_| Ok(()))
+}
+
+/// [`verify_object`], telling `progress` of each decoded chunk; an error
+/// from `progress` (work abandoned) stops the check and is returned.
+pub fn verify_object_with(
+    model: &Model,
+    object: &Object,
+    progress: &dyn Fn(u64) -> Result<()>,
+) -> Result<()> {
+    crate::decode::views::check_data(object, &|name| {
+        decoded_vec_with(model, object, name, &mut |n| progress(n))
+    })
 }
 
 /// True when the object's layout has data rules over its decoded parts

@@ -173,7 +173,7 @@ impl Tree {
     pub(super) fn live_stored(&self, p: &Part) -> crate::error::Result<&[u8]> {
         let store = self.model.store_of(p)?;
         check_live(store, p.blob.offset, p.blob.length)?;
-        self.model.stored(p)
+        store.slice(p.blob.offset, p.blob.length)
     }
 
     /// Runs `f`, which reads the backing file's map in user space, so that
@@ -238,7 +238,7 @@ impl Tree {
         let bytes = (|| {
             let store = self.model.store_of(p)?;
             check_live(store, p.blob.offset, r.end as u64)?;
-            let stored = self.model.stored(p)?;
+            let stored = store.slice(p.blob.offset, p.blob.length)?;
             Ok(&stored[r.clone()])
         })()
         .map_err(|e: crate::error::Error| self.fail((key, "read"), o, p, &e))?;

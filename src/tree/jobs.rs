@@ -90,6 +90,16 @@ impl Cancel<'_> {
         self.jobs.sweep_queue();
         self.jobs.all_gone(self.key)
     }
+
+    /// [`Cancel::check`] as the progress callback of decoding and
+    /// verifying: `Err(Error::Interrupted)` stops the work.
+    pub fn keep_going(&self) -> crate::error::Result<()> {
+        if self.check() {
+            Err(crate::error::Error::Interrupted)
+        } else {
+            Ok(())
+        }
+    }
 }
 
 impl Jobs {

@@ -151,17 +151,10 @@ impl Tree {
             return state.map_err(|()| FsError::Io);
         }
         let (o, p) = self.part(object, part);
-        let mut tick = |_| {
-            if cancel.check() {
-                Err(Error::Interrupted)
-            } else {
-                Ok(())
-            }
-        };
         let r = Self::map_read(|| {
             self.live_stored(p)?;
-            read::verify(&self.model, o, p, &mut tick)?;
-            self.check_object(object, &mut tick)
+            read::verify(&self.model, o, p, &mut |_| cancel.keep_going())?;
+            self.check_object(object, cancel)
         });
         let state = match r {
             Err(Error::Interrupted) => return Err(FsError::Interrupted),
@@ -178,11 +171,7 @@ impl Tree {
     /// Checks an object's layout data rules once (they need every part in
     /// memory, so the object must fit the cache budget). Job threads that
     /// need the same object wait for the one check.
-    fn check_object(
-        &self,
-        object: u32,
-        tick: &mut dyn FnMut(u64) -> crate::error::Result<()>,
-    ) -> crate::error::Result<()> {
+    fn check_object(&self, object: u32, cancel: &Cancel) -> crate::error::Result<()> {
         let o = self.object(object);
         if !read::has_data_rules(o) {
             return Ok(());
@@ -200,10 +189,7 @@ impl Tree {
         }
         let need = self.fits_budget(object)?;
         let room = self.frames.reserve(need);
-        let tick = std::cell::RefCell::new(tick);
-        let r = crate::decode::views::check_data(o, &|name| {
-            read::decoded_vec_with(&self.model, o, name, &mut |n| (tick.borrow_mut())(n))
-        });
+        let r = read::verify_object_with(&self.model, o, &|_| cancel.keep_going());
         drop(room);
         if let Err(Error::Interrupted) = r {
             return r;

@@ -72,18 +72,11 @@ impl Tree {
             return Ok(());
         }
         let o = self.object(object);
-        let tick = std::cell::RefCell::new(|_: u64| {
-            if cancel.check() {
-                Err(Error::Interrupted)
-            } else {
-                Ok(())
-            }
-        });
         let prepared = self.fits_budget(object).and_then(|need| {
             let room = self.frames.reserve(need);
             let v = Self::map_read(|| {
                 views::prepare(o, &|name| {
-                    read::decoded_vec_with(&self.model, o, name, &mut |n| (tick.borrow_mut())(n))
+                    read::decoded_vec_with(&self.model, o, name, &mut |_| cancel.keep_going())
                 })
             });
             drop(room);
