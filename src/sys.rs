@@ -145,6 +145,16 @@ pub fn file_len(file: &std::fs::File) -> io::Result<u64> {
     Ok(st.st_size as u64)
 }
 
+/// The pid of a process that has exited and been reaped, for tests of
+/// [`requester_gone`] and what relies on it.
+#[cfg(test)]
+pub(crate) fn reaped_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
 /// The state of this thread's guarded map reads: 0 off, 1 armed, 2 a page
 /// vanished under a read. Const-initialised, so the signal handler may touch it.
 mod bus {
@@ -227,10 +237,7 @@ mod tests {
     fn a_live_thread_is_not_gone_and_a_reaped_one_is() {
         assert!(!super::requester_gone(std::process::id()));
         assert!(!super::requester_gone(0));
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        child.wait().unwrap();
-        assert!(super::requester_gone(pid));
+        assert!(super::requester_gone(super::reaped_pid()));
     }
 
     #[test]

@@ -270,9 +270,7 @@ mod tests {
     #[test]
     fn work_nobody_waits_for_is_abandoned() {
         let jobs = Arc::new(Jobs::default());
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let gone = child.id();
-        child.wait().unwrap();
+        let gone = crate::sys::reaped_pid();
         let (tx, rx) = mpsc::channel();
         let work: Work = Arc::new(move |c: &Cancel| {
             let start = Instant::now();
@@ -315,9 +313,7 @@ mod tests {
                 work,
             );
         }
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let gone = child.id();
-        child.wait().unwrap();
+        let gone = crate::sys::reaped_pid();
         let (tx, rx) = mpsc::channel();
         jobs.submit(
             JobKey::PrepareView(9),
