@@ -65,6 +65,50 @@ pub enum Rule {
     Digest,
     /// A resolved shard is not the file the table describes (§7.1, §7.3).
     ShardIdentity,
+    /// Shorter than a Hurray header and trailer, 104 bytes (file-format.md § File Layout).
+    HurrayTooSmall,
+    /// The container major version is not 1 (§ File Header).
+    HurrayVersion,
+    /// A header field breaks its rule: reserved bytes or file flag bits set, `data_buffer_alignment` not a power of two in 4096..=2 MiB, `first_descriptor_offset` below 64 or not a multiple of 8 (§ File Header).
+    HurrayHeader,
+    /// The trailer's magic is not `HRRY` or its reserved bytes are not zero (§ Trailer).
+    HurrayTrailer,
+    /// The index, the KV section, a descriptor or a buffer lies outside the file or runs into the trailer (§ Trailer, § Index Section).
+    HurrayBounds,
+    /// The index does not match its CRC-32C, or a CRC is present without the HAS_INDEX_CRC32C flag (§ File Flags, § Trailer).
+    HurrayIndexCrc,
+    /// The index is malformed: truncated or trailing bytes, entry flags set, a `descriptor_length`, `data_offset` or `data_length` that disagrees with the descriptor (§ Index Section).
+    HurrayIndex,
+    /// A tensor name is empty, not UTF-8, or repeated (§ Index Section).
+    HurrayName,
+    /// SORTED_INDEX is set but the names are not in strictly increasing byte order (§ File Flags).
+    HurraySorted,
+    /// The KV section is malformed: truncated or trailing bytes, an empty or non-UTF-8 key, a bool other than 0 or 1, a reserved, private or invalid tag, the flag set without a section (§ KV Metadata Section).
+    HurrayKv,
+    /// The KV section repeats a key (§ KV Metadata Section).
+    HurrayKvDuplicate,
+    /// A descriptor, buffer, KV section or index is misaligned, out of order, overlapping another structure, or separated from the previous one by more than alignment requires (§ Tensor Region, § Alignment and Padding Summary).
+    HurrayPlacement,
+    /// A padding byte is not 0x00 (§ Alignment and Padding Summary).
+    HurrayPadding,
+    /// A descriptor's magic, major version, length, reserved flag bits or rank breaks metadata.md § Fixed Header, or its fields do not fill its length exactly.
+    HurrayDescriptor,
+    /// An element type tag is reserved or invalid, or the extension type section is missing, unexpected or malformed (element-types.md, metadata.md § Extension Type Section).
+    HurrayType,
+    /// A layout tag is reserved or invalid, or its fields, rank or buffer count break the layout's rules (metadata.md § Layout-Specific Fields, layouts/).
+    HurrayLayout,
+    /// A buffer handle breaks buffer-protocol.md (alignment, device tag, sync mode, memory class, reserved byte), a dense buffer's size is not the size of its elements, or `byte_offset` lies beyond buffer 0.
+    HurrayBuffer,
+    /// The quantization section is malformed or inconsistent with the tensor (quantization.md).
+    HurrayQuant,
+    /// The shard section breaks `offset + shape <= parent_shape` or its own rules (metadata.md § Shard Section).
+    HurrayShard,
+    /// The statistics section has reserved bits or bytes set or an impossible value (metadata.md § Statistics Section).
+    HurrayStats,
+    /// A composite head or member breaks layouts/composite.md: members missing (a torn composite), an open count, a member section where none belongs.
+    HurrayComposite,
+    /// An element count or buffer size overflows u64 (metadata.md § Core Variable Fields).
+    HurrayShape,
 }
 
 impl Rule {
@@ -96,11 +140,33 @@ impl Rule {
             Rule::Encoding => "Encoding",
             Rule::Digest => "Digest",
             Rule::ShardIdentity => "ShardIdentity",
+            Rule::HurrayTooSmall => "HurrayTooSmall",
+            Rule::HurrayVersion => "HurrayVersion",
+            Rule::HurrayHeader => "HurrayHeader",
+            Rule::HurrayTrailer => "HurrayTrailer",
+            Rule::HurrayBounds => "HurrayBounds",
+            Rule::HurrayIndexCrc => "HurrayIndexCrc",
+            Rule::HurrayIndex => "HurrayIndex",
+            Rule::HurrayName => "HurrayName",
+            Rule::HurraySorted => "HurraySorted",
+            Rule::HurrayKv => "HurrayKv",
+            Rule::HurrayKvDuplicate => "HurrayKvDuplicate",
+            Rule::HurrayPlacement => "HurrayPlacement",
+            Rule::HurrayPadding => "HurrayPadding",
+            Rule::HurrayDescriptor => "HurrayDescriptor",
+            Rule::HurrayType => "HurrayType",
+            Rule::HurrayLayout => "HurrayLayout",
+            Rule::HurrayBuffer => "HurrayBuffer",
+            Rule::HurrayQuant => "HurrayQuant",
+            Rule::HurrayShard => "HurrayShard",
+            Rule::HurrayStats => "HurrayStats",
+            Rule::HurrayComposite => "HurrayComposite",
+            Rule::HurrayShape => "HurrayShape",
         }
     }
 
     /// Every rule, for documentation and the corpus table.
-    pub const ALL: [Rule; 25] = [
+    pub const ALL: [Rule; 47] = [
         Rule::FileTooSmall,
         Rule::HeaderMagic,
         Rule::FooterMagic,
@@ -126,6 +192,28 @@ impl Rule {
         Rule::Encoding,
         Rule::Digest,
         Rule::ShardIdentity,
+        Rule::HurrayTooSmall,
+        Rule::HurrayVersion,
+        Rule::HurrayHeader,
+        Rule::HurrayTrailer,
+        Rule::HurrayBounds,
+        Rule::HurrayIndexCrc,
+        Rule::HurrayIndex,
+        Rule::HurrayName,
+        Rule::HurraySorted,
+        Rule::HurrayKv,
+        Rule::HurrayKvDuplicate,
+        Rule::HurrayPlacement,
+        Rule::HurrayPadding,
+        Rule::HurrayDescriptor,
+        Rule::HurrayType,
+        Rule::HurrayLayout,
+        Rule::HurrayBuffer,
+        Rule::HurrayQuant,
+        Rule::HurrayShard,
+        Rule::HurrayStats,
+        Rule::HurrayComposite,
+        Rule::HurrayShape,
     ];
 
     /// Parses a rule name as printed by [`Rule::name`].

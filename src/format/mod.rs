@@ -8,6 +8,7 @@
 
 pub mod cbor;
 pub mod footer;
+pub mod hurray;
 pub mod json;
 pub mod manifest;
 pub mod profiles;
