@@ -9,14 +9,18 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result, Rule};
-use crate::format::{self, Container, Footer, Manifest, Part, Shard};
+use crate::format::{self, hurray, Container, Footer, Manifest, Part, Shard};
 use crate::shards::{self, Found};
 use crate::store::Store;
 
 /// A validated root file and its lazily opened shards.
 pub struct Model {
     root: Store,
-    footer: Footer,
+    /// The zTensor footer; `None` for a Hurray file.
+    footer: Option<Footer>,
+    /// A Hurray file's container, whose tensors are `manifest`'s objects
+    /// in the same order.
+    hurray: Option<hurray::File>,
     manifest: Option<Manifest>,
     overrides: Vec<(String, PathBuf)>,
     shards: Vec<OnceLock<std::result::Result<(Store, Found), ShardError>>>,
@@ -43,6 +47,9 @@ impl Model {
     pub fn open_with(path: &Path, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
         let root = Store::open(path)?;
         let bytes = root.bytes();
+        if bytes.starts_with(&hurray::FILE_MAGIC) {
+            return Model::open_hurray(root, overrides);
+        }
         let container = format::read_container(bytes).map_err(|e| match e.rule() {
             Some(Rule::FileTooSmall | Rule::HeaderMagic | Rule::FooterMagic) => {
                 format::sniff_foreign(bytes).map_or(e, Error::Foreign)
@@ -66,13 +73,46 @@ impl Model {
         let n = table.map_or(0, Vec::len);
         Ok(Model {
             root,
-            footer,
+            footer: Some(footer),
+            hurray: None,
             manifest,
             overrides,
             shards: (0..n).map(|_| OnceLock::new()).collect(),
             proofs: (0..n).map(|_| OnceLock::new()).collect(),
             trust_shards: false,
         })
+    }
+
+    /// Opens a Hurray container: every structural rule is checked here
+    /// (the format has no content digests, so there is nothing more for
+    /// `--verify` to check). It has no shards.
+    fn open_hurray(root: Store, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
+        if let Some((name, _)) = overrides.first() {
+            return Err(Error::Usage(format!(
+                "--shard {name}: a Hurray file has no shards"
+            )));
+        }
+        let file = hurray::read_file(root.bytes())?;
+        let objects = hurray::objects::objects(&file);
+        Ok(Model {
+            root,
+            footer: None,
+            hurray: Some(file),
+            manifest: Some(Manifest {
+                objects,
+                shards: None,
+                attributes: None,
+            }),
+            overrides,
+            shards: Vec::new(),
+            proofs: Vec::new(),
+            trust_shards: false,
+        })
+    }
+
+    /// The Hurray container, when the root is one.
+    pub fn hurray(&self) -> Option<&hurray::File> {
+        self.hurray.as_ref()
     }
 
     /// Serves a shard's bytes once it is resolved (declared size, valid
@@ -93,9 +133,12 @@ impl Model {
         &self.root
     }
 
-    /// The raw manifest bytes (empty for a data shard).
+    /// The raw manifest bytes (empty for a data shard and a Hurray file).
     pub fn manifest_bytes(&self) -> &[u8] {
-        let (off, len) = (self.footer.manifest_offset, self.footer.manifest_length);
+        let Some(footer) = &self.footer else {
+            return &[];
+        };
+        let (off, len) = (footer.manifest_offset, footer.manifest_length);
         // Validated at open.
         self.root.slice(off, len).unwrap_or_default()
     }
@@ -103,12 +146,13 @@ impl Model {
     /// The manifest bytes read from the root file now rather than through
     /// the map, for a caller that must not touch a map the file may have
     /// been truncated under (a short file is an error, not a fault), or
-    /// that wants no pages of it kept mapped. `None` for a data shard.
+    /// that wants no pages of it kept mapped. `None` for a data shard
+    /// and a Hurray file.
     pub fn read_manifest_bytes(&self) -> Result<Option<Vec<u8>>> {
-        if self.manifest.is_none() {
+        let Some(footer) = self.footer.as_ref().filter(|_| self.manifest.is_some()) else {
             return Ok(None);
-        }
-        let (off, len) = (self.footer.manifest_offset, self.footer.manifest_length);
+        };
+        let (off, len) = (footer.manifest_offset, footer.manifest_length);
         // Validated at open: the manifest lies within the file as it was.
         let mut buf = vec![0; len as usize];
         std::os::unix::fs::FileExt::read_exact_at(self.root.file(), &mut buf, off)

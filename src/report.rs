@@ -16,6 +16,9 @@ use crate::model::Model;
 /// The manifest as pretty JSON with a final newline: `ztfs manifest` and
 /// the mount's `manifest.json`. A data shard's is `null`.
 pub fn manifest_json(model: &Model) -> Result<String> {
+    if let Some(file) = model.hurray() {
+        return Ok(crate::format::hurray::json::manifest(file));
+    }
     manifest_json_of(model.manifest().map(|_| model.manifest_bytes()))
 }
 
@@ -74,6 +77,28 @@ pub fn summary(m: &Manifest) -> String {
     format!(
         "{} objects, {parts} parts, {}{shards}",
         m.objects.len(),
+        human(bytes)
+    )
+}
+
+/// One line about an opened model: [`summary`] for zTensor, tensors, KV
+/// entries and buffer bytes for a Hurray file (whose `data` parts repeat
+/// buffer bytes, so parts are not counted).
+pub fn summary_of(model: &Model, m: &Manifest) -> String {
+    let Some(file) = model.hurray() else {
+        return summary(m);
+    };
+    let bytes = total(
+        (file.tensors.iter())
+            .flat_map(|t| &t.descriptor.buffers)
+            .map(|b| b.size),
+    );
+    let n = file.tensors.len();
+    let kv = file.kv.len();
+    format!(
+        "Hurray container, {n} tensor{}, {kv} KV entr{}, {} of buffers",
+        if n == 1 { "" } else { "s" },
+        if kv == 1 { "y" } else { "ies" },
         human(bytes)
     )
 }
@@ -160,7 +185,7 @@ pub fn ls_long(model: &Model) -> Result<String> {
         return Ok(String::new());
     };
     let mut s = String::new();
-    for o in &m.objects {
+    for (i, o) in m.objects.iter().enumerate() {
         let size = total(o.parts.iter().map(|p| p.decoded_size()));
         let shape = format!("{:?}", o.shape);
         let enc = if o.parts.iter().any(|p| p.encoding.is_some()) {
@@ -176,7 +201,10 @@ pub fn ls_long(model: &Model) -> Result<String> {
         s.push_str(&format!(
             "{:<8} {:<10} {:<20} {:>12}  {}{enc}{shard}\n",
             o.layout,
-            type_label(o),
+            model.hurray().map_or_else(
+                || type_label(o),
+                |f| f.tensors[i].descriptor.elem.name().to_string()
+            ),
             shape,
             size,
             display_name(&o.name)

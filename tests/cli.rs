@@ -91,9 +91,9 @@ fn foreign_files_are_named() {
             "GGUF",
         ),
         (
-            "m.hry",
-            [b"HRRYFILE".as_slice(), &[0; 64]].concat(),
-            "HRRYFILE",
+            "m.hrrys",
+            [b"HRRY".as_slice(), &[1, 0, 20, 0, 0, 0], &[0; 64]].concat(),
+            "Hurray stream",
         ),
         (
             "m.zt",

@@ -74,8 +74,12 @@ pub fn sniff_foreign(file: &[u8]) -> Option<String> {
     }
     let what = if file.starts_with(b"GGUF") {
         "a GGUF file"
-    } else if file.starts_with(b"HRRYFILE") {
-        "a Hurray HRRYFILE container"
+    } else if file.starts_with(&hurray::MAGIC) {
+        return Some(
+            "this is a Hurray stream (a tensor descriptor and its data, no container); \
+             ztfs reads zTensor v2 (.zt) files and Hurray HRRYFILE containers"
+                .to_string(),
+        );
     } else if file.starts_with(b"ZTEN") {
         "an older zTensor (v1) file"
     } else if looks_like_safetensors(file) {
@@ -90,7 +94,7 @@ pub fn sniff_foreign(file: &[u8]) -> Option<String> {
         return None;
     };
     Some(format!(
-        "this is {what}, not zTensor; ztfs reads zTensor v2 (.zt) files"
+        "this is {what}, not zTensor; ztfs reads zTensor v2 (.zt) files and Hurray HRRYFILE containers"
     ))
 }
 

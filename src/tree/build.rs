@@ -18,11 +18,12 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::names::{self, Reserved, NAME_MAX};
 use super::{Base, Dir, Node, Tree};
+use crate::decode::relayout::Relayout;
 use crate::decode::{check_interpretable, views};
 use crate::digest::{content_digest, Algo};
 use crate::error::{Error, Result};
 use crate::format::text::Texts;
-use crate::format::{Object, Text};
+use crate::format::{hurray, Object, Text};
 use crate::model::Model;
 
 /// How objects are arranged.
@@ -113,7 +114,9 @@ struct PartIndex {
 }
 
 impl PartIndex {
-    fn of(objects: &[Object]) -> PartIndex {
+    /// `relayouts`: the objects (ascending) whose view is a Hurray
+    /// relayout rather than a layout profile's.
+    fn of(objects: &[Object], relayouts: &[(u32, Relayout)]) -> PartIndex {
         let mut part_base = Vec::with_capacity(objects.len());
         let mut encoded = Vec::new();
         let mut file_flags: Vec<u8> = Vec::new();
@@ -128,7 +131,10 @@ impl PartIndex {
                 file_flags.push(if decoded { DECODED } else { 0 } | if raw { RAW } else { 0 });
             }
             let all_decodable = file_flags[first..].iter().all(|f| f & DECODED != 0);
-            if all_decodable && views::view(o).is_some() {
+            let relayout = relayouts
+                .binary_search_by_key(&(part_base.len() as u32 - 1), |r| r.0)
+                .is_ok();
+            if relayout || all_decodable && views::view(o).is_some() {
                 file_flags[first] |= VIEW;
             }
         }
@@ -149,18 +155,21 @@ impl Tree {
         let base = base_of(&model, &opts)?;
         let empty = Vec::new();
         let objects = model.manifest().map_or(&empty, |m| &m.objects);
+        let relayouts = relayouts_of(&model);
         let PartIndex {
             part_base,
             encoded,
             file_flags,
-        } = PartIndex::of(objects);
+        } = PartIndex::of(objects, &relayouts);
         let n_parts = file_flags.len() as u32;
         let mut root = DirBuild::default();
         for (i, o) in objects.iter().enumerate() {
             place(&mut root, &o.name, i as u32, opts.view);
         }
-        let digest = model
-            .manifest()
+        // A Hurray file has no content digest.
+        let digest = (model.hurray().is_none())
+            .then(|| model.manifest())
+            .flatten()
             .and_then(|m| content_digest(m, Algo::Sha256).ok())
             .map(|d| format!("{d}\n").into_bytes());
         let mut tree = Tree {
@@ -186,6 +195,7 @@ impl Tree {
             failures: Default::default(),
             last_end: encoded.iter().map(|_| Default::default()).collect(),
             encoded,
+            relayouts,
             opts,
             model,
         };
@@ -409,7 +419,7 @@ impl Tree {
     pub(super) fn object_files(&self, i: u32) -> Vec<(FileName, Node)> {
         let o = self.object(i);
         let mut out = vec![(Cow::Borrowed(META), Node::Meta { object: i })];
-        if let Some((name, _)) = self.has_view(i).then(|| views::view(o)).flatten() {
+        if let Some((name, _)) = self.has_view(i).then(|| self.view_of(i)).flatten() {
             out.push((Cow::Borrowed(name), Node::View { object: i }));
         }
         for (j, (p, flags)) in o.parts.iter().zip(self.part_flags(i)).enumerate() {
@@ -432,12 +442,29 @@ impl Tree {
 /// Which files a part gets: (decoded, raw).
 pub(super) fn part_files(o: &Object, j: usize) -> (bool, bool) {
     let p = &o.parts[j];
+    if hurray::objects::is_hurray(o) {
+        // Its row-major elements, and its buffers as stored.
+        let data = p.name == hurray::objects::DATA;
+        return (data, !data);
+    }
     let known_encoding = matches!(
         p.encoding.as_deref(),
         None | Some(crate::decode::zstd_seekable::ID)
     );
     let decodable = known_encoding && check_interpretable(o, p).is_ok();
     (decodable, p.encoding.is_some() || !decodable)
+}
+
+/// The Hurray tensors whose `data` is computed from another dense layout,
+/// with their relayouts, by object (ascending). A tensor whose relayout
+/// cannot be made gets no `data` (its `meta.json` says why).
+fn relayouts_of(model: &Model) -> Vec<(u32, Relayout)> {
+    let Some(file) = model.hurray() else {
+        return Vec::new();
+    };
+    (file.tensors.iter().enumerate())
+        .filter_map(|(i, t)| Some((i as u32, crate::decode::hurray::relayout(t)?.ok()?)))
+        .collect()
 }
 
 /// Places object `i` named `name` in the build tree.

@@ -9,7 +9,7 @@ use super::build::part_files;
 use super::{FsError, Ino, Node, Tree};
 use std::sync::Arc;
 
-use crate::decode::{views, ContentCheck, Encoding};
+use crate::decode::{ContentCheck, Encoding};
 use crate::format::cbor::{self, Value};
 use crate::format::profiles::{self, Layout};
 use crate::format::{json, Object, Part};
@@ -65,7 +65,7 @@ impl Tree {
             Node::Meta { object } => {
                 self.frames.meta(object, || self.meta_json(object)).len() as u64
             }
-            Node::View { object } => views::view(self.object(object)).map_or(0, |v| v.1),
+            Node::View { object } => self.view_of(object).map_or(0, |v| v.1),
             Node::Part { object, part } => self.part(object, part).1.decoded_size(),
             Node::Raw { object, part } => self.part(object, part).1.blob.length,
         }
@@ -76,6 +76,9 @@ impl Tree {
     pub fn manifest_json_len(&self) -> u64 {
         if let Some(b) = self.manifest_json.get() {
             return b.len() as u64;
+        }
+        if let Some(file) = self.model.hurray() {
+            return self.manifest_json_hurray(file).len() as u64;
         }
         *self.manifest_json_len.get_or_init(|| {
             let len = self
@@ -97,6 +100,9 @@ impl Tree {
         if let Some(b) = self.manifest_json.get() {
             return Ok(b);
         }
+        if let Some(file) = self.model.hurray() {
+            return Ok(self.manifest_json_hurray(file));
+        }
         let text = self
             .model
             .read_manifest_bytes()
@@ -114,6 +120,13 @@ impl Tree {
             b
         });
         Ok(b)
+    }
+
+    /// A Hurray file's manifest.json, rendered once from the container
+    /// parsed at open (it is held in memory anyway).
+    fn manifest_json_hurray(&self, file: &crate::format::hurray::File) -> &[u8] {
+        self.manifest_json
+            .get_or_init(|| crate::format::hurray::json::manifest(file).into_bytes())
     }
 
     /// The decoder of a part, resolved on its first use: its shard, its
@@ -371,7 +384,7 @@ impl Tree {
 
     /// The name of `object`'s view file, if it has one.
     fn view_name(&self, object: u32) -> Option<&'static str> {
-        views::view(self.object(object))
+        self.view_of(object)
             .filter(|_| self.has_view(object))
             .map(|v| v.0)
     }
@@ -379,6 +392,9 @@ impl Tree {
     /// The object's `meta.json`: true names, shape, layout, attributes, and
     /// per part its types, encoding, lengths, digest and the files serving it.
     pub(super) fn meta_json(&self, object: u32) -> Vec<u8> {
+        if let Some(file) = self.model.hurray() {
+            return self.hurray_meta_json(&file.tensors[object as usize], object);
+        }
         let o = self.object(object);
         let attrs = o.attributes.as_deref().and_then(|a| cbor::parse(a).ok());
         let files = self.files_of(object);
@@ -439,6 +455,87 @@ impl Tree {
         json::to_json_pretty(&doc, &mut s);
         s.push('\n');
         s.into_bytes()
+    }
+
+    /// A Hurray tensor's `meta.json`: its true name, element type, shape
+    /// and layout, where its `data` comes from (or why there is none), its
+    /// buffers and the files serving them, and its descriptor decoded.
+    fn hurray_meta_json(&self, t: &crate::format::hurray::Tensor, object: u32) -> Vec<u8> {
+        use crate::format::hurray::{json as hj, objects};
+        let d = &t.descriptor;
+        let tx = Value::Text;
+        let files = self.files_of(object);
+        let o = self.object(object);
+        let view = self.view_name(object);
+        let (data, why) = match objects::data_of(t) {
+            objects::Data::Direct { offset, length } => (
+                Value::Map(vec![
+                    (tx("file"), tx(objects::DATA)),
+                    (tx("from"), tx("buffer 0, as stored")),
+                    (tx("offset"), Value::Uint(offset)),
+                    (tx("length"), Value::Uint(length)),
+                ]),
+                None,
+            ),
+            objects::Data::Relayout if view.is_some() => (
+                Value::Map(vec![
+                    (tx("file"), tx(objects::DATA)),
+                    (tx("from"), tx("buffer 0, reordered to row-major by range")),
+                    (
+                        tx("length"),
+                        Value::Uint(self.view_of(object).map_or(0, |v| v.1)),
+                    ),
+                ]),
+                None,
+            ),
+            objects::Data::Relayout => (
+                Value::Null,
+                Some(match crate::decode::hurray::relayout(t) {
+                    Some(Err(e)) => e,
+                    _ => "the layout has no row-major view here".to_string(),
+                }),
+            ),
+            objects::Data::Absent(why) => (Value::Null, Some(why)),
+        };
+        let buffers = (o.parts.iter().enumerate())
+            .filter(|(_, p)| p.name != objects::DATA)
+            .map(|(j, p)| {
+                Value::Map(vec![
+                    (tx("name"), tx(&p.name)),
+                    (tx("offset"), Value::Uint(p.blob.offset)),
+                    (tx("byte_size"), Value::Uint(p.blob.length)),
+                    (
+                        tx("files"),
+                        Value::Array(files[j].iter().map(|f| tx(f)).collect()),
+                    ),
+                ])
+            })
+            .collect();
+        let doc = Value::Map(vec![
+            (tx("name"), tx(&t.name)),
+            (tx("format"), tx("hurray")),
+            (tx("type"), tx(d.elem.name())),
+            (
+                tx("shape"),
+                Value::Array(
+                    (d.shape.iter())
+                        .map(|&n| {
+                            if n == u64::MAX {
+                                Value::Null
+                            } else {
+                                Value::Uint(n)
+                            }
+                        })
+                        .collect(),
+                ),
+            ),
+            (tx("layout"), tx(objects::layout_name(&d.layout))),
+            (tx("data"), data),
+            (tx("no_data"), report::opt_text(why.as_deref())),
+            (tx("buffers"), Value::Array(buffers)),
+            (tx("descriptor"), hj::descriptor(d)),
+        ]);
+        hj::render(&doc).into_bytes()
     }
 
     /// For each part of `object`, the names of the files serving it.

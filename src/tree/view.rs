@@ -19,7 +19,7 @@ use crate::read;
 impl Tree {
     /// True when `object`'s view is prepared and cached.
     pub(super) fn view_ready(&self, object: u32) -> bool {
-        self.frames.view(object).is_some()
+        self.relayout(object).is_some() || self.frames.view(object).is_some()
     }
 
     /// Answers `done` once `object`'s view is prepared: at once when it is
@@ -46,6 +46,9 @@ impl Tree {
         offset: u64,
         size: u32,
     ) -> Result<Data<'_>, FsError> {
+        if let Some(r) = self.relayout(object) {
+            return self.read_relayout(object, r, offset, size);
+        }
         let o = self.object(object);
         let Some(v) = self.frames.view(object) else {
             log::warn!("{:?}: view evicted before a read could use it", o.name);
@@ -99,5 +102,32 @@ impl Tree {
                 Err(FsError::Io)
             }
         }
+    }
+}
+
+impl Tree {
+    /// A range of a Hurray tensor's row-major `data`, computed from its
+    /// buffer 0 in the map: only the elements the range covers are read,
+    /// so this runs on the FUSE worker like a raw read.
+    fn read_relayout(
+        &self,
+        object: u32,
+        r: &crate::decode::relayout::Relayout,
+        offset: u64,
+        size: u32,
+    ) -> Result<Data<'_>, FsError> {
+        let o = self.object(object);
+        // A relayout tensor has no `data` part: its buffer 0 is part 0.
+        let p = &o.parts[0];
+        let key = self.part_base[object as usize];
+        let len = r.len().saturating_sub(offset).min(u64::from(size)) as usize;
+        let mut out = vec![0; len];
+        Self::map_read(|| {
+            let stored = self.live_stored(p)?;
+            r.read_into(stored, offset, &mut out)
+                .map_err(crate::error::Error::Unsupported)
+        })
+        .map_err(|e| self.fail((key, "read"), o, p, &e))?;
+        Ok(Data::Owned(out))
     }
 }

@@ -96,7 +96,11 @@ pub fn check_data(o: &Object, part: PartFn<'_>) -> Result<()> {
             let [data] = load(o, part, ["data"])?;
             dequant::check_mx(o, &m, &data)
         }
-        Layout::Dense | Layout::QuantGroup | Layout::Gguf { .. } | Layout::Unknown => Ok(()),
+        Layout::Dense
+        | Layout::QuantGroup
+        | Layout::Gguf { .. }
+        | Layout::Hurray
+        | Layout::Unknown => Ok(()),
     }
 }
 
@@ -248,9 +252,10 @@ fn plan(o: &Object) -> Result<Plan> {
             }
             (DEQUANTIZED_VIEW, f32_bytes(o, q.codes)?, Kind::Quant(q))
         }
-        Layout::Dense | Layout::Gguf { .. } | Layout::Unknown => {
+        Layout::Dense | Layout::Gguf { .. } | Layout::Hurray | Layout::Unknown => {
             let why = match layout {
                 Layout::Dense => "its data part is the tensor",
+                Layout::Hurray => "a Hurray tensor's data is served by the tree",
                 Layout::Gguf { .. } => "the gguf payload is opaque ggml blocks, preserved verbatim",
                 _ => "this reader does not interpret the layout",
             };

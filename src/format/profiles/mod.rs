@@ -89,6 +89,10 @@ pub enum Layout {
         /// The lowercase ggml type name, e.g. `q4_k`.
         ggml_type: String,
     },
+    /// `hurray:<layout>`: a tensor of a Hurray file, whose rules were
+    /// checked by the Hurray reader (`crate::format::hurray`); its parts
+    /// are its `data` range and its buffers, plain bytes.
+    Hurray,
     /// Any other id, including a `gguf.` id for a type that is not a listed
     /// quantized ggml type, or a registered profile at another version.
     Unknown,
@@ -104,6 +108,7 @@ impl Layout {
             SPARSE_COO => Layout::SparseCoo,
             QUANT_GROUP => Layout::QuantGroup,
             MX => Layout::Mx,
+            _ if id.starts_with(crate::format::hurray::objects::LAYOUT_PREFIX) => Layout::Hurray,
             _ => match id.strip_prefix("gguf.").and_then(|t| t.strip_suffix("/1")) {
                 Some(t) if GGML_TYPES.contains(&t) => Layout::Gguf {
                     ggml_type: t.to_string(),
@@ -132,7 +137,7 @@ pub fn check_metadata(o: &Object) -> Result<()> {
         Layout::QuantGroup => parse_quant_group(o).map(drop),
         Layout::Mx => parse_mx(o).map(drop),
         Layout::Gguf { .. } => parse_gguf(o).map(drop),
-        Layout::Unknown => Ok(()),
+        Layout::Hurray | Layout::Unknown => Ok(()),
     }
 }
 

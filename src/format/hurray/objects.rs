@@ -1,0 +1,173 @@
+//! A Hurray file as the objects and parts every command and the mount
+//! serve, so a `.hrry` file gets the same tree, listing and `cat` as a
+//! `.zt` file.
+//!
+//! Each tensor is an object named by its index name, of layout
+//! `hurray:<layout>` (which no zTensor profile claims). Its parts:
+//!
+//! * `data`, when the tensor's row-major elements are a range of buffer 0
+//!   ([`Data::Direct`]): unquantized, row-major, no dynamic dimension,
+//!   not an extension type. Served straight from the map.
+//! * `buffer<i>` for each buffer of the descriptor: the stored bytes,
+//!   always (`buffer<i>.raw` in the mount).
+//!
+//! Tensors whose row-major elements are well defined but stored in
+//! another order ([`Data::Relayout`]) get their `data` as a view computed
+//! by range (`crate::decode::hurray`); the rest have no `data`, and
+//! [`Data::Absent`] says why.
+
+use super::{ElemType, File, Layout, Tensor};
+use crate::format::manifest::{BlobRef, Object, Part};
+use crate::format::text::Texts;
+use crate::format::types::{DType, ElementType};
+
+/// The prefix of a Hurray tensor's layout id.
+pub const LAYOUT_PREFIX: &str = "hurray:";
+/// The part (and file) holding the row-major elements.
+pub const DATA: &str = "data";
+
+/// Where a tensor's row-major elements come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Data {
+    /// Bytes `[offset, offset + length)` of the file, as stored.
+    Direct { offset: u64, length: u64 },
+    /// Computed from buffer 0 by range, from another dense layout.
+    Relayout,
+    /// No unambiguous row-major view; the reason, for `meta.json`.
+    Absent(String),
+}
+
+/// The layout's name, as the spec spells it.
+pub fn layout_name(l: &Layout) -> &'static str {
+    match l {
+        Layout::RowMajor => "row-major",
+        Layout::ColumnMajor => "column-major",
+        Layout::Strided(_) => "strided",
+        Layout::Tiled(_) => "tiled",
+        Layout::Morton(_) => "morton",
+        Layout::Coo { .. } => "coo",
+        Layout::Csr { .. } => "csr",
+        Layout::Csc { .. } => "csc",
+        Layout::Csf { .. } => "csf",
+        Layout::BlockPaged(_) => "block-paged",
+        Layout::Composite(_) => "composite",
+        Layout::Hilbert { .. } => "hilbert",
+        Layout::Private { .. } => "private",
+    }
+}
+
+/// Element count of a shape without dynamic dimensions; `None` when a
+/// dimension is dynamic (the parser has checked the product fits).
+pub fn static_count(shape: &[u64]) -> Option<u64> {
+    shape.iter().try_fold(1u64, |n, &d| {
+        (d != u64::MAX).then(|| n.checked_mul(d)).flatten()
+    })
+}
+
+/// Where tensor `t`'s row-major elements come from.
+pub fn data_of(t: &Tensor) -> Data {
+    let d = &t.descriptor;
+    let absent = |why: &str| Data::Absent(why.to_string());
+    if d.quantization.is_some() {
+        return absent("quantized: the format defines no output type for its values");
+    }
+    if let ElemType::Extension(tag) = d.elem {
+        return Data::Absent(format!(
+            "extension element type 0x{tag:02x}: its values have no agreed meaning"
+        ));
+    }
+    let Some(count) = static_count(&d.shape) else {
+        return absent("a dimension is dynamic: the element count is not known");
+    };
+    match &d.layout {
+        Layout::RowMajor => {}
+        Layout::ColumnMajor
+        | Layout::Strided(_)
+        | Layout::Tiled(_)
+        | Layout::Morton(_)
+        | Layout::Hilbert { .. } => return Data::Relayout,
+        Layout::Coo { .. } | Layout::Csr { .. } | Layout::Csc { .. } | Layout::Csf { .. } => {
+            return absent(
+                "sparse layout: no dense view is offered (its stored arrays are the buffers)",
+            )
+        }
+        Layout::BlockPaged(_) => {
+            return absent("block-paged: the per-sequence token counts are not stored")
+        }
+        Layout::Composite(_) => {
+            return absent("composite head: its elements are its members' (see their directories)")
+        }
+        Layout::Private { .. } => return absent("private layout: not defined by the spec"),
+    }
+    let (Some(length), Some(&start)) = (
+        d.elem.buffer_size(count, d.extension_type.as_ref()),
+        t.buffer_offsets.first(),
+    ) else {
+        return absent("the element count has no buffer size");
+    };
+    match start.checked_add(d.byte_offset) {
+        Some(offset) => Data::Direct { offset, length },
+        None => absent("the data offset overflows"),
+    }
+}
+
+/// The objects of a Hurray file, in index order.
+pub fn objects(file: &File) -> Vec<Object> {
+    let mut texts = Texts::default();
+    let u8_type = ElementType {
+        dtype: DType::U8,
+        logical: None,
+    };
+    let buffer_names: Vec<_> = (0..=u8::MAX as usize)
+        .map(|i| texts.get(&format!("buffer{i}")))
+        .collect();
+    let data_name = texts.get(DATA);
+    file.tensors
+        .iter()
+        .map(|t| {
+            let d = &t.descriptor;
+            let mut parts = Vec::with_capacity(d.buffers.len() + 1);
+            if let Data::Direct { offset, length } = data_of(t) {
+                parts.push(Part {
+                    name: data_name.clone(),
+                    ty: u8_type.clone(),
+                    blob: BlobRef {
+                        offset,
+                        length,
+                        shard: None,
+                    },
+                    encoding: None,
+                    decoded_length: None,
+                    digest: None,
+                });
+            }
+            for (i, (b, &offset)) in d.buffers.iter().zip(&t.buffer_offsets).enumerate() {
+                parts.push(Part {
+                    name: buffer_names[i].clone(),
+                    ty: u8_type.clone(),
+                    blob: BlobRef {
+                        offset,
+                        length: b.size,
+                        shard: None,
+                    },
+                    encoding: None,
+                    decoded_length: None,
+                    digest: None,
+                });
+            }
+            let layout = texts.get(&format!("{LAYOUT_PREFIX}{}", layout_name(&d.layout)));
+            Object {
+                name: t.name.clone(),
+                shape: texts.shape(&d.shape),
+                layout,
+                attributes: None,
+                parts,
+            }
+        })
+        .collect()
+}
+
+/// True for the object of a Hurray tensor.
+pub fn is_hurray(o: &Object) -> bool {
+    o.layout.starts_with(LAYOUT_PREFIX)
+}
