@@ -114,16 +114,31 @@ pub fn rows() -> Vec<Row> {
         .collect()
 }
 
-/// Every file that opens: valid and sample rows of the table, plus any
-/// file below `corpus/samples` (so a sample missing from the table is
-/// still mounted).
+/// Every zTensor file that opens: valid and sample rows of the table,
+/// plus any `.zt` file below `corpus/samples` (so a sample missing from
+/// the table is still mounted). Hurray files are [`hurray_files`].
 pub fn mountable_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = rows()
         .iter()
         .filter(|r| r.open == "valid" && (r.dir == "valid" || r.dir == "samples"))
         .map(Row::path)
+        .filter(|p| p.extension() == Some(OsStr::new("zt")))
         .collect();
     files.extend(files_below(&corpus().join("samples")));
+    files.sort();
+    files.dedup();
+    files
+}
+
+/// Every Hurray file of the corpus that opens (`.hrry` rows whose `open`
+/// is `valid`), and every `.hrry` sample.
+pub fn hurray_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = rows()
+        .iter()
+        .filter(|r| r.open == "valid")
+        .map(Row::path)
+        .filter(|p| p.extension() == Some(OsStr::new("hrry")))
+        .collect();
     files.sort();
     files.dedup();
     files
