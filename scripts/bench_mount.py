@@ -13,6 +13,10 @@ value above 1 means faster.
           byte range from an mmap, with ztfs's mount settings
   ztfs    `ztfs mount`, reading big/data
 
+With --format hurray the big file is a Hurray container (one u8 tensor,
+its buffer at the same offset) instead of a .zt file: the same reads,
+against the same baselines, through `big/data`.
+
 A benchmark, not a test: nothing is asserted about time. It exits non-zero
 only when something fails to run. Python standard library only.
 """
@@ -30,6 +34,8 @@ import struct
 import subprocess
 import sys
 import time
+
+import bench_hurray
 
 MAGIC = b"\x89ZT2\r\n\x1a\n"
 BLOB_OFFSET = 65536
@@ -105,7 +111,7 @@ def write_zt(path, write_blob, blob_len, manifest, xxh3):
         os.fsync(f.fileno())
 
 
-def make_big(path, n, xxh3):
+def make_big(path, n, xxh3, fmt="zt"):
     chunk = bytes(i % 251 for i in range(MIB))
 
     def write_blob(f):
@@ -115,6 +121,9 @@ def make_big(path, n, xxh3):
             f.write(chunk[:k])
             left -= k
 
+    if fmt == "hurray":
+        bench_hurray.write_hurray(path, write_blob, n, BLOB_OFFSET)
+        return
     manifest = cbor({"objects": {"big": u8_object(BLOB_OFFSET, n)}})
     write_zt(path, write_blob, n, manifest, xxh3)
 
@@ -670,18 +679,20 @@ def main():
     ap.add_argument("--ls-objects", default="100000,1000000",
                     help="object counts whose root is listed with ls -l")
     ap.add_argument("--only", default="default,direct,random,metadata")
+    ap.add_argument("--format", choices=("zt", "hurray"), default="zt",
+                    help="the big file's container (default zt)")
     a = ap.parse_args()
     a.ls_objects = {int(c) for c in a.ls_objects.split(",") if c}
     bins = a  # the binaries' paths are among the arguments
     Mount.ztfs_bin = a.ztfs
     only = set(a.only.split(","))
     n = a.size
-    big = os.path.join(a.work, "big.zt")
+    big = os.path.join(a.work, "big.zt" if a.format == "zt" else "big.hrry")
     for d in ("mnt-bare", "mnt-ztfs", "mnt-meta"):
         os.makedirs(os.path.join(a.work, d), exist_ok=True)
 
     log(f"writing {big}: one raw u8 part of {n} bytes")
-    make_big(big, n, a.xxh3)
+    make_big(big, n, a.xxh3, a.format)
     timed([a.ztfs, "check", big])
     many = []
     gens = set()
@@ -715,7 +726,7 @@ def main():
     cpu = os.cpu_count()
     uname = os.uname()
     print()
-    print(f"ztfs read benchmark: blob {n / 2**30:.3g} GiB, kernel {uname.release}, {cpu} CPUs, "
+    print(f"ztfs read benchmark ({a.format} file): blob {n / 2**30:.3g} GiB, kernel {uname.release}, {cpu} CPUs, "
           f"medians of {a.reps} ({a.slow_reps} for 1M objects and ls -l) [min–max]; "
           "ratios are speed ratios (for times and latencies: baseline time / ztfs time)")
     print()
