@@ -303,6 +303,8 @@ fn placement() -> Vec<Case> {
     let kv_at = kv.place(|_| {}, |_| {}).kv_offset as usize;
     let mut kv_misaligned = kv.clone();
     kv_misaligned.gap_before_kv = 4;
+    let mut full = usual();
+    full.tensors[0].tail = super::writer::Tail::Alignment;
     let mut padded = usual();
     padded.header.first_descriptor_offset = 128;
     vec![
@@ -339,7 +341,7 @@ fn placement() -> Vec<Case> {
         reject(
             "padding-nonzero-after-buffer",
             z,
-            patched(usual().bytes(), 4096 + 16, &[1]),
+            patched(full.bytes(), 4096 + 16, &[1]),
         ),
         reject(
             "padding-nonzero-after-header",

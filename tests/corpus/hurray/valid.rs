@@ -69,19 +69,27 @@ fn decisions() -> Vec<Case> {
     kv_unflagged.header.flags &= !HAS_KV_METADATA;
     let mut eight = usual();
     eight.tensors[0].tail = Tail::Eight;
-    let mut two_eight = File::new(vec![w(), tensor("v", dense(F32, &[2], f32s(&[1.0, 2.0])))]);
-    two_eight
+    let two = || File::new(vec![w(), tensor("v", dense(F32, &[2], f32s(&[1.0, 2.0])))]);
+    let mut full = usual();
+    full.tensors[0].tail = Tail::Alignment;
+    let mut two_full = two();
+    two_full
         .tensors
         .iter_mut()
-        .for_each(|t| t.tail = Tail::Eight);
+        .for_each(|t| t.tail = Tail::Alignment);
     vec![
         // HAS_KV_METADATA unset while the trailer locates a KV section: the
         // trailer is read anyway (both reference writers do this).
         valid("decision-kv-section-without-flag", kv_unflagged.bytes()),
         // Only 8-byte padding after a tensor's last buffer, so the next
-        // descriptor (or the index) follows at the next 8-byte boundary.
+        // descriptor (or the index) follows at the next 8-byte boundary:
+        // the writer's default, named here for the decision.
         valid("decision-pad-8-after-last-buffer", eight.bytes()),
-        valid("decision-pad-8-between-tensors", two_eight.bytes()),
+        valid("decision-pad-8-between-tensors", two().bytes()),
+        // The spec's form: padding to the buffer alignment after the last
+        // buffer, before the index and before the next descriptor.
+        valid("padding-full-after-last-buffer", full.bytes()),
+        valid("padding-full-between-tensors", two_full.bytes()),
         valid(
             "decision-composite-head-padded",
             super::layouts::composite_partition(true),
