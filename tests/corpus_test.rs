@@ -18,6 +18,11 @@ const REGEN_VAR: &str = "ZTFS_REGEN_CORPUS";
 /// Upper bound on all samples together, in bytes.
 const MAX_SAMPLES_BYTES: usize = 2 << 20;
 
+/// Upper bound on the Hurray cases together, in bytes: every file with a
+/// tensor buffer is at least one 4096-byte alignment long, several buffers
+/// a page each.
+const MAX_HURRAY_BYTES: usize = 5 << 18;
+
 /// Upper bound on one file of a shard family, in bytes.
 const MAX_FAMILY_FILE_BYTES: usize = 32 << 10;
 
@@ -113,8 +118,10 @@ fn cases_are_well_formed() {
         assert!(names.insert(c.name), "{} appears twice", c.name);
         match c.dir {
             Dir::Samples => assert_eq!((c.open, c.verify), (Outcome::Valid, Outcome::Valid)),
-            Dir::Valid | Dir::Families => assert_eq!(c.open, Outcome::Valid, "{}", c.name),
-            Dir::Reject => {
+            Dir::Valid | Dir::Families | Dir::HurrayValid => {
+                assert_eq!(c.open, Outcome::Valid, "{}", c.name)
+            }
+            Dir::Reject | Dir::HurrayReject => {
                 assert!(matches!(c.open, Outcome::Reject(_)), "{}", c.name);
                 assert_eq!(c.open, c.verify, "{}", c.name);
             }
@@ -129,6 +136,14 @@ fn cases_are_well_formed() {
         match c.dir {
             Dir::Samples => {}
             Dir::Valid | Dir::Reject => assert!(kebab(c.name), "{} is not kebab-case", c.name),
+            Dir::HurrayValid | Dir::HurrayReject => {
+                let stem = c.name.strip_suffix(".hrry");
+                assert!(
+                    stem.is_some_and(kebab),
+                    "{} is not <kebab-case>.hrry",
+                    c.name
+                );
+            }
             // A family folder and a file in it; the file may keep an
             // extension of its own.
             Dir::Families => {
@@ -176,6 +191,16 @@ fn samples_stay_small() {
         .map(|c| c.bytes.len())
         .sum();
     assert!(total < MAX_SAMPLES_BYTES, "samples take {total} bytes");
+}
+
+#[test]
+fn hurray_cases_stay_small() {
+    let total: usize = corpus::all()
+        .iter()
+        .filter(|c| matches!(c.dir, Dir::HurrayValid | Dir::HurrayReject))
+        .map(|c| c.bytes.len())
+        .sum();
+    assert!(total < MAX_HURRAY_BYTES, "Hurray cases take {total} bytes");
 }
 
 #[test]

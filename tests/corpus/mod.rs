@@ -7,6 +7,8 @@
 //! * `samples/...`: small realistic models, valid under every check
 //! * `families/<family>/...`: a root model and its shard files, one folder
 //!   per way a shard is found or fails to be (§7, Appendix B)
+//! * `hurray/valid/<name>.hrry`, `hurray/reject/<name>.hrry`: the same
+//!   for Hurray `HRRYFILE` containers; their names keep the `.hrry`
 //! * `expected.tsv`: `name`, `dir`, `open`, `verify` for every file, sorted
 //!   by name; an outcome is `valid`, `refused` or `reject:<Rule>`. A name is
 //!   the path below `dir` without `.zt`, or with its own extension when the
@@ -17,13 +19,15 @@
 pub mod builder;
 pub mod cases;
 pub mod families;
+pub mod hurray;
 pub mod samples;
 
 use std::path::PathBuf;
 
 /// Every rule name a rejection can carry: the public implementation's
-/// `Rule` enum, in the order a reader checks them (implementer notes §1).
-pub const RULES: [&str; 25] = [
+/// `Rule` enum, in the order a reader checks them (implementer notes §1),
+/// then the Hurray rules in the order of `Rule::ALL` in `src/error.rs`.
+pub const RULES: [&str; 47] = [
     "FileTooSmall",
     "HeaderMagic",
     "FooterMagic",
@@ -49,6 +53,28 @@ pub const RULES: [&str; 25] = [
     "Encoding",
     "Digest",
     "ShardIdentity",
+    "HurrayTooSmall",
+    "HurrayVersion",
+    "HurrayHeader",
+    "HurrayTrailer",
+    "HurrayBounds",
+    "HurrayIndexCrc",
+    "HurrayIndex",
+    "HurrayName",
+    "HurraySorted",
+    "HurrayKv",
+    "HurrayKvDuplicate",
+    "HurrayPlacement",
+    "HurrayPadding",
+    "HurrayDescriptor",
+    "HurrayType",
+    "HurrayLayout",
+    "HurrayBuffer",
+    "HurrayQuant",
+    "HurrayShard",
+    "HurrayStats",
+    "HurrayComposite",
+    "HurrayShape",
 ];
 
 /// The directory a case lives in.
@@ -63,6 +89,10 @@ pub enum Dir {
     /// Shard families: every file opens; a root's `--verify` depends on
     /// which of its shards are found beside it.
     Families,
+    /// Hurray files that open and verify.
+    HurrayValid,
+    /// Hurray files rejected at open.
+    HurrayReject,
 }
 
 impl Dir {
@@ -72,13 +102,22 @@ impl Dir {
             Dir::Reject => "reject",
             Dir::Samples => "samples",
             Dir::Families => "families",
+            Dir::HurrayValid => "hurray/valid",
+            Dir::HurrayReject => "hurray/reject",
         }
     }
 
     pub fn parse(s: &str) -> Option<Dir> {
-        [Dir::Valid, Dir::Reject, Dir::Samples, Dir::Families]
-            .into_iter()
-            .find(|d| d.as_str() == s)
+        [
+            Dir::Valid,
+            Dir::Reject,
+            Dir::Samples,
+            Dir::Families,
+            Dir::HurrayValid,
+            Dir::HurrayReject,
+        ]
+        .into_iter()
+        .find(|d| d.as_str() == s)
     }
 }
 
@@ -175,6 +214,7 @@ pub fn all() -> Vec<Case> {
     let mut all = cases::all();
     all.extend(samples::all());
     all.extend(families::all());
+    all.extend(hurray::all());
     all.sort_by(|a, b| a.name.cmp(b.name));
     all
 }
