@@ -5,8 +5,8 @@
 #   ZTFS_VENV    where the environment lives (default <repo>/.venv, gitignored)
 #   ZTFS_PYTHON  the interpreter to build it from (default python3.11, else python3)
 #
-# The public zTensor implementation ships as a compiled CPython wheel, so the
-# pins below are wheels only (--only-binary): nothing is compiled here. A
+# The public zTensor and Hurray implementations ship as compiled CPython
+# wheels, so the pins below are wheels only (--only-binary): nothing is compiled here. A
 # marker file records the pins; when it matches, this takes a fraction of a
 # second. If `python3 -m venv` is unavailable (Debian without python3-venv),
 # it installs python3-venv with apt-get when root, else falls back to
@@ -20,7 +20,9 @@ case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
 # ztensor 2.1.2: the public implementation (cp311 manylinux wheel).
 # numpy 2.4.6: cp311 manylinux_2_27 wheel; the package's numpy shim needs it.
 # xxhash 4.1.0: XXH3-64 for content digests (cp311 manylinux2014 wheel).
-pins=(ztensor==2.1.2 numpy==2.4.6 xxhash==4.1.0)
+# pyhurray 0.1.0: the Hurray reference writer and reader, import name `hurray`
+# (cp310-abi3 manylinux2014 wheel; no dependencies but the optional numpy).
+pins=(ztensor==2.1.2 numpy==2.4.6 xxhash==4.1.0 pyhurray==0.1.0)
 
 log() { printf 'venv.sh: %s\n' "$*" >&2; }
 
@@ -31,7 +33,7 @@ want="${pins[*]}"
 # located, not imported, to keep the fast path quick).
 ready() {
     [[ -x $venv/bin/python && -f $marker && "$(cat "$marker")" == "$want" ]] &&
-        "$venv/bin/python" -c 'import importlib.util as u, ztensor, xxhash
+        "$venv/bin/python" -c 'import importlib.util as u, ztensor, xxhash, hurray
 assert u.find_spec("numpy")' >/dev/null 2>&1
 }
 
@@ -104,6 +106,6 @@ if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/python" -m pip install -q \
         "a CPython 3.11 wheel: set ZTFS_PYTHON to a python3.11 (and ZTFS_VENV to a new dir)"
     exit 1
 fi
-"$venv/bin/python" -c 'import ztensor, numpy, xxhash' >&2
+"$venv/bin/python" -c 'import ztensor, numpy, xxhash, hurray' >&2
 echo "$want" >"$marker"
 echo "$venv"

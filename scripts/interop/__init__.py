@@ -98,7 +98,18 @@ The package, one job a module (each imports only those listed before it):
   forward     package-written files through ztfs
   mutations   broken copies both readers must reject
   corpus      the corpus through the package (reverse)
+  hurray_bytes    an HRRYFILE read directly: placement facts, CRC-32C
+  hurray_layouts  layout buffers built from numpy arrays (spec address functions)
+  hurray_gen      files written with pyhurray, with JSON sidecars
+  hurray_cli      the ztfs command spellings for a Hurray file (one place)
+  hurray_known    the Hurray allowlist (pyhurray refusing valid corpus files)
+  hurray_check    Hurray forward (ztfs check/ls/cat/mount) and reverse
   main        argument parsing and the run; __main__ calls it
+
+Hurray (--suite hurray runs only this): pyhurray 0.1.0 writes files
+covering its whole writing API, each with a sidecar of expected bytes
+(hurray_gen.py); ztfs must check, list, cat and mount them
+(hurray_check.py); every corpus/hurray/valid/ file must load in pyhurray.
 
 Run it as `python -m interop` with scripts/ on the path (scripts/interop.sh
 does that).
@@ -113,6 +124,7 @@ try:
     import xxhash  # noqa: F401
     import ztensor  # noqa: F401
     import ztensor.numpy  # noqa: F401
+    import hurray  # noqa: F401
 except ImportError as e:  # pragma: no cover - environment problem
     sys.stderr.write(
         f"interop: {e}; run this with the venv python (scripts/venv.sh)\n"

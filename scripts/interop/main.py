@@ -20,6 +20,8 @@ from . import __doc__ as OVERVIEW  # the package docstring: what is checked
 from .corpus import check_corpus
 from .forward import check_generated
 from .generate import gen_all
+from .hurray_check import check_file, check_hurray_corpus
+from .hurray_gen import gen_hurray
 from .known import KNOWN_DIFFERENCES
 from .mount import MOUNT_STATS
 from .mutations import check_mutation, mutations
@@ -35,6 +37,40 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 faulthandler.enable()
 
 
+def run_hurray(args, z, res: Results, outdir: str) -> tuple:
+    """The Hurray half: pyhurray writes, ztfs reads (unless --package-only),
+    then the Hurray corpus through pyhurray. Returns the three timings."""
+    from importlib.metadata import version
+
+    print(f"\n== hurray: writing files with pyhurray {version('pyhurray')} into {outdir}")
+    t0 = time.monotonic()
+    try:
+        paths = gen_hurray(outdir, lambda s: print(s, flush=True))
+    except Exception as e:  # noqa: BLE001 - a harness error is a failure
+        res.fail("hurray", f"writing with pyhurray failed: {type(e).__name__}: {e}")
+        paths = []
+    res.check(bool(paths), "hurray", "pyhurray wrote no files")
+    if args.only:
+        paths = [p for p in paths if args.only in os.path.basename(p)]
+    t_gen = time.monotonic() - t0
+    t0 = time.monotonic()
+    if z is not None:
+        print("\n== hurray forward: pyhurray-written files through ztfs")
+        for p in paths:
+            try:
+                check_file(p, z, res)
+            except Exception as e:  # noqa: BLE001
+                res.fail(os.path.basename(p), f"harness error: {type(e).__name__}: {e}")
+    t_fwd = time.monotonic() - t0
+    t0 = time.monotonic()
+    if args.skip_corpus:
+        print("\n== hurray reverse: skipped (--skip-corpus)")
+    else:
+        print(f"\n== hurray reverse: {args.corpus}/hurray/valid through pyhurray")
+        check_hurray_corpus(args.corpus, res)
+    return t_gen, t_fwd, time.monotonic() - t0
+
+
 def main() -> int:
     # prog: run as `python -m interop`, argparse would otherwise say "__main__.py"
     ap = argparse.ArgumentParser(prog="interop", description=OVERVIEW.split("\n\n")[0])
@@ -47,6 +83,8 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per ztfs call")
     ap.add_argument("--only", metavar="SUBSTR",
                     help="check only the generated files whose name contains SUBSTR")
+    ap.add_argument("--suite", choices=("all", "zt", "hurray"), default="all",
+                    help="run the zTensor checks, the Hurray checks (pyhurray), or both")
     args = ap.parse_args()
 
     t_start = time.monotonic()
@@ -88,47 +126,52 @@ def main() -> int:
         tmp = tempfile.mkdtemp(prefix="ztfs-interop-")
         cleanup = tmp
     try:
-        print(f"\n== writing files with the package into {tmp}")
-        t0 = time.monotonic()
-        gens = gen_all(tmp, lambda s: print(s, flush=True))
-        try:
-            gens += gen_sharded(tmp, lambda s: print(s, flush=True), res)
-        except Exception as e:  # noqa: BLE001 - a harness error is a failure
-            res.fail("sharded", f"building the multi-file model failed: {type(e).__name__}: {e}")
-        if args.only:
-            gens = [g for g in gens if args.only in g.name]
-        t_gen = time.monotonic() - t0
-
-        print("\n== forward: package-written files through ztfs")
-        t0 = time.monotonic()
-        groups: dict = {}
-        for g in gens:
+        t_gen = t_fwd = t_rev = 0.0
+        if args.suite in ("all", "zt"):
+            print(f"\n== writing files with the package into {tmp}")
+            t0 = time.monotonic()
+            gens = gen_all(tmp, lambda s: print(s, flush=True))
             try:
-                check_generated(g, z, res, groups)
+                gens += gen_sharded(tmp, lambda s: print(s, flush=True), res)
             except Exception as e:  # noqa: BLE001 - a harness error is a failure
-                res.fail(g.name, f"harness error: {type(e).__name__}: {e}")
-        for group, members in sorted(groups.items()):
-            values = {d for _, d in members}
-            res.check(len(values) == 1, f"group {group}",
-                      "files with the same tensors have different content digests "
-                      f"(§6.4 says layout cannot reach it): {members}")
-        print("\n== forward: broken copies, both readers must reject")
-        for name, path, what in mutations(gens, tmp):
-            try:
-                check_mutation(name, path, what, z, res)
-            except Exception as e:  # noqa: BLE001
-                res.fail(name, f"harness error: {type(e).__name__}: {e}")
-        t_fwd = time.monotonic() - t0
+                res.fail("sharded", f"building the multi-file model failed: {type(e).__name__}: {e}")
+            if args.only:
+                gens = [g for g in gens if args.only in g.name]
+            t_gen = time.monotonic() - t0
 
-        t0 = time.monotonic()
-        if args.skip_corpus:
-            print("\n== reverse: skipped (--skip-corpus)")
-        elif not os.path.isdir(args.corpus):
-            res.fail("corpus", f"{args.corpus} is not a directory")
-        else:
-            print(f"\n== reverse: {args.corpus} through the package")
-            check_corpus(args.corpus, z, res)
-        t_rev = time.monotonic() - t0
+            print("\n== forward: package-written files through ztfs")
+            t0 = time.monotonic()
+            groups: dict = {}
+            for g in gens:
+                try:
+                    check_generated(g, z, res, groups)
+                except Exception as e:  # noqa: BLE001 - a harness error is a failure
+                    res.fail(g.name, f"harness error: {type(e).__name__}: {e}")
+            for group, members in sorted(groups.items()):
+                values = {d for _, d in members}
+                res.check(len(values) == 1, f"group {group}",
+                          "files with the same tensors have different content digests "
+                          f"(§6.4 says layout cannot reach it): {members}")
+            print("\n== forward: broken copies, both readers must reject")
+            for name, path, what in mutations(gens, tmp):
+                try:
+                    check_mutation(name, path, what, z, res)
+                except Exception as e:  # noqa: BLE001
+                    res.fail(name, f"harness error: {type(e).__name__}: {e}")
+            t_fwd = time.monotonic() - t0
+
+            t0 = time.monotonic()
+            if args.skip_corpus:
+                print("\n== reverse: skipped (--skip-corpus)")
+            elif not os.path.isdir(args.corpus):
+                res.fail("corpus", f"{args.corpus} is not a directory")
+            else:
+                print(f"\n== reverse: {args.corpus} through the package")
+                check_corpus(args.corpus, z, res)
+            t_rev = time.monotonic() - t0
+        if args.suite in ("all", "hurray"):
+            t_hr = run_hurray(args, z, res, os.path.join(tmp, "hurray"))
+            t_gen, t_fwd, t_rev = t_gen + t_hr[0], t_fwd + t_hr[1], t_rev + t_hr[2]
     finally:
         if cleanup:
             shutil.rmtree(cleanup, ignore_errors=True)
