@@ -134,9 +134,12 @@ enum Axis {
         stride: i64,
     },
     /// Bit `b` of `i` at bit `b·rank + d`, spread a byte at a time.
+    /// Bit `b` of `i` at bit `b·rank + d`, spread a byte at a time; from
+    /// an even `i` to the next the code steps by `step = 2^d`.
     Morton {
         table: Box<[u64; 256]>,
         byte_shift: u32,
+        step: i64,
     },
 }
 
@@ -153,7 +156,9 @@ impl Axis {
                 }
                 sum + x as i64 * stride
             }
-            Axis::Morton { table, byte_shift } => {
+            Axis::Morton {
+                table, byte_shift, ..
+            } => {
                 let (mut x, mut shift, mut code) = (i, 0u32, 0u64);
                 while x != 0 {
                     let spread = table[(x & 0xFF) as usize];
@@ -174,14 +179,14 @@ impl Axis {
                 let t = levels.last().map_or(1, |l| l.0);
                 (i / t + 1).saturating_mul(t)
             }
-            Axis::Morton { .. } => i + 1,
+            Axis::Morton { .. } => (i | 1) + 1,
         }
     }
 
     fn step(&self) -> i64 {
         match self {
             Axis::Affine { stride } | Axis::Tiled { stride, .. } => *stride,
-            Axis::Morton { .. } => 0,
+            Axis::Morton { step, .. } => *step,
         }
     }
 }
@@ -534,7 +539,9 @@ fn tiled_axes(shape: &[u64], top: &Tiling) -> Result<(Vec<Axis>, Vec<u64>), Stri
     let mut tiling = top;
     for depth in 0.. {
         if depth == MAX_TILING_DEPTH {
-            return Err(format!("tiling nests deeper than {MAX_TILING_DEPTH} levels"));
+            return Err(format!(
+                "tiling nests deeper than {MAX_TILING_DEPTH} levels"
+            ));
         }
         let tile = &tiling.tile;
         check_rank("tile dimensions", tile.len(), rank)?;
@@ -542,9 +549,13 @@ fn tiled_axes(shape: &[u64], top: &Tiling) -> Result<(Vec<Axis>, Vec<u64>), Stri
             return Err(format!("tile shape {tile:?} has a zero at dimension {k}"));
         }
         let grid: Vec<u64> = if depth == 0 {
-            space.iter().zip(tile).map(|(&s, &t)| s.div_ceil(t)).collect()
+            space
+                .iter()
+                .zip(tile)
+                .map(|(&s, &t)| s.div_ceil(t))
+                .collect()
         } else {
-            if let Some(k) = (0..rank).find(|&k| space[k] % tile[k] != 0) {
+            if let Some(k) = (0..rank).find(|&k| !space[k].is_multiple_of(tile[k])) {
                 return Err(format!(
                     "nested tile shape {tile:?} does not divide the tile {space:?} it tiles (dimension {k})"
                 ));
@@ -612,6 +623,7 @@ fn morton_axes(shape: &[u64], bits: &[u32]) -> Result<(Vec<Axis>, Vec<u64>), Str
         axes.push(Axis::Morton {
             table,
             byte_shift: 8 * rank as u32,
+            step: 1 << d,
         });
         domain.push(1u64 << b);
     }
@@ -763,13 +775,13 @@ fn coords_to_hilbert(x: &mut [u64], p: u32) -> u64 {
     while q > 1 {
         let pm = q - 1;
         for i in 0..r {
-            if x[i] & q != 0 {
-                x[0] ^= pm;
-            } else {
-                let t = (x[0] ^ x[i]) & pm;
-                x[0] ^= t;
-                x[i] ^= t;
-            }
+            // Branch-free: when bit q of x[i] is set, invert the low bits of
+            // x[0]; else exchange the low bits of x[0] and x[i] (t = 0 for
+            // i = 0, as in the spec).
+            let set = 0u64.wrapping_sub((x[i] & q != 0) as u64);
+            let t = (x[0] ^ x[i]) & pm & !set;
+            x[0] ^= t ^ (pm & set);
+            x[i] ^= t;
         }
         q >>= 1;
     }

@@ -40,7 +40,11 @@ fn simple_offset(order: &Simple, idx: &[u64], space: &[u64]) -> i128 {
 fn tiled_offset(t: &Tiling, idx: &[u64], dims: &[u64]) -> i128 {
     let tile_idx: Vec<u64> = idx.iter().zip(&t.tile).map(|(&i, &s)| i / s).collect();
     let intra: Vec<u64> = idx.iter().zip(&t.tile).map(|(&i, &s)| i % s).collect();
-    let grid: Vec<u64> = dims.iter().zip(&t.tile).map(|(&d, &s)| d.div_ceil(s)).collect();
+    let grid: Vec<u64> = dims
+        .iter()
+        .zip(&t.tile)
+        .map(|(&d, &s)| d.div_ceil(s))
+        .collect();
     let tile_elems: i128 = t.tile.iter().map(|&s| s as i128).product();
     let start = simple_offset(&t.outer, &tile_idx, &grid) * tile_elems;
     let inner = match &t.inner {
@@ -65,6 +69,7 @@ fn morton_code(idx: &[u64], bits: &[u32]) -> i128 {
 }
 
 /// `layouts/hilbert.md` § HilbertToCoords, as written.
+#[allow(clippy::needless_range_loop)] // the spec's pseudocode, line for line
 fn hilbert_to_coords(h: u64, r: usize, p: u32) -> Vec<u64> {
     let mut x = vec![0u64; r];
     for b in 0..p as usize {
@@ -445,7 +450,11 @@ fn scalar_is_row_major_only() {
     let r = Relayout::new(&[], 32, Order::RowMajor, 4).unwrap();
     assert_eq!((r.len(), r.stored_extent()), (4, 8));
     assert_eq!(whole(&r, &[0, 0, 0, 0, 1, 2, 3, 4]), [1, 2, 3, 4]);
-    for order in [Order::ColumnMajor, Order::Strided(vec![]), Order::Morton(vec![])] {
+    for order in [
+        Order::ColumnMajor,
+        Order::Strided(vec![]),
+        Order::Morton(vec![]),
+    ] {
         assert!(Relayout::new(&[], 32, order, 0).is_err());
     }
 }
@@ -471,7 +480,14 @@ fn refusals() {
         (&[4, 4], 8, Order::Strided(vec![i64::MAX, 1])),
         (&[4, 4], 8, t(&[2], rm())),
         (&[4, 4], 8, t(&[0, 2], rm())),
-        (&[4, 4], 8, t(&[4, 4], Inner::Tiled(Box::new(tiling(&[3, 2], Simple::RowMajor, rm()))))),
+        (
+            &[4, 4],
+            8,
+            t(
+                &[4, 4],
+                Inner::Tiled(Box::new(tiling(&[3, 2], Simple::RowMajor, rm()))),
+            ),
+        ),
         (&[5, 4], 8, Order::Morton(vec![2, 2])),
         (&[4, 4], 8, Order::Morton(vec![0, 2])),
         (&[4, 4], 8, Order::Morton(vec![33, 32])),
@@ -527,7 +543,7 @@ fn arb_simple(rank: usize, lim: i64) -> impl Strategy<Value = Simple> {
 }
 
 fn divisor(t: u64, pick: u64) -> u64 {
-    let divs: Vec<u64> = (1..=t).filter(|d| t % d == 0).collect();
+    let divs: Vec<u64> = (1..=t).filter(|&d| t.is_multiple_of(d)).collect();
     divs[(pick % divs.len() as u64) as usize]
 }
 
@@ -542,7 +558,11 @@ fn arb_tiling(rank: usize) -> impl Strategy<Value = Tiling> {
     )
         .prop_map(|(tile, outer, inner, nest, picks, inner2)| {
             let inner = if nest {
-                let sub: Vec<u64> = tile.iter().zip(&picks).map(|(&t, &p)| divisor(t, p)).collect();
+                let sub: Vec<u64> = tile
+                    .iter()
+                    .zip(&picks)
+                    .map(|(&t, &p)| divisor(t, p))
+                    .collect();
                 Inner::Tiled(Box::new(Tiling {
                     tile: sub,
                     outer: inner,
@@ -579,7 +599,8 @@ fn arb_order(shape: Vec<u64>) -> BoxedStrategy<Order> {
 }
 
 fn arb_shape_order() -> impl Strategy<Value = (Vec<u64>, Order)> {
-    let general = vec(0u64..=5, 0..=3).prop_flat_map(|shape| (Just(shape.clone()), arb_order(shape)));
+    let general =
+        vec(0u64..=5, 0..=3).prop_flat_map(|shape| (Just(shape.clone()), arb_order(shape)));
     let hilbert = (2usize..=3, 1u32..=2)
         .prop_map(|(rank, order)| (vec![1u64 << order; rank], Order::Hilbert { order }));
     prop_oneof![4 => general, 1 => hilbert]
@@ -594,15 +615,17 @@ fn arb_case() -> impl Strategy<Value = Case> {
         any::<u64>(),
         any::<(u64, u64)>(),
     )
-        .prop_map(|((shape, order), bits, extra_offset, slack, seed, range)| Case {
-            shape,
-            bits,
-            order,
-            extra_offset,
-            slack,
-            seed,
-            range,
-        })
+        .prop_map(
+            |((shape, order), bits, extra_offset, slack, seed, range)| Case {
+                shape,
+                bits,
+                order,
+                extra_offset,
+                slack,
+                seed,
+                range,
+            },
+        )
 }
 
 proptest! {
@@ -629,7 +652,7 @@ proptest! {
         r.read_into(&stored, off, &mut out).unwrap();
         prop_assert_eq!(&out[..], &n.view[off as usize..(off + len) as usize]);
 
-        if extent > 0 && r.len() > 0 {
+        if extent > 0 && !r.is_empty() {
             let short = &stored[..extent as usize - 1];
             prop_assert!(r.read_into(short, 0, &mut [0u8; 1]).is_err());
         }
@@ -645,12 +668,21 @@ fn time_one_mib_reads() {
     let nest = Tiling {
         tile: vec![32, 32],
         outer: Simple::RowMajor,
-        inner: Inner::Tiled(Box::new(tiling(&[8, 8], Simple::ColumnMajor, Inner::Simple(Simple::RowMajor)))),
+        inner: Inner::Tiled(Box::new(tiling(
+            &[8, 8],
+            Simple::ColumnMajor,
+            Inner::Simple(Simple::RowMajor),
+        ))),
     };
     let cases: Vec<(&str, u32, Order, u64)> = vec![
         ("row-major f32", 32, Order::RowMajor, 0),
         ("column-major f32", 32, Order::ColumnMajor, 0),
-        ("strided [-1024, 1] f32", 32, Order::Strided(vec![-1024, 1]), 4 << 20),
+        (
+            "strided [-1024, 1] f32",
+            32,
+            Order::Strided(vec![-1024, 1]),
+            4 << 20,
+        ),
         ("tiled 32x32/8x8 f32", 32, Order::Tiled(nest), 0),
         ("morton f32", 32, Order::Morton(vec![10, 10]), 0),
         ("hilbert f32", 32, Order::Hilbert { order: 10 }, 0),
