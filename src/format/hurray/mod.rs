@@ -10,7 +10,24 @@
 //! allocation sized by an unchecked count, so a caller may serve any
 //! buffer's bytes straight from the map afterwards.
 
-use crate::error::Result;
+mod buffers;
+mod bytes;
+mod composite;
+mod container;
+mod descriptor;
+mod elem;
+mod kv;
+mod layout;
+mod quant;
+#[cfg(test)]
+mod tests;
+
+use crate::error::{Error, Result, Rule};
+
+pub use composite::MAX_COMPOSITE_DEPTH;
+pub use container::{HAS_INDEX_CRC32C, HAS_KV_METADATA, SORTED_INDEX};
+pub use descriptor::MAX_RANK;
+pub use layout::{layout_name, MAX_TILE_DEPTH};
 
 /// The container's first eight bytes.
 pub const FILE_MAGIC: [u8; 8] = *b"HRRYFILE";
@@ -294,7 +311,129 @@ pub enum KvValue {
 }
 
 /// Validates a whole Hurray file held in memory.
+///
+/// Checks run in a fixed order, so the same bytes always give the same
+/// rule: size, header, trailer magic and reserved bytes, index bounds,
+/// index CRC-32C, index entries, KV section, each descriptor in index
+/// order, the placement walk, composites.
 pub fn read_file(file: &[u8]) -> Result<File> {
-    let _ = file;
-    todo!("parser")
+    let header = container::parse_header(file)?;
+    let trailer = container::parse_trailer(file)?;
+    // In bounds: parse_trailer checked index_offset + index_length.
+    let index = &file[trailer.index_offset as usize..][..trailer.index_length as usize];
+    container::check_crc(&header, &trailer, index)?;
+    let entries = container::parse_index(index, trailer.index_offset, header.flags)?;
+    let kv = read_kv(file, &header, &trailer)?;
+    let mut tensors = Vec::with_capacity(entries.len());
+    for e in entries {
+        tensors.push(read_tensor(file, e)?);
+    }
+    container::walk(file, &header, &trailer, &mut tensors)?;
+    composite::check(&tensors)?;
+    Ok(File {
+        header,
+        trailer,
+        tensors,
+        kv,
+    })
+}
+
+/// Decodes and checks one descriptor on its own (as in the conformance
+/// vectors): `bytes` must be exactly one descriptor. File-level rules
+/// (placement, index agreement, composites) do not apply.
+pub fn read_descriptor(bytes: &[u8]) -> Result<Descriptor> {
+    let len = bytes
+        .get(6..10)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    if bytes.len() < descriptor::FIXED_LEN || len != Some(bytes.len()) {
+        return Err(Error::reject(
+            Rule::HurrayDescriptor,
+            format!("{} bytes are not one descriptor of its declared length {len:?}", bytes.len()),
+        ));
+    }
+    descriptor::parse(bytes, 0).map_err(|e| context(e, "descriptor"))
+}
+
+/// Prefixes a rejection's detail with where it happened.
+fn context(e: Error, ctx: &str) -> Error {
+    match e {
+        Error::Reject { rule, detail } => Error::reject(rule, format!("{ctx}: {detail}")),
+        e => e,
+    }
+}
+
+/// DECISION: the reference writer never sets HAS_KV_METADATA, yet writes a
+/// KV section and locates it in the trailer; the trailer decides, so the
+/// section is read whenever `kv_length` is non-zero. The flag set with no
+/// section is refused.
+fn read_kv(file: &[u8], header: &Header, t: &Trailer) -> Result<Vec<KvEntry>> {
+    if header.flags & HAS_KV_METADATA != 0 && t.kv_length == 0 {
+        return Err(Error::reject(Rule::HurrayKv, "HAS_KV_METADATA is set but kv_length is 0"));
+    }
+    if (t.kv_offset == 0) != (t.kv_length == 0) {
+        return Err(Error::reject(
+            Rule::HurrayKv,
+            format!("kv_offset {} and kv_length {} must be both zero or both non-zero", t.kv_offset, t.kv_length),
+        ));
+    }
+    if t.kv_length == 0 {
+        return Ok(Vec::new());
+    }
+    let trailer_start = file.len() as u64 - TRAILER_LEN;
+    let end = t.kv_offset.checked_add(u64::from(t.kv_length));
+    if end.is_none_or(|e| e > trailer_start) {
+        return Err(Error::reject(
+            Rule::HurrayBounds,
+            format!("KV section [{}, +{}) runs into the trailer at {trailer_start}", t.kv_offset, t.kv_length),
+        ));
+    }
+    let section = &file[t.kv_offset as usize..][..t.kv_length as usize];
+    kv::parse_kv(section, t.kv_offset)
+}
+
+fn read_tensor(file: &[u8], e: container::Entry<'_>) -> Result<Tensor> {
+    let off = e.descriptor_offset;
+    let ctx = format!("tensor {:?} (descriptor at {off})", e.name);
+    let trailer_start = file.len() as u64 - TRAILER_LEN;
+    let fits = |len: u64| off.checked_add(len).is_some_and(|end| end <= trailer_start);
+    if !fits(descriptor::FIXED_LEN as u64) {
+        return Err(Error::reject(
+            Rule::HurrayBounds,
+            format!("{ctx}: the descriptor's fixed header runs past the trailer at {trailer_start}"),
+        ));
+    }
+    let head = &file[off as usize..][..descriptor::FIXED_LEN];
+    if head[..4] != MAGIC || head[4] != 1 {
+        return Err(Error::reject(
+            Rule::HurrayDescriptor,
+            format!("{ctx}: magic {:?} / major version {} are not \"HRRY\" / 1", &head[..4], head[4]),
+        ));
+    }
+    let own = u32::from_le_bytes([head[6], head[7], head[8], head[9]]);
+    if (own as usize) < descriptor::FIXED_LEN {
+        return Err(Error::reject(Rule::HurrayDescriptor, format!("{ctx}: descriptor_length {own} is below 20")));
+    }
+    if own != e.descriptor_length {
+        return Err(Error::reject(
+            Rule::HurrayIndex,
+            format!("{ctx}: index descriptor_length {} is not the descriptor's {own}", e.descriptor_length),
+        ));
+    }
+    if !fits(u64::from(own)) {
+        return Err(Error::reject(
+            Rule::HurrayBounds,
+            format!("{ctx}: the descriptor ({own} bytes) runs past the trailer at {trailer_start}"),
+        ));
+    }
+    let bytes = &file[off as usize..][..own as usize];
+    let descriptor = descriptor::parse(bytes, off).map_err(|err| context(err, &ctx))?;
+    Ok(Tensor {
+        name: e.name.into(),
+        descriptor_offset: off,
+        descriptor_length: own,
+        data_offset: e.data_offset,
+        data_length: e.data_length,
+        descriptor,
+        buffer_offsets: Vec::new(),
+    })
 }

@@ -1,0 +1,1 @@
+//! A tiny writer of valid containers, with knobs.
