@@ -116,10 +116,9 @@ pub(crate) struct Entry<'a> {
 pub(crate) fn parse_index<'a>(index: &'a [u8], offset: u64, flags: u32) -> Result<Vec<Entry<'a>>> {
     let mut c = Cursor::new(index, offset, Rule::HurrayIndex);
     let count = c.u64("index_entry_count")?;
-    if count > c.remaining() as u64 / MIN_INDEX_ENTRY_LEN {
-        return Err(rej(Rule::HurrayIndex, format!("index_entry_count {count} cannot fit in the {} bytes of the index at {offset}", index.len())));
-    }
-    let mut entries = Vec::with_capacity(count as usize);
+    // Reserve no more than the bytes can hold; a count beyond that runs
+    // out of bytes below (each entry reads at least 34 of them).
+    let mut entries = Vec::with_capacity(count.min(c.remaining() as u64 / MIN_INDEX_ENTRY_LEN) as usize);
     for i in 0..count {
         let at = c.offset();
         let n = c.u16("name_length")?;
@@ -185,11 +184,11 @@ pub(crate) fn walk(file: &[u8], header: &Header, trailer: &Trailer, tensors: &mu
     let mut pos = HEADER_LEN;
     for (n, &i) in order.iter().enumerate() {
         let t = &mut tensors[i];
-        let ctx = format!("tensor {:?} (descriptor at {})", &*t.name, t.descriptor_offset);
+        let ctx = || format!("tensor {:?} (descriptor at {})", &*t.name, t.descriptor_offset);
         let d_off = t.descriptor_offset;
         let ok = if n == 0 { d_off == header.first_descriptor_offset } else { allowed(pos, a).contains(&Some(d_off)) };
         if !ok {
-            return Err(rej(Rule::HurrayPlacement, format!("{ctx}: the previous structure ends at {pos}; a descriptor may start at {:?}", if n == 0 { vec![header.first_descriptor_offset] } else { allowed(pos, a).iter().flatten().copied().collect() })));
+            return Err(rej(Rule::HurrayPlacement, format!("{}: the previous structure ends at {pos}; a descriptor may start at {:?}", ctx(), if n == 0 { vec![header.first_descriptor_offset] } else { allowed(pos, a).iter().flatten().copied().collect() })));
         }
         zeros(file, pos, d_off, "before a descriptor")?;
         let desc_end = d_off + u64::from(t.descriptor_length);
@@ -199,10 +198,10 @@ pub(crate) fn walk(file: &[u8], header: &Header, trailer: &Trailer, tensors: &mu
             let off = align_up(pos, a).filter(|&o| o <= trailer_start);
             let end = off.and_then(|o| o.checked_add(b.size)).filter(|&e| e <= trailer_start);
             let (Some(off), Some(end)) = (off, end) else {
-                return Err(rej(Rule::HurrayBounds, format!("{ctx}: buffer {k} ({} bytes after {pos}) runs past the trailer at {trailer_start}", b.size)));
+                return Err(rej(Rule::HurrayBounds, format!("{}: buffer {k} ({} bytes after {pos}) runs past the trailer at {trailer_start}", ctx(), b.size)));
             };
             if b.size > 0 && off % u64::from(b.alignment) != 0 {
-                return Err(rej(Rule::HurrayBuffer, format!("{ctx}: buffer {k} at {off} is not aligned to its declared {}", b.alignment)));
+                return Err(rej(Rule::HurrayBuffer, format!("{}: buffer {k} at {off} is not aligned to its declared {}", ctx(), b.alignment)));
             }
             zeros(file, pos, off, "before a buffer")?;
             offsets.push(off);
@@ -216,7 +215,7 @@ pub(crate) fn walk(file: &[u8], header: &Header, trailer: &Trailer, tensors: &mu
             None => (align_up(desc_end, a).unwrap_or(u64::MAX), 0),
         };
         if t.data_offset != want_off || t.data_length != want_len {
-            return Err(rej(Rule::HurrayIndex, format!("{ctx}: index data_offset {} / data_length {} are not the buffers' {want_off} / {want_len}", t.data_offset, t.data_length)));
+            return Err(rej(Rule::HurrayIndex, format!("{}: index data_offset {} / data_length {} are not the buffers' {want_off} / {want_len}", ctx(), t.data_offset, t.data_length)));
         }
         t.buffer_offsets = offsets;
     }

@@ -17,17 +17,11 @@ const MIN_ENTRY_LEN: usize = 2 + 1 + 1 + 1;
 pub(crate) fn parse_kv(section: &[u8], offset: u64) -> Result<Vec<KvEntry>> {
     let mut c = Cursor::new(section, offset, Rule::HurrayKv);
     let count = c.u32("kv_count")?;
-    if count as usize > c.remaining() / MIN_ENTRY_LEN {
-        return Err(Error::reject(
-            Rule::HurrayKv,
-            format!(
-                "kv_count {count} cannot fit in the {} bytes of the KV section at {offset}",
-                section.len()
-            ),
-        ));
-    }
-    let mut entries = Vec::with_capacity(count as usize);
-    let mut seen = HashSet::with_capacity(count as usize);
+    // Reserve no more than the bytes can hold; a larger count runs out of
+    // bytes below (every entry reads at least four).
+    let cap = (count as usize).min(c.remaining() / MIN_ENTRY_LEN);
+    let mut entries = Vec::with_capacity(cap);
+    let mut seen = HashSet::with_capacity(cap);
     for i in 0..count {
         let at = c.offset();
         let key_len = c.u16("key_length")?;
@@ -96,16 +90,7 @@ fn parse_value(c: &mut Cursor<'_>, tag: u8, at: &str) -> Result<KvValue> {
                 0x01 | 0x06 => 4,
                 _ => 8,
             };
-            if count as usize > c.remaining() / min {
-                return Err(Error::reject(
-                    Rule::HurrayKv,
-                    format!(
-                        "{at}: array of {count} elements cannot fit in the {} bytes left",
-                        c.remaining()
-                    ),
-                ));
-            }
-            let mut items = Vec::with_capacity(count as usize);
+            let mut items = Vec::with_capacity((count as usize).min(c.remaining() / min));
             for _ in 0..count {
                 items.push(parse_value(c, elem, at)?);
             }

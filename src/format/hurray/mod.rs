@@ -393,40 +393,40 @@ fn read_kv(file: &[u8], header: &Header, t: &Trailer) -> Result<Vec<KvEntry>> {
 
 fn read_tensor(file: &[u8], e: container::Entry<'_>) -> Result<Tensor> {
     let off = e.descriptor_offset;
-    let ctx = format!("tensor {:?} (descriptor at {off})", e.name);
+    let ctx = || format!("tensor {:?} (descriptor at {off})", e.name);
     let trailer_start = file.len() as u64 - TRAILER_LEN;
     let fits = |len: u64| off.checked_add(len).is_some_and(|end| end <= trailer_start);
     if !fits(descriptor::FIXED_LEN as u64) {
         return Err(Error::reject(
             Rule::HurrayBounds,
-            format!("{ctx}: the descriptor's fixed header runs past the trailer at {trailer_start}"),
+            format!("{}: the descriptor's fixed header runs past the trailer at {trailer_start}", ctx()),
         ));
     }
     let head = &file[off as usize..][..descriptor::FIXED_LEN];
     if head[..4] != MAGIC || head[4] != 1 {
         return Err(Error::reject(
             Rule::HurrayDescriptor,
-            format!("{ctx}: magic {:?} / major version {} are not \"HRRY\" / 1", &head[..4], head[4]),
+            format!("{}: magic {:?} / major version {} are not \"HRRY\" / 1", ctx(), &head[..4], head[4]),
         ));
     }
     let own = u32::from_le_bytes([head[6], head[7], head[8], head[9]]);
     if (own as usize) < descriptor::FIXED_LEN {
-        return Err(Error::reject(Rule::HurrayDescriptor, format!("{ctx}: descriptor_length {own} is below 20")));
+        return Err(Error::reject(Rule::HurrayDescriptor, format!("{}: descriptor_length {own} is below 20", ctx())));
     }
     if own != e.descriptor_length {
         return Err(Error::reject(
             Rule::HurrayIndex,
-            format!("{ctx}: index descriptor_length {} is not the descriptor's {own}", e.descriptor_length),
+            format!("{}: index descriptor_length {} is not the descriptor's {own}", ctx(), e.descriptor_length),
         ));
     }
     if !fits(u64::from(own)) {
         return Err(Error::reject(
             Rule::HurrayBounds,
-            format!("{ctx}: the descriptor ({own} bytes) runs past the trailer at {trailer_start}"),
+            format!("{}: the descriptor ({own} bytes) runs past the trailer at {trailer_start}", ctx()),
         ));
     }
     let bytes = &file[off as usize..][..own as usize];
-    let descriptor = descriptor::parse(bytes, off).map_err(|err| context(err, &ctx))?;
+    let descriptor = descriptor::parse(bytes, off).map_err(|err| context(err, &ctx()))?;
     Ok(Tensor {
         name: e.name.into(),
         descriptor_offset: off,

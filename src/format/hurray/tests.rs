@@ -4,6 +4,8 @@
 use super::*;
 
 mod builder;
+mod composites;
+mod mutation;
 mod rules;
 
 fn data(path: &str) -> Vec<u8> {
