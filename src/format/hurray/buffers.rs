@@ -48,13 +48,22 @@ pub(crate) fn check_handles(handles: &[BufferHandle]) -> Result<()> {
             )));
         }
         if h.device == 0xFF || (0x09..=0xEF).contains(&h.device) {
-            return Err(bad(format!("buffer {i} device_tag {:#04x} is reserved or invalid", h.device)));
+            return Err(bad(format!(
+                "buffer {i} device_tag {:#04x} is reserved or invalid",
+                h.device
+            )));
         }
         if h.sync_mode > 2 {
-            return Err(bad(format!("buffer {i} sync_mode {:#04x} is reserved or invalid", h.sync_mode)));
+            return Err(bad(format!(
+                "buffer {i} sync_mode {:#04x} is reserved or invalid",
+                h.sync_mode
+            )));
         }
         if h.device == 0 && h.sync_mode != 0 {
-            return Err(bad(format!("buffer {i} is on the CPU with sync_mode {:#04x}, not 0", h.sync_mode)));
+            return Err(bad(format!(
+                "buffer {i} is on the CPU with sync_mode {:#04x}, not 0",
+                h.sync_mode
+            )));
         }
         if !pair_valid(h.device, h.memory_class) {
             return Err(bad(format!(
@@ -82,7 +91,9 @@ pub(crate) fn check_handles(handles: &[BufferHandle]) -> Result<()> {
 fn bytes_for(d: &Descriptor, n: u64) -> Result<Option<u64>> {
     match d.elem.buffer_size(n, d.extension_type.as_ref()) {
         Some(b) => Ok(Some(b)),
-        None if matches!(d.elem, ElemType::Extension(_)) && n.checked_mul(128).is_some() => Ok(None),
+        None if matches!(d.elem, ElemType::Extension(_)) && n.checked_mul(128).is_some() => {
+            Ok(None)
+        }
         None => Err(overflow()),
     }
 }
@@ -90,7 +101,9 @@ fn bytes_for(d: &Descriptor, n: u64) -> Result<Option<u64>> {
 fn exact(d: &Descriptor, i: usize, want: u64, what: &str) -> Result<()> {
     let got = d.buffers[i].size;
     if got != want {
-        return Err(bad(format!("buffer {i} ({what}) holds {got} bytes, the layout needs exactly {want}")));
+        return Err(bad(format!(
+            "buffer {i} ({what}) holds {got} bytes, the layout needs exactly {want}"
+        )));
     }
     Ok(())
 }
@@ -102,7 +115,11 @@ pub(crate) fn check_sizes(d: &Descriptor, count: u64) -> Result<()> {
     let u64s = |n: u64| n.checked_mul(8).ok_or_else(overflow);
     match &d.layout {
         Layout::Strided(strides) => check_strided(d, strides, count),
-        Layout::RowMajor | Layout::ColumnMajor | Layout::Morton(_) | Layout::Hilbert { .. } | Layout::Tiled(_) => {
+        Layout::RowMajor
+        | Layout::ColumnMajor
+        | Layout::Morton(_)
+        | Layout::Hilbert { .. }
+        | Layout::Tiled(_) => {
             let shape = match (&d.quantization, &d.layout) {
                 (Some(q), Layout::RowMajor | Layout::ColumnMajor) => {
                     quant::storage_shape(d, q).ok_or_else(overflow)?
@@ -115,7 +132,9 @@ pub(crate) fn check_sizes(d: &Descriptor, count: u64) -> Result<()> {
                 Extent::AtLeast(n) => (n, false),
                 Extent::Unknown => return Ok(()),
             };
-            let Some(bytes) = bytes_for(d, n)? else { return Ok(()) };
+            let Some(bytes) = bytes_for(d, n)? else {
+                return Ok(());
+            };
             let want = bytes.checked_add(d.byte_offset).ok_or_else(overflow)?;
             let got = d.buffers[0].size;
             if (is_exact && got != want) || (!is_exact && got < want) {
@@ -132,15 +151,29 @@ pub(crate) fn check_sizes(d: &Descriptor, count: u64) -> Result<()> {
             if let Some(v) = bytes_for(d, *nnz)? {
                 exact(d, 0, v, "values")?;
             }
-            exact(d, 1, u64s(nnz.checked_mul(rank).ok_or_else(overflow)?)?, "indices")
+            exact(
+                d,
+                1,
+                u64s(nnz.checked_mul(rank).ok_or_else(overflow)?)?,
+                "indices",
+            )
         }
         Layout::Csr { nnz } | Layout::Csc { nnz } => {
             if let Some(v) = bytes_for(d, *nnz)? {
                 exact(d, 0, v, "values")?;
             }
             exact(d, 1, u64s(*nnz)?, "indices")?;
-            let dim = if matches!(d.layout, Layout::Csr { .. }) { d.shape[0] } else { d.shape[1] };
-            exact(d, 2, u64s(dim.checked_add(1).ok_or_else(overflow)?)?, "pointers")
+            let dim = if matches!(d.layout, Layout::Csr { .. }) {
+                d.shape[0]
+            } else {
+                d.shape[1]
+            };
+            exact(
+                d,
+                2,
+                u64s(dim.checked_add(1).ok_or_else(overflow)?)?,
+                "pointers",
+            )
         }
         Layout::Csf { nnz, .. } => match bytes_for(d, *nnz)? {
             Some(v) => exact(d, 0, v, "values"),
@@ -157,14 +190,19 @@ pub(crate) fn check_sizes(d: &Descriptor, count: u64) -> Result<()> {
             if let Some(v) = bytes_for(d, pool)? {
                 exact(d, 0, v, "page_pool")?;
             }
-            if d.buffers[1].size % p.index_width != 0 {
+            if !d.buffers[1].size.is_multiple_of(p.index_width) {
                 return Err(bad(format!(
                     "buffer 1 (block_table) holds {} bytes, not a multiple of {}",
                     d.buffers[1].size, p.index_width
                 )));
             }
             let seq = u64::from(p.num_seqs) + 1;
-            exact(d, 2, seq.checked_mul(p.index_width).ok_or_else(overflow)?, "seq_ptr")
+            exact(
+                d,
+                2,
+                seq.checked_mul(p.index_width).ok_or_else(overflow)?,
+                "seq_ptr",
+            )
         }
         Layout::Composite(_) | Layout::Private { .. } => Ok(()),
     }

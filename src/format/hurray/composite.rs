@@ -35,26 +35,43 @@ pub(crate) fn check(tensors: &[Tensor]) -> Result<()> {
 
 /// Checks the tensor at `i` as a member of `parent` (rule, head), and when
 /// it is a head, its members; returns the index after its subtree.
-fn visit(order: &[&Tensor], i: usize, parent: Option<(u8, &Tensor)>, depth: usize) -> Result<usize> {
+fn visit(
+    order: &[&Tensor],
+    i: usize,
+    parent: Option<(u8, &Tensor)>,
+    depth: usize,
+) -> Result<usize> {
     let t = order[i];
     let member_rule = parent.map(|(r, _)| r);
     if t.descriptor.composite_member.is_some() && member_rule != Some(2) {
-        return Err(bad(format!("tensor {:?} carries a composite member section but is not an overlay member", &*t.name)));
+        return Err(bad(format!(
+            "tensor {:?} carries a composite member section but is not an overlay member",
+            &*t.name
+        )));
     }
     let Layout::Composite(h) = t.descriptor.layout else {
         return Ok(i + 1);
     };
     if depth > MAX_COMPOSITE_DEPTH {
-        return Err(bad(format!("composite {:?} nests deeper than {MAX_COMPOSITE_DEPTH} levels", &*t.name)));
+        return Err(bad(format!(
+            "composite {:?} nests deeper than {MAX_COMPOSITE_DEPTH} levels",
+            &*t.name
+        )));
     }
     if h.rule == 2 && h.members == 0 {
-        return Err(bad(format!("overlay {:?} has no members (it needs a base)", &*t.name)));
+        return Err(bad(format!(
+            "overlay {:?} has no members (it needs a base)",
+            &*t.name
+        )));
     }
     let mut next = i + 1;
     let mut members = Vec::with_capacity((h.members as usize).min(order.len()));
     for m in 0..h.members {
         if next >= order.len() {
-            return Err(bad(format!("composite {:?} is torn: member {m} of {} is missing", &*t.name, h.members)));
+            return Err(bad(format!(
+                "composite {:?} is torn: member {m} of {} is missing",
+                &*t.name, h.members
+            )));
         }
         let member = order[next];
         check_member(h.rule, t, member, m)?;
@@ -75,25 +92,46 @@ fn check_member(rule: u8, head: &Tensor, m: &Tensor, k: u32) -> Result<()> {
         return Ok(());
     }
     let Some(shard) = &md.shard else {
-        return Err(bad(format!("{ctx}: a partition or overlay member has no shard section")));
+        return Err(bad(format!(
+            "{ctx}: a partition or overlay member has no shard section"
+        )));
     };
     if shard.parent_shape != hd.shape {
-        return Err(bad(format!("{ctx}: parent_shape {:?} is not the head's shape {:?}", shard.parent_shape, hd.shape)));
+        return Err(bad(format!(
+            "{ctx}: parent_shape {:?} is not the head's shape {:?}",
+            shard.parent_shape, hd.shape
+        )));
     }
     // A quantized member's decoded type is not an element type tag; only
     // unquantized members can be compared with the head.
     if md.quantization.is_none() && md.elem != hd.elem {
-        return Err(bad(format!("{ctx}: element type {} is not the head's {}", md.elem.name(), hd.elem.name())));
+        return Err(bad(format!(
+            "{ctx}: element type {} is not the head's {}",
+            md.elem.name(),
+            hd.elem.name()
+        )));
     }
     if rule == 2 {
         let role = md.composite_member.map(|c| c.role);
         let whole = shard.offset.iter().all(|&o| o == 0) && md.shape == hd.shape;
         match (k, role) {
             (0, Some(1)) if whole => {}
-            (0, Some(1)) => return Err(bad(format!("{ctx}: the base does not span the head's index space"))),
-            (0, _) => return Err(bad(format!("{ctx}: the first overlay member is not a base (role 1)"))),
+            (0, Some(1)) => {
+                return Err(bad(format!(
+                    "{ctx}: the base does not span the head's index space"
+                )))
+            }
+            (0, _) => {
+                return Err(bad(format!(
+                    "{ctx}: the first overlay member is not a base (role 1)"
+                )))
+            }
             (_, Some(0)) => {}
-            _ => return Err(bad(format!("{ctx}: an overlay member after the base is not a correction (role 0)"))),
+            _ => {
+                return Err(bad(format!(
+                    "{ctx}: an overlay member after the base is not a correction (role 0)"
+                )))
+            }
         }
     }
     Ok(())
@@ -101,12 +139,21 @@ fn check_member(rule: u8, head: &Tensor, m: &Tensor, k: u32) -> Result<()> {
 
 fn check_partition(head: &Tensor, members: &[&Tensor]) -> Result<()> {
     let shape = &head.descriptor.shape;
-    if shape.contains(&u64::MAX) || members.iter().any(|m| m.descriptor.shape.contains(&u64::MAX)) {
+    if shape.contains(&u64::MAX)
+        || members
+            .iter()
+            .any(|m| m.descriptor.shape.contains(&u64::MAX))
+    {
         return Ok(()); // dynamic dimensions: cover cannot be decided
     }
-    let volume = |s: &[u64]| s.iter().try_fold(1u128, |a, &x| a.checked_mul(u128::from(x)));
+    let volume = |s: &[u64]| {
+        s.iter()
+            .try_fold(1u128, |a, &x| a.checked_mul(u128::from(x)))
+    };
     let whole = volume(shape);
-    let sum = members.iter().try_fold(0u128, |a, m| a.checked_add(volume(&m.descriptor.shape)?));
+    let sum = members
+        .iter()
+        .try_fold(0u128, |a, m| a.checked_add(volume(&m.descriptor.shape)?));
     if whole.is_none() || sum != whole {
         return Err(bad(format!(
             "partition {:?}: member volumes sum to {sum:?}, the head has {whole:?} elements",
@@ -119,11 +166,20 @@ fn check_partition(head: &Tensor, members: &[&Tensor]) -> Result<()> {
         .filter(|m| !m.descriptor.shape.contains(&0))
         .filter_map(|m| {
             let s = m.descriptor.shard.as_ref()?;
-            Some(s.offset.iter().zip(&m.descriptor.shape).map(|(&o, &n)| (o, o + n)).collect())
+            Some(
+                s.offset
+                    .iter()
+                    .zip(&m.descriptor.shape)
+                    .map(|(&o, &n)| (o, o + n))
+                    .collect(),
+            )
         })
         .collect();
     if let Some((a, b)) = find_overlap(&boxes, shape.len()) {
-        return Err(bad(format!("partition {:?}: members' boxes {:?} and {:?} overlap", &*head.name, boxes[a], boxes[b])));
+        return Err(bad(format!(
+            "partition {:?}: members' boxes {:?} and {:?} overlap",
+            &*head.name, boxes[a], boxes[b]
+        )));
     }
     Ok(())
 }
@@ -143,7 +199,8 @@ fn find_overlap(boxes: &[Vec<(u64, u64)>], rank: usize) -> Option<(usize, usize)
         .unwrap_or(0);
     let mut idx: Vec<usize> = (0..boxes.len()).collect();
     idx.sort_by_key(|&i| boxes[i][dim].0);
-    let meets = |a: &[(u64, u64)], b: &[(u64, u64)]| a.iter().zip(b).all(|(x, y)| x.0 < y.1 && y.0 < x.1);
+    let meets =
+        |a: &[(u64, u64)], b: &[(u64, u64)]| a.iter().zip(b).all(|(x, y)| x.0 < y.1 && y.0 < x.1);
     let mut active: Vec<usize> = Vec::new();
     for &i in &idx {
         let start = boxes[i][dim].0;

@@ -26,17 +26,29 @@ fn rej(rule: Rule, detail: String) -> Error {
 pub(crate) fn parse_header(file: &[u8]) -> Result<Header> {
     let min = (HEADER_LEN + TRAILER_LEN) as usize;
     if file.len() < min {
-        return Err(rej(Rule::HurrayTooSmall, format!("{} bytes is shorter than a header and a trailer ({min})", file.len())));
+        return Err(rej(
+            Rule::HurrayTooSmall,
+            format!(
+                "{} bytes is shorter than a header and a trailer ({min})",
+                file.len()
+            ),
+        ));
     }
     let mut c = Cursor::new(&file[..HEADER_LEN as usize], 0, Rule::HurrayHeader);
     let magic: [u8; 8] = c.array("magic")?;
     if magic != FILE_MAGIC {
-        return Err(rej(Rule::HurrayHeader, format!("magic {magic:?} is not \"HRRYFILE\"")));
+        return Err(rej(
+            Rule::HurrayHeader,
+            format!("magic {magic:?} is not \"HRRYFILE\""),
+        ));
     }
     let version_major = c.u8("container_version_major")?;
     let version_minor = c.u8("container_version_minor")?;
     if version_major != 1 {
-        return Err(rej(Rule::HurrayVersion, format!("container major version {version_major} is not 1")));
+        return Err(rej(
+            Rule::HurrayVersion,
+            format!("container major version {version_major} is not 1"),
+        ));
     }
     let reserved: [u8; 2] = c.array("reserved")?;
     let flags = c.u32("file_flags")?;
@@ -45,20 +57,39 @@ pub(crate) fn parse_header(file: &[u8]) -> Result<Header> {
     let tensor_count_hint = c.u64("tensor_count_hint")?;
     let reserved_tail: [u8; 28] = c.array("reserved_header")?;
     if reserved != [0, 0] || reserved_tail.iter().any(|&b| b != 0) {
-        return Err(rej(Rule::HurrayHeader, "header reserved bytes are not zero".into()));
+        return Err(rej(
+            Rule::HurrayHeader,
+            "header reserved bytes are not zero".into(),
+        ));
     }
     if flags >> 3 != 0 {
-        return Err(rej(Rule::HurrayHeader, format!("file_flags {flags:#x} set reserved bits 3..31")));
+        return Err(rej(
+            Rule::HurrayHeader,
+            format!("file_flags {flags:#x} set reserved bits 3..31"),
+        ));
     }
     let a = data_buffer_alignment;
     if !a.is_power_of_two() || !(MIN_ALIGNMENT..=MAX_ALIGNMENT).contains(&a) {
-        return Err(rej(Rule::HurrayHeader, format!("data_buffer_alignment {a} is not a power of two in 4096..=2097152")));
+        return Err(rej(
+            Rule::HurrayHeader,
+            format!("data_buffer_alignment {a} is not a power of two in 4096..=2097152"),
+        ));
     }
     let fdo = first_descriptor_offset;
     if fdo < HEADER_LEN || fdo % 8 != 0 {
-        return Err(rej(Rule::HurrayHeader, format!("first_descriptor_offset {fdo} is below 64 or not a multiple of 8")));
+        return Err(rej(
+            Rule::HurrayHeader,
+            format!("first_descriptor_offset {fdo} is below 64 or not a multiple of 8"),
+        ));
     }
-    Ok(Header { version_major, version_minor, flags, data_buffer_alignment, first_descriptor_offset, tensor_count_hint })
+    Ok(Header {
+        version_major,
+        version_minor,
+        flags,
+        data_buffer_alignment,
+        first_descriptor_offset,
+        tensor_count_hint,
+    })
 }
 
 /// The 40-byte trailer: magic first, then reserved bytes, then the index
@@ -75,28 +106,58 @@ pub(crate) fn parse_trailer(file: &[u8]) -> Result<Trailer> {
     let reserved: [u8; 4] = c.array("reserved")?;
     let magic: [u8; 4] = c.array("trailer_magic")?;
     if magic != MAGIC {
-        return Err(rej(Rule::HurrayTrailer, format!("trailer magic {magic:?} at {} is not \"HRRY\"", len - 4)));
+        return Err(rej(
+            Rule::HurrayTrailer,
+            format!("trailer magic {magic:?} at {} is not \"HRRY\"", len - 4),
+        ));
     }
     if reserved != [0; 4] {
-        return Err(rej(Rule::HurrayTrailer, format!("trailer reserved bytes {reserved:?} are not zero")));
+        return Err(rej(
+            Rule::HurrayTrailer,
+            format!("trailer reserved bytes {reserved:?} are not zero"),
+        ));
     }
-    if index_offset.checked_add(index_length).is_none_or(|e| e > start) {
-        return Err(rej(Rule::HurrayBounds, format!("index [{index_offset}, +{index_length}) runs into the trailer at {start}")));
+    if index_offset
+        .checked_add(index_length)
+        .is_none_or(|e| e > start)
+    {
+        return Err(rej(
+            Rule::HurrayBounds,
+            format!("index [{index_offset}, +{index_length}) runs into the trailer at {start}"),
+        ));
     }
-    Ok(Trailer { index_offset, index_length, kv_offset, kv_length, index_crc32c })
+    Ok(Trailer {
+        index_offset,
+        index_length,
+        kv_offset,
+        kv_length,
+        index_crc32c,
+    })
 }
 
 /// Checks the index CRC-32C (Castagnoli) against the flag.
 pub(crate) fn check_crc(header: &Header, trailer: &Trailer, index: &[u8]) -> Result<()> {
     if header.flags & HAS_INDEX_CRC32C == 0 {
         if trailer.index_crc32c != 0 {
-            return Err(rej(Rule::HurrayIndexCrc, format!("index_crc32c {:#010x} is set without HAS_INDEX_CRC32C", trailer.index_crc32c)));
+            return Err(rej(
+                Rule::HurrayIndexCrc,
+                format!(
+                    "index_crc32c {:#010x} is set without HAS_INDEX_CRC32C",
+                    trailer.index_crc32c
+                ),
+            ));
         }
         return Ok(());
     }
     let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI).checksum(index);
     if crc != trailer.index_crc32c {
-        return Err(rej(Rule::HurrayIndexCrc, format!("index CRC-32C is {crc:#010x}, the trailer says {:#010x}", trailer.index_crc32c)));
+        return Err(rej(
+            Rule::HurrayIndexCrc,
+            format!(
+                "index CRC-32C is {crc:#010x}, the trailer says {:#010x}",
+                trailer.index_crc32c
+            ),
+        ));
     }
     Ok(())
 }
@@ -118,15 +179,23 @@ pub(crate) fn parse_index<'a>(index: &'a [u8], offset: u64, flags: u32) -> Resul
     let count = c.u64("index_entry_count")?;
     // Reserve no more than the bytes can hold; a count beyond that runs
     // out of bytes below (each entry reads at least 34 of them).
-    let mut entries = Vec::with_capacity(count.min(c.remaining() as u64 / MIN_INDEX_ENTRY_LEN) as usize);
+    let mut entries =
+        Vec::with_capacity(count.min(c.remaining() as u64 / MIN_INDEX_ENTRY_LEN) as usize);
     for i in 0..count {
         let at = c.offset();
         let n = c.u16("name_length")?;
         if n == 0 {
-            return Err(rej(Rule::HurrayName, format!("index entry {i} at {at}: name_length is 0")));
+            return Err(rej(
+                Rule::HurrayName,
+                format!("index entry {i} at {at}: name_length is 0"),
+            ));
         }
-        let name = std::str::from_utf8(c.take(usize::from(n), "name")?)
-            .map_err(|_| rej(Rule::HurrayName, format!("index entry {i} at {at}: name is not UTF-8")))?;
+        let name = std::str::from_utf8(c.take(usize::from(n), "name")?).map_err(|_| {
+            rej(
+                Rule::HurrayName,
+                format!("index entry {i} at {at}: name is not UTF-8"),
+            )
+        })?;
         let e = Entry {
             name,
             descriptor_offset: c.u64("descriptor_offset")?,
@@ -136,22 +205,44 @@ pub(crate) fn parse_index<'a>(index: &'a [u8], offset: u64, flags: u32) -> Resul
         };
         let f = c.u32("flags")?;
         if f != 0 {
-            return Err(rej(Rule::HurrayIndex, format!("index entry {name:?} at {at}: flags {f:#x} are not 0")));
+            return Err(rej(
+                Rule::HurrayIndex,
+                format!("index entry {name:?} at {at}: flags {f:#x} are not 0"),
+            ));
         }
         entries.push(e);
     }
     if c.remaining() != 0 {
-        return Err(rej(Rule::HurrayIndex, format!("{} bytes after the last index entry, at {}", c.remaining(), c.offset())));
+        return Err(rej(
+            Rule::HurrayIndex,
+            format!(
+                "{} bytes after the last index entry, at {}",
+                c.remaining(),
+                c.offset()
+            ),
+        ));
     }
     let mut seen = HashSet::with_capacity(entries.len());
     for e in &entries {
         if !seen.insert(e.name) {
-            return Err(rej(Rule::HurrayName, format!("tensor name {:?} is repeated in the index", e.name)));
+            return Err(rej(
+                Rule::HurrayName,
+                format!("tensor name {:?} is repeated in the index", e.name),
+            ));
         }
     }
     if flags & SORTED_INDEX != 0 {
-        if let Some(w) = entries.windows(2).find(|w| w[0].name.as_bytes() >= w[1].name.as_bytes()) {
-            return Err(rej(Rule::HurraySorted, format!("SORTED_INDEX is set but {:?} comes before {:?}", w[0].name, w[1].name)));
+        if let Some(w) = entries
+            .windows(2)
+            .find(|w| w[0].name.as_bytes() >= w[1].name.as_bytes())
+        {
+            return Err(rej(
+                Rule::HurraySorted,
+                format!(
+                    "SORTED_INDEX is set but {:?} comes before {:?}",
+                    w[0].name, w[1].name
+                ),
+            ));
         }
     }
     Ok(entries)
@@ -161,7 +252,14 @@ fn zeros(file: &[u8], from: u64, to: u64, what: &str) -> Result<()> {
     // Callers only pass ranges inside the file.
     let gap = &file[from as usize..to as usize];
     if let Some(i) = gap.iter().position(|&b| b != 0) {
-        return Err(rej(Rule::HurrayPadding, format!("padding byte at {} {what} is {:#04x}, not 0x00", from + i as u64, gap[i])));
+        return Err(rej(
+            Rule::HurrayPadding,
+            format!(
+                "padding byte at {} {what} is {:#04x}, not 0x00",
+                from + i as u64,
+                gap[i]
+            ),
+        ));
     }
     Ok(())
 }
@@ -176,7 +274,12 @@ fn allowed(end: u64, a: u64) -> [Option<u64>; 2] {
 /// Walks the file in order (header, tensors by descriptor offset, KV,
 /// index, trailer), fills each tensor's buffer offsets, and checks
 /// positions, padding bytes, bounds and the index's data fields.
-pub(crate) fn walk(file: &[u8], header: &Header, trailer: &Trailer, tensors: &mut [Tensor]) -> Result<()> {
+pub(crate) fn walk(
+    file: &[u8],
+    header: &Header,
+    trailer: &Trailer,
+    tensors: &mut [Tensor],
+) -> Result<()> {
     let trailer_start = file.len() as u64 - TRAILER_LEN;
     let a = u64::from(header.data_buffer_alignment);
     let mut order: Vec<usize> = (0..tensors.len()).collect();
@@ -184,11 +287,31 @@ pub(crate) fn walk(file: &[u8], header: &Header, trailer: &Trailer, tensors: &mu
     let mut pos = HEADER_LEN;
     for (n, &i) in order.iter().enumerate() {
         let t = &mut tensors[i];
-        let ctx = || format!("tensor {:?} (descriptor at {})", &*t.name, t.descriptor_offset);
+        let ctx = || {
+            format!(
+                "tensor {:?} (descriptor at {})",
+                &*t.name, t.descriptor_offset
+            )
+        };
         let d_off = t.descriptor_offset;
-        let ok = if n == 0 { d_off == header.first_descriptor_offset } else { allowed(pos, a).contains(&Some(d_off)) };
+        let ok = if n == 0 {
+            d_off == header.first_descriptor_offset
+        } else {
+            allowed(pos, a).contains(&Some(d_off))
+        };
         if !ok {
-            return Err(rej(Rule::HurrayPlacement, format!("{}: the previous structure ends at {pos}; a descriptor may start at {:?}", ctx(), if n == 0 { vec![header.first_descriptor_offset] } else { allowed(pos, a).iter().flatten().copied().collect() })));
+            return Err(rej(
+                Rule::HurrayPlacement,
+                format!(
+                    "{}: the previous structure ends at {pos}; a descriptor may start at {:?}",
+                    ctx(),
+                    if n == 0 {
+                        vec![header.first_descriptor_offset]
+                    } else {
+                        allowed(pos, a).iter().flatten().copied().collect()
+                    }
+                ),
+            ));
         }
         zeros(file, pos, d_off, "before a descriptor")?;
         let desc_end = d_off + u64::from(t.descriptor_length);
@@ -196,12 +319,21 @@ pub(crate) fn walk(file: &[u8], header: &Header, trailer: &Trailer, tensors: &mu
         let mut offsets = Vec::with_capacity(t.descriptor.buffers.len());
         for (k, b) in t.descriptor.buffers.iter().enumerate() {
             let off = align_up(pos, a).filter(|&o| o <= trailer_start);
-            let end = off.and_then(|o| o.checked_add(b.size)).filter(|&e| e <= trailer_start);
+            let end = off
+                .and_then(|o| o.checked_add(b.size))
+                .filter(|&e| e <= trailer_start);
             let (Some(off), Some(end)) = (off, end) else {
                 return Err(rej(Rule::HurrayBounds, format!("{}: buffer {k} ({} bytes after {pos}) runs past the trailer at {trailer_start}", ctx(), b.size)));
             };
             if b.size > 0 && off % u64::from(b.alignment) != 0 {
-                return Err(rej(Rule::HurrayBuffer, format!("{}: buffer {k} at {off} is not aligned to its declared {}", ctx(), b.alignment)));
+                return Err(rej(
+                    Rule::HurrayBuffer,
+                    format!(
+                        "{}: buffer {k} at {off} is not aligned to its declared {}",
+                        ctx(),
+                        b.alignment
+                    ),
+                ));
             }
             zeros(file, pos, off, "before a buffer")?;
             offsets.push(off);
@@ -233,13 +365,28 @@ pub(crate) fn walk(file: &[u8], header: &Header, trailer: &Trailer, tensors: &mu
     };
     let none = tensors.is_empty();
     if trailer.kv_length > 0 {
-        section("KV section", trailer.kv_offset, u64::from(trailer.kv_length), &mut pos, none)?;
+        section(
+            "KV section",
+            trailer.kv_offset,
+            u64::from(trailer.kv_length),
+            &mut pos,
+            none,
+        )?;
     }
-    section("index", trailer.index_offset, trailer.index_length, &mut pos, none && trailer.kv_length == 0)?;
+    section(
+        "index",
+        trailer.index_offset,
+        trailer.index_length,
+        &mut pos,
+        none && trailer.kv_length == 0,
+    )?;
     // DECISION: the reference writer puts the trailer right after the
     // index; an 8-byte-aligned trailer is accepted as well.
     if trailer_start != pos && Some(trailer_start) != align_up(pos, 8) {
-        return Err(rej(Rule::HurrayPlacement, format!("the index ends at {pos} but the trailer starts at {trailer_start}")));
+        return Err(rej(
+            Rule::HurrayPlacement,
+            format!("the index ends at {pos} but the trailer starts at {trailer_start}"),
+        ));
     }
     zeros(file, pos, trailer_start, "before the trailer")
 }

@@ -61,7 +61,10 @@ pub(crate) fn parse_layout(c: &mut Cursor<'_>, tag: u8, rank: u32) -> Result<Lay
         0x0B => {
             let rule = c.u8("composition_rule")?;
             let op = c.u8("combine_op")?;
-            zeros(c.take(2, "composite reserved")?, "composite head reserved bytes")?;
+            zeros(
+                c.take(2, "composite reserved")?,
+                "composite head reserved bytes",
+            )?;
             let members = c.u32("member_count")?;
             Layout::Composite(CompositeHead { rule, op, members })
         }
@@ -95,10 +98,14 @@ fn parse_tiled(c: &mut Cursor<'_>, rank: u32, depth: usize) -> Result<Tiled> {
     let inner = c.u8("inner_layout")?;
     zeros(c.take(2, "tiled reserved")?, "tiled reserved bytes")?;
     if !(0x01..=0x03).contains(&outer) {
-        return Err(bad(format!("tiled outer_layout {outer:#04x} is not 0x01..=0x03")));
+        return Err(bad(format!(
+            "tiled outer_layout {outer:#04x} is not 0x01..=0x03"
+        )));
     }
     if !(0x01..=0x04).contains(&inner) {
-        return Err(bad(format!("tiled inner_layout {inner:#04x} is not 0x01..=0x04")));
+        return Err(bad(format!(
+            "tiled inner_layout {inner:#04x} is not 0x01..=0x04"
+        )));
     }
     let order = |c: &mut Cursor<'_>, tag: u8, what: &str| -> Result<TileOrder> {
         Ok(match tag {
@@ -230,7 +237,10 @@ fn check_block_paged(bp: &BlockPaged) -> Result<()> {
         return Err(bad(format!("block-paged paged_axis {paged_axis} is not 0")));
     }
     if f[20] > 2 {
-        return Err(bad(format!("block-paged kv_role {:#04x} is not 0..=2", f[20])));
+        return Err(bad(format!(
+            "block-paged kv_role {:#04x} is not 0..=2",
+            f[20]
+        )));
     }
     if f[25] > 1 {
         return Err(bad(format!(
@@ -293,12 +303,20 @@ pub(crate) fn dense_extent(layout: &Layout, shape: &[u64], count: u64) -> Option
     Some(match layout {
         Layout::RowMajor | Layout::ColumnMajor => Extent::Exact(count),
         Layout::Morton(bits) => {
-            let sum = bits.iter().try_fold(0u64, |a, &b| a.checked_add(u64::from(b)))?;
-            Extent::Exact(1u64.checked_shl(u32::try_from(sum).ok()?).filter(|_| sum < 64)?)
+            let sum = bits
+                .iter()
+                .try_fold(0u64, |a, &b| a.checked_add(u64::from(b)))?;
+            Extent::Exact(
+                1u64.checked_shl(u32::try_from(sum).ok()?)
+                    .filter(|_| sum < 64)?,
+            )
         }
         Layout::Hilbert { order } => {
             let bits = u64::from(*order).checked_mul(shape.len() as u64)?;
-            Extent::Exact(1u64.checked_shl(u32::try_from(bits).ok()?).filter(|_| bits < 64)?)
+            Extent::Exact(
+                1u64.checked_shl(u32::try_from(bits).ok()?)
+                    .filter(|_| bits < 64)?,
+            )
         }
         Layout::Tiled(t) => match tiled_elems(t, shape)? {
             Some(n) => Extent::AtLeast(n),

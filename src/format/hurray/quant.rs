@@ -63,7 +63,11 @@ pub(crate) fn decode(q: &[u8], elem: ElemType) -> Result<Scheme> {
         0x01 | 0x04 | 0x05 => 16,
         0x02 => 20,
         0x03 => 24,
-        _ => return Err(bad(format!("scheme tag {tag:#04x} is not one of 0x01..=0x05"))),
+        _ => {
+            return Err(bad(format!(
+                "scheme tag {tag:#04x} is not one of 0x01..=0x05"
+            )))
+        }
     };
     if version != 1 {
         return Err(bad(format!("scheme {tag:#04x} version {version} is not 1")));
@@ -88,7 +92,9 @@ pub(crate) fn decode(q: &[u8], elem: ElemType) -> Result<Scheme> {
     let ints = [I8, U8, I16, U16, I32, U32, I4, U4, I2, U2];
     let allowed_flags: u16 = if matches!(tag, 0x02 | 0x03) { 1 } else { 0 };
     if flags & !allowed_flags != 0 {
-        return Err(bad(format!("scheme {tag:#04x} flags {flags:#06x} set reserved bits")));
+        return Err(bad(format!(
+            "scheme {tag:#04x} flags {flags:#06x} set reserved bits"
+        )));
     }
     let symmetric = flags & 1 != 0;
     Ok(match tag {
@@ -96,7 +102,9 @@ pub(crate) fn decode(q: &[u8], elem: ElemType) -> Result<Scheme> {
             storage(&ints)?;
             let scale = f32::from_le_bytes([q[4], q[5], q[6], q[7]]);
             if !scale.is_finite() || scale == 0.0 {
-                return Err(bad(format!("per-tensor scale {scale:?} is not finite and non-zero")));
+                return Err(bad(format!(
+                    "per-tensor scale {scale:?} is not finite and non-zero"
+                )));
             }
             let zp = i64::from(u32_at(q, 8) as i32);
             let (lo, hi) = int_range(elem);
@@ -112,7 +120,10 @@ pub(crate) fn decode(q: &[u8], elem: ElemType) -> Result<Scheme> {
         0x02 => {
             storage(&ints)?;
             if q[16] != 0x03 {
-                return Err(bad(format!("per-channel scale_type_tag {:#04x} is not 0x03", q[16])));
+                return Err(bad(format!(
+                    "per-channel scale_type_tag {:#04x} is not 0x03",
+                    q[16]
+                )));
             }
             reserved(&q[17..20])?;
             Scheme::PerChannel {
@@ -126,12 +137,18 @@ pub(crate) fn decode(q: &[u8], elem: ElemType) -> Result<Scheme> {
             let scale_bytes = match q[20] {
                 0x01 | 0x02 => 2,
                 0x03 => 4,
-                t => return Err(bad(format!("per-block scale_type_tag {t:#04x} is not 0x01..=0x03"))),
+                t => {
+                    return Err(bad(format!(
+                        "per-block scale_type_tag {t:#04x} is not 0x01..=0x03"
+                    )))
+                }
             };
             reserved(&q[21..24])?;
             let block = u32_at(q, 8);
             if !block.is_power_of_two() || block < 2 {
-                return Err(bad(format!("per-block block_size {block} is not a power of two >= 2")));
+                return Err(bad(format!(
+                    "per-block block_size {block} is not a power of two >= 2"
+                )));
             }
             Scheme::PerBlock {
                 axis: u32_at(q, 4),
@@ -148,17 +165,29 @@ pub(crate) fn decode(q: &[u8], elem: ElemType) -> Result<Scheme> {
             storage(&[U4])?;
             let block = u32_at(q, 8);
             if !block.is_power_of_two() || block < 8 {
-                return Err(bad(format!("NF4 block_size {block} is not a power of two >= 8")));
+                return Err(bad(format!(
+                    "NF4 block_size {block} is not a power of two >= 8"
+                )));
             }
-            Scheme::Nf4 { axis: u32_at(q, 4), block, scale: u32_at(q, 12) }
+            Scheme::Nf4 {
+                axis: u32_at(q, 4),
+                block,
+                scale: u32_at(q, 12),
+            }
         }
         _ => {
             storage(&[F8E4M3, F8E5M2, F4E2M1, F6E2M3, F6E3M2, I8, I4])?;
             let block = u32_at(q, 8);
             if !block.is_power_of_two() || !(16..=2048).contains(&block) {
-                return Err(bad(format!("MXFP block_size {block} is not a power of two in 16..=2048")));
+                return Err(bad(format!(
+                    "MXFP block_size {block} is not a power of two in 16..=2048"
+                )));
             }
-            Scheme::Mxfp { axis: u32_at(q, 4), block, scale: u32_at(q, 12) }
+            Scheme::Mxfp {
+                axis: u32_at(q, 4),
+                block,
+                scale: u32_at(q, 12),
+            }
         }
     })
 }
@@ -201,9 +230,12 @@ fn int_range(e: ElemType) -> (i64, i64) {
 pub(crate) fn parameter_indices(s: &Scheme) -> Vec<u32> {
     let (a, b) = match *s {
         Scheme::PerTensor => return vec![],
-        Scheme::PerChannel { scale, zero_point, .. } | Scheme::PerBlock { scale, zero_point, .. } => {
-            (scale, zero_point)
+        Scheme::PerChannel {
+            scale, zero_point, ..
         }
+        | Scheme::PerBlock {
+            scale, zero_point, ..
+        } => (scale, zero_point),
         Scheme::Nf4 { scale, .. } | Scheme::Mxfp { scale, .. } => (scale, None),
     };
     match b {
@@ -243,14 +275,18 @@ pub(crate) fn check(d: &Descriptor, q: &Quantization, baseline: usize, dense: bo
             .get(axis as usize)
             .ok_or_else(|| bad(format!("axis {axis} is not below the rank {rank}")))?;
         if along == u64::MAX {
-            return Err(bad(format!("shape[{axis}] on the quantized axis is dynamic")));
+            return Err(bad(format!(
+                "shape[{axis}] on the quantized axis is dynamic"
+            )));
         }
     }
     match s {
         Scheme::PerBlock { block, .. } | Scheme::Nf4 { block, .. }
             if along > 0 && u64::from(block) > along =>
         {
-            return Err(bad(format!("block_size {block} exceeds shape[axis] {along}")));
+            return Err(bad(format!(
+                "block_size {block} exceeds shape[axis] {along}"
+            )));
         }
         Scheme::Mxfp { block, .. } if along == 0 || along % u64::from(block) != 0 => {
             return Err(bad(format!(
@@ -278,28 +314,46 @@ pub(crate) fn check(d: &Descriptor, q: &Quantization, baseline: usize, dense: bo
         .filter(|&(k, _)| Some(k as u32) != axis)
         .try_fold(1u64, |a, (_, &x)| a.checked_mul(x));
     let blocks = |block: u32, exact: bool| -> Option<u64> {
-        let per_axis = if exact { along / u64::from(block) } else { along.div_ceil(u64::from(block)) };
+        let per_axis = if exact {
+            along / u64::from(block)
+        } else {
+            along.div_ceil(u64::from(block))
+        };
         others?.checked_mul(per_axis)
     };
     let overflow = || Error::reject(Rule::HurrayShape, "parameter buffer size overflows u64");
     // (buffer index, bytes) of every parameter array.
     let arrays: Vec<(u32, u64)> = match s {
         Scheme::PerTensor => vec![],
-        Scheme::PerChannel { scale, zero_point, .. } => {
+        Scheme::PerChannel {
+            scale, zero_point, ..
+        } => {
             let n = along.checked_mul(4).ok_or_else(overflow)?;
-            std::iter::once((scale, n)).chain(zero_point.map(|z| (z, n))).collect()
+            std::iter::once((scale, n))
+                .chain(zero_point.map(|z| (z, n)))
+                .collect()
         }
-        Scheme::PerBlock { block, scale, zero_point, scale_bytes, .. } => {
+        Scheme::PerBlock {
+            block,
+            scale,
+            zero_point,
+            scale_bytes,
+            ..
+        } => {
             let n = blocks(block, false).ok_or_else(overflow)?;
             let sb = n.checked_mul(scale_bytes).ok_or_else(overflow)?;
             let zb = n.checked_mul(4).ok_or_else(overflow)?;
-            std::iter::once((scale, sb)).chain(zero_point.map(|z| (z, zb))).collect()
+            std::iter::once((scale, sb))
+                .chain(zero_point.map(|z| (z, zb)))
+                .collect()
         }
         Scheme::Nf4 { block, scale, .. } => {
             let n = blocks(block, false).ok_or_else(overflow)?;
             vec![(scale, n.checked_mul(4).ok_or_else(overflow)?)]
         }
-        Scheme::Mxfp { block, scale, .. } => vec![(scale, blocks(block, true).ok_or_else(overflow)?)],
+        Scheme::Mxfp { block, scale, .. } => {
+            vec![(scale, blocks(block, true).ok_or_else(overflow)?)]
+        }
     };
     for &i in &indices {
         // Two arrays in one buffer lie end to end (quantization.md rule 3).

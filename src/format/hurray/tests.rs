@@ -55,7 +55,12 @@ const DESCRIPTOR_VECTORS: &[(&str, &[u64], u8, &[u64])] = &[
     ("sharded_f32_8x4", &[8, 4], 0x01, &[128]),
     ("csr_f32_3x3", &[3, 3], 0x07, &[8, 16, 32]),
     ("composite_head_partition", &[8, 8], 0x0B, &[]),
-    ("quant_per_block_int4_128x128", &[128, 128], 0x01, &[8192, 256]),
+    (
+        "quant_per_block_int4_128x128",
+        &[128, 128],
+        0x01,
+        &[8192, 256],
+    ),
 ];
 
 #[test]
@@ -76,8 +81,17 @@ fn every_descriptor_vector_decodes_as_its_manifest_says() {
         let got: Vec<u64> = d.buffers.iter().map(|b| b.size).collect();
         assert_eq!(got, sizes, "{name}");
     }
-    let n = std::fs::read_dir(format!("{}/tests/data/hurray-vectors/descriptors", env!("CARGO_MANIFEST_DIR"))).unwrap().count();
-    assert_eq!(n, DESCRIPTOR_VECTORS.len(), "a vector without an expectation");
+    let n = std::fs::read_dir(format!(
+        "{}/tests/data/hurray-vectors/descriptors",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+    .count();
+    assert_eq!(
+        n,
+        DESCRIPTOR_VECTORS.len(),
+        "a vector without an expectation"
+    );
 }
 
 #[test]
@@ -92,8 +106,14 @@ fn the_file_vector_parses_as_its_manifest_says() {
     assert_eq!(
         f.kv,
         [
-            KvEntry { key: "producer".into(), value: KvValue::Str("hurray-conformance".into()) },
-            KvEntry { key: "tensor_count".into(), value: KvValue::I64(2) },
+            KvEntry {
+                key: "producer".into(),
+                value: KvValue::Str("hurray-conformance".into())
+            },
+            KvEntry {
+                key: "tensor_count".into(),
+                value: KvValue::I64(2)
+            },
         ]
     );
 }

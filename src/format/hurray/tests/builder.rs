@@ -19,7 +19,14 @@ pub struct H {
 
 /// A handle of `size` bytes, aligned 64, on the CPU.
 pub fn h(size: u64) -> H {
-    H { size, align: 64, device: 0, sync: 0, class: 0, reserved: 0 }
+    H {
+        size,
+        align: 64,
+        device: 0,
+        sync: 0,
+        class: 0,
+        reserved: 0,
+    }
 }
 
 /// A descriptor as written.
@@ -107,7 +114,12 @@ pub struct T {
 }
 
 pub fn t(name: &str, desc: D) -> T {
-    T { name: name.as_bytes().to_vec(), desc, gap: 0, pad_to_alignment: false }
+    T {
+        name: name.as_bytes().to_vec(),
+        desc,
+        gap: 0,
+        pad_to_alignment: false,
+    }
 }
 
 /// A file to write.
@@ -187,7 +199,12 @@ impl B {
         b.resize(64, 0);
         b.resize(self.fdo as usize, 0);
         let mut index = Vec::new();
-        index.extend_from_slice(&self.index_count.unwrap_or(self.tensors.len() as u64).to_le_bytes());
+        index.extend_from_slice(
+            &self
+                .index_count
+                .unwrap_or(self.tensors.len() as u64)
+                .to_le_bytes(),
+        );
         let (mut desc_offsets, mut buffer_offsets) = (vec![], vec![]);
         for t in &self.tensors {
             b.resize(b.len() + t.gap as usize, 0);

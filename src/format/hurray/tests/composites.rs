@@ -29,7 +29,9 @@ fn member(shape: &[u64], offset: &[u64], parent: &[u64], role: Option<u8>) -> D 
 
 #[track_caller]
 fn rule(tensors: Vec<T>) -> Option<Rule> {
-    read_file(&file(tensors).build().bytes).err().map(|e| e.rule().unwrap())
+    read_file(&file(tensors).build().bytes)
+        .err()
+        .map(|e| e.rule().unwrap())
 }
 
 #[test]
@@ -60,11 +62,29 @@ fn a_partition_must_tile_its_head() {
 #[test]
 fn torn_and_open_composites() {
     let p = [4];
-    assert_eq!(rule(vec![t("h", head(1, 0, 2, &p)), t("m", member(&[4], &[0], &p, None))]), Some(Rule::HurrayComposite));
-    assert_eq!(rule(vec![t("h", head(3, 0, u32::MAX, &p))]), Some(Rule::HurrayComposite));
-    assert_eq!(rule(vec![t("h", head(2, 1, 0, &p))]), Some(Rule::HurrayComposite));
-    assert_eq!(rule(vec![t("h", head(4, 0, 0, &p))]), Some(Rule::HurrayLayout));
-    assert_eq!(rule(vec![t("h", head(1, 1, 0, &p))]), Some(Rule::HurrayLayout));
+    assert_eq!(
+        rule(vec![
+            t("h", head(1, 0, 2, &p)),
+            t("m", member(&[4], &[0], &p, None))
+        ]),
+        Some(Rule::HurrayComposite)
+    );
+    assert_eq!(
+        rule(vec![t("h", head(3, 0, u32::MAX, &p))]),
+        Some(Rule::HurrayComposite)
+    );
+    assert_eq!(
+        rule(vec![t("h", head(2, 1, 0, &p))]),
+        Some(Rule::HurrayComposite)
+    );
+    assert_eq!(
+        rule(vec![t("h", head(4, 0, 0, &p))]),
+        Some(Rule::HurrayLayout)
+    );
+    assert_eq!(
+        rule(vec![t("h", head(1, 1, 0, &p))]),
+        Some(Rule::HurrayLayout)
+    );
 }
 
 #[test]
@@ -72,10 +92,27 @@ fn overlay_roles() {
     let p = [4];
     let base = member(&[4], &[0], &p, Some(1));
     let corr = member(&[1], &[2], &p, Some(0));
-    assert_eq!(rule(vec![t("h", head(2, 2, 2, &p)), t("b", base.clone()), t("c", corr.clone())]), None);
-    assert_eq!(rule(vec![t("h", head(2, 2, 2, &p)), t("c", corr.clone()), t("b", base.clone())]), Some(Rule::HurrayComposite));
+    assert_eq!(
+        rule(vec![
+            t("h", head(2, 2, 2, &p)),
+            t("b", base.clone()),
+            t("c", corr.clone())
+        ]),
+        None
+    );
+    assert_eq!(
+        rule(vec![
+            t("h", head(2, 2, 2, &p)),
+            t("c", corr.clone()),
+            t("b", base.clone())
+        ]),
+        Some(Rule::HurrayComposite)
+    );
     let half = member(&[2], &[0], &p, Some(1));
-    assert_eq!(rule(vec![t("h", head(2, 1, 1, &p)), t("b", half)]), Some(Rule::HurrayComposite));
+    assert_eq!(
+        rule(vec![t("h", head(2, 1, 1, &p)), t("b", half)]),
+        Some(Rule::HurrayComposite)
+    );
     // A member section outside an overlay.
     assert_eq!(rule(vec![t("x", corr)]), Some(Rule::HurrayComposite));
 }
@@ -83,7 +120,9 @@ fn overlay_roles() {
 #[test]
 fn groups_nest_up_to_8_deep() {
     let nest = |depth: usize| {
-        let mut v: Vec<T> = (0..depth).map(|i| t(&format!("h{i}"), head(3, 0, 1, &[1]))).collect();
+        let mut v: Vec<T> = (0..depth)
+            .map(|i| t(&format!("h{i}"), head(3, 0, 1, &[1])))
+            .collect();
         v.push(t("leaf", D::dense(0x10, &[1], 1)));
         v
     };

@@ -9,7 +9,10 @@ use crate::format::hurray::read_file;
 
 /// Valid files: pyhurray's, the vector, and a few built ones.
 fn seeds() -> Vec<Vec<u8>> {
-    let mut v: Vec<Vec<u8>> = super::pyhurray_files().into_iter().map(|(_, b)| b).collect();
+    let mut v: Vec<Vec<u8>> = super::pyhurray_files()
+        .into_iter()
+        .map(|(_, b)| b)
+        .collect();
     v.push(super::data("hurray-vectors/files/basic.hrry"));
     let mut b = file(vec![t("x", D::f32x4()), t("y", D::dense(0x48, &[5], 3))]);
     b.kv = kv(&[entry("k", 7, &[1, 1, 0, 0, 0, 1, 0, 0, 0, b'z'])]);
@@ -65,7 +68,9 @@ proptest! {
 /// Makes the trailer's CRC match whatever the index now holds, so that
 /// index mutations reach the index parser.
 fn refresh_crc(file: &mut [u8]) {
-    let Some(t) = file.len().checked_sub(40) else { return };
+    let Some(t) = file.len().checked_sub(40) else {
+        return;
+    };
     let word = |b: &[u8], at: usize| u64::from_le_bytes(b[t + at..t + at + 8].try_into().unwrap());
     let (o, n) = (word(file, 0) as usize, word(file, 8) as usize);
     if let Some(index) = o.checked_add(n).filter(|&e| e <= t).map(|e| &file[o..e]) {
@@ -82,7 +87,9 @@ fn a_million_tensors_parse_quickly() {
     group.layout = 0x0B;
     group.handles.clear();
     group.layout_fields = vec![3, 0, 0, 0, 0, 0, 0, 0];
-    let tensors: Vec<T> = (0..1_000_000u32).map(|i| t(&format!("t{i:07}"), group.clone())).collect();
+    let tensors: Vec<T> = (0..1_000_000u32)
+        .map(|i| t(&format!("t{i:07}"), group.clone()))
+        .collect();
     let mut b = file(tensors);
     b.flags = 2 | 4;
     let bytes = b.build().bytes;

@@ -157,14 +157,30 @@ fn index_structure() {
 
 #[test]
 fn names() {
-    rejects(&file(vec![t("", D::f32x4())]).build().bytes, Rule::HurrayName);
+    rejects(
+        &file(vec![t("", D::f32x4())]).build().bytes,
+        Rule::HurrayName,
+    );
     let mut bad = t("a", D::f32x4());
     bad.name = vec![0xFF];
     rejects(&file(vec![bad]).build().bytes, Rule::HurrayName);
-    rejects(&file(vec![t("a", D::f32x4()), t("a", D::f32x4())]).build().bytes, Rule::HurrayName);
+    rejects(
+        &file(vec![t("a", D::f32x4()), t("a", D::f32x4())])
+            .build()
+            .bytes,
+        Rule::HurrayName,
+    );
     // Opaque: a slash and non-ASCII are fine, and so is a 65535-byte name.
     let long = "x".repeat(65535);
-    accepts(&file(vec![t("a/b", D::f32x4()), t("é", D::f32x4()), t(&long, D::f32x4())]).build().bytes);
+    accepts(
+        &file(vec![
+            t("a/b", D::f32x4()),
+            t("é", D::f32x4()),
+            t(&long, D::f32x4()),
+        ])
+        .build()
+        .bytes,
+    );
 }
 
 #[test]
@@ -211,7 +227,10 @@ fn kv_section() {
     let mut b = file(vec![t("a", D::f32x4())]);
     b.kv = trailing;
     rejects(&b.build().bytes, Rule::HurrayKv);
-    rejects(&with(&[entry("k", 5, &[1]), entry("k", 5, &[0])]), Rule::HurrayKvDuplicate);
+    rejects(
+        &with(&[entry("k", 5, &[1]), entry("k", 5, &[0])]),
+        Rule::HurrayKvDuplicate,
+    );
 }
 
 #[test]
@@ -418,16 +437,16 @@ fn tiled_nesting_is_limited_to_8() {
 
 #[test]
 fn buffer_handles() {
-    let cases: Vec<Box<dyn Fn(&mut H)>> = vec![
-        Box::new(|h| h.align = 48),
-        Box::new(|h| h.align = 32),
-        Box::new(|h| h.device = 0xFF),
-        Box::new(|h| h.device = 0x09),
-        Box::new(|h| h.sync = 1),
-        Box::new(|h| h.class = 3),
-        Box::new(|h| h.class = 4),
-        Box::new(|h| h.class = 0xF0),
-        Box::new(|h| h.reserved = 1),
+    let cases: Vec<fn(&mut H)> = vec![
+        |h| h.align = 48,
+        |h| h.align = 32,
+        |h| h.device = 0xFF,
+        |h| h.device = 0x09,
+        |h| h.sync = 1,
+        |h| h.class = 3,
+        |h| h.class = 4,
+        |h| h.class = 0xF0,
+        |h| h.reserved = 1,
     ];
     for c in cases {
         let mut d = D::f32x4();
@@ -570,7 +589,12 @@ fn statistics() {
     d.flags = 8;
     d.sections = stats(0b11_1111, 1.0, [2, 4]);
     accepts(&one(d.clone()).bytes);
-    for s in [stats(1 << 6, 1.0, [2, 4]), stats(8, -1.0, [0, 0]), stats(8, f64::NAN, [0, 0]), stats(16, 0.0, [4, 2])] {
+    for s in [
+        stats(1 << 6, 1.0, [2, 4]),
+        stats(8, -1.0, [0, 0]),
+        stats(8, f64::NAN, [0, 0]),
+        stats(16, 0.0, [4, 2]),
+    ] {
         d.sections = s;
         desc_rejects(d.clone(), Rule::HurrayStats);
     }
