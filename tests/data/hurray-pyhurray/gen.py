@@ -82,3 +82,74 @@ def group():
 
 save("overlay", overlay)
 save("group", group)
+
+
+def csr():
+    # [[1, 0, 2], [0, 0, 3]]: values, col_indices, row_ptr
+    vals = struct.pack("3f", 1, 2, 3)
+    cols = struct.pack("3Q", 0, 2, 2)
+    ptr = struct.pack("3Q", 0, 2, 3)
+    return {"csr": hr.Tensor(vals, hr.float32, [2, 3], layout=hr.CsrLayout(nnz=3), aux_buffers=[cols, ptr])}
+
+
+def csc():
+    vals = struct.pack("3f", 1, 3, 2)
+    rows = struct.pack("3Q", 0, 0, 1)
+    ptr = struct.pack("4Q", 0, 1, 1, 3)
+    return {"csc": hr.Tensor(vals, hr.float32, [2, 3], layout=hr.CscLayout(nnz=3), aux_buffers=[rows, ptr])}
+
+
+def csf():
+    # one non-zero at [1, 0, 1] in [2, 2, 2]
+    vals = struct.pack("f", 5)
+    pos0, crd0 = struct.pack("2Q", 0, 1), struct.pack("Q", 1)
+    pos1, crd1 = struct.pack("2Q", 0, 1), struct.pack("Q", 0)
+    pos2, crd2 = struct.pack("2Q", 0, 1), struct.pack("Q", 1)
+    return {"csf": hr.Tensor(vals, hr.float32, [2, 2, 2], layout=hr.CsfLayout(nnz=1, mode_order=[0, 1, 2]),
+                             aux_buffers=[pos0, crd0, pos1, crd1, pos2, crd2])}
+
+
+def paged():
+    # 2 pages of 2 tokens, 1 head, dim 2: pool 8 f16; one sequence of 3 tokens over pages [1, 0]
+    pool = bytes(2 * 2 * 1 * 2 * 2)
+    table = struct.pack("2I", 1, 0)
+    seq = struct.pack("2I", 0, 2)
+    return {"kv": hr.Tensor(pool, hr.float16, [3, 1, 2],
+                            layout=hr.BlockPagedLayout(page_size=2, num_pages=2, paged_axis=0, num_seqs=1),
+                            aux_buffers=[table, seq])}
+
+
+def ext():
+    return {"x24": hr.Tensor(bytes(30), hr.dtype.int8, [10]) if False else
+            hr.Tensor(bytes(30), hr.Dtype.from_tag(0xF0), [10], extension_type=hr.ExtensionType(bit_width=24, is_signed=True))}
+
+
+def private():
+    return {"p": hr.Tensor(bytes(16), hr.float32, [4],
+                           layout=hr.PrivateExtensionLayout(0xF0, extension_layout_id=7, extension_data=b"\x01"))}
+
+
+def types():
+    return {
+        "c64": hr.from_numpy(np.ones(2, np.complex64)),
+        "c128": hr.from_numpy(np.ones(1, np.complex128)),
+        "b": hr.Tensor(bytes([0b101]), hr.dtype.bool, [3]),
+        "f8": hr.Tensor(bytes(3), hr.dtype.float8_e5m2, [3]),
+        "u2": hr.Tensor(bytes(2), hr.dtype.uint2, [5]),
+        "f16s": hr.from_numpy(np.array(1.5, np.float16)),
+    }
+
+
+def tiled_strided():
+    return {"ts": hr.Tensor(bytes(4 * 16), hr.float32, [4, 4],
+                            layout=hr.TiledLayout([2, 2], outer_layout="col_major", inner_layout="col_major"))}
+
+
+for name, fn in [("csr", csr), ("csc", csc), ("csf", csf), ("paged", paged), ("ext", ext),
+                 ("private", private), ("types", types), ("tiled_colmajor", tiled_strided)]:
+    save(name, fn)
+
+# from_numpy on a NumPy bool array writes one byte per element under the
+# bit-packed bool tag: a spec reader would decode other values, so ztfs
+# refuses this file (HurrayBuffer: 3 bytes where 3 bools need 1).
+save("numpy_bool_rejected", lambda: {"b": hr.from_numpy(np.array([True, False, True]))})
