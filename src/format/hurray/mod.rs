@@ -8,12 +8,93 @@
 //! index and its CRC-32C, KV section, every descriptor, placement, padding,
 //! bounds and overlap of every buffer), with checked arithmetic and no
 //! allocation sized by an unchecked count, so a caller may serve any
-//! buffer's bytes straight from the map afterwards.
+//! buffer's bytes straight from the map afterwards. [`read_descriptor`]
+//! checks one descriptor on its own (the conformance vectors).
+//!
+//! Files: `container` (header, trailer, index, placement walk), `kv`,
+//! `descriptor` (fixed header, buffer table, optional sections), `layout`,
+//! `buffers` (handles and layout sizes), `quant`, `elem`, `composite`,
+//! `bytes` (the bounds-checked cursor).
+//!
+//! What is valid but not interpreted is not an error here: extension
+//! element types (sized from their section), private layouts (at least one
+//! buffer, fields kept as written), block-paged, quantized and non-CPU
+//! tensors all parse; whether a tensor gets a byte view is decided above
+//! this layer. Data contents are not read: scale values, MXFP scale bytes
+//! 0x00/0xFF, bool and nibble padding bits, sparse indices.
+//!
+//! # Decisions
+//!
+//! Where the reference writer (pyhurray / hurray-io 0.1.0) breaks a MUST
+//! that cannot mislead a reader, or the spec contradicts itself, this
+//! reader decides as follows (each has a test named `decision_*`):
+//!
+//! - **KV without its flag.** pyhurray never sets HAS_KV_METADATA but
+//!   writes the section and locates it in the trailer: the trailer decides
+//!   (file-format.md § File Flags ties the flag to non-zero trailer
+//!   fields). The flag with `kv_length` 0 is refused; `kv_offset` 0 iff
+//!   `kv_length` 0.
+//! - **After a tensor**, the next descriptor (or the KV section, or the
+//!   index) may start at the next 8-byte boundary (§ Descriptor Placement)
+//!   or at the next `data_buffer_alignment` boundary (§ Writer Protocol
+//!   step 2e pads after the last buffer to the alignment; pyhurray pads to
+//!   8). Nothing else: any other gap is HurrayPlacement, and every gap byte
+//!   must be 0x00.
+//! - **After a composite head** pyhurray pads to the full alignment,
+//!   which § Composite Tensors forbids ("MUST NOT insert
+//!   data_buffer_alignment padding after a composite head"): tolerated by
+//!   the rule above. A head's index entry must say `data_offset =
+//!   align_up(descriptor end, data_buffer_alignment)` and `data_length = 0`,
+//!   as pyhurray writes (the spec names no value).
+//! - **An empty tensor's** zero-byte buffer sits at `align_up(descriptor
+//!   end, alignment)`, which may be where the next descriptor starts.
+//! - **The trailer** follows the index directly (pyhurray) or at the next
+//!   8-byte boundary; the spec only says it is the last 40 bytes.
+//! - **Private KV tags** (`0xF0..=0xFE`) are refused: their payload has no
+//!   defined length, so the section cannot be delimited.
+//! - **A higher descriptor minor** skips the bytes after the fields this
+//!   reader knows (versioning.md, R.minor < W.minor); reserved flag bits are
+//!   still refused (metadata.md § Flags), as at minor 0.
+//! - **Per-block SYMMETRIC**: the zero-point index is ignored, as the field
+//!   table says ("writers SHOULD set it to 0xFFFFFFFF"), not refused as the
+//!   flag table says (MUST). Per-channel keeps the MUST (no contradiction).
+//! - **6-bit types** take `ceil(n / 4) * 3` bytes (element-types.md also
+//!   writes `ceil(n * 6 / 8)`, which differs for n mod 4 != 0; the 4-in-3
+//!   packing and pyhurray agree on the former).
+//! - **Sizes**: exact for row-/column-major (per-block and NF4 storing full
+//!   trailing blocks along the axis), Morton, Hilbert, COO, CSR, CSC,
+//!   block-paged pool and `seq_ptr`, and quantization parameter buffers of
+//!   dense tensors; a minimum where the spec gives one (strided: every
+//!   addressed element; tiled: full boundary tiles); not checked for CSF
+//!   level arrays, tiles ordered by strides, private layouts, extension
+//!   widths with no formula, or any shape with a dynamic dimension (whose
+//!   shard bounds are skipped in that dimension too).
+//! - **A buffer's declared alignment** above the file's must hold at its
+//!   file offset (HurrayBuffer): the handle promises it.
+//! - **A file without tensors** may start its KV section or index at
+//!   `first_descriptor_offset` as well.
 
 pub mod json;
 pub mod objects;
 
-use crate::error::Result;
+mod buffers;
+mod bytes;
+mod composite;
+mod container;
+mod descriptor;
+mod elem;
+mod kv;
+mod layout;
+mod quant;
+#[cfg(test)]
+mod tests;
+
+use crate::error::{Error, Result, Rule};
+
+pub use composite::MAX_COMPOSITE_DEPTH;
+pub use container::{HAS_INDEX_CRC32C, HAS_KV_METADATA, SORTED_INDEX};
+pub use descriptor::MAX_RANK;
+pub use layout::{layout_name, MAX_TILE_DEPTH};
 
 /// The container's first eight bytes.
 pub const FILE_MAGIC: [u8; 8] = *b"HRRYFILE";
@@ -297,11 +378,159 @@ pub enum KvValue {
 }
 
 /// Validates a whole Hurray file held in memory.
+///
+/// Checks run in a fixed order, so the same bytes always give the same
+/// rule: size, header, trailer magic and reserved bytes, index bounds,
+/// index CRC-32C, index entries, KV section, each descriptor in index
+/// order, the placement walk, composites.
 pub fn read_file(file: &[u8]) -> Result<File> {
-    let _ = file;
-    // Interim, until the parser lands: refuse rather than guess.
-    Err(crate::error::Error::Unsupported(
-        "this build does not read Hurray containers yet".into(),
-    ))
+    let header = container::parse_header(file)?;
+    let trailer = container::parse_trailer(file)?;
+    // In bounds: parse_trailer checked index_offset + index_length.
+    let index = &file[trailer.index_offset as usize..][..trailer.index_length as usize];
+    container::check_crc(&header, &trailer, index)?;
+    let entries = container::parse_index(index, trailer.index_offset, header.flags)?;
+    let kv = read_kv(file, &header, &trailer)?;
+    let mut tensors = Vec::with_capacity(entries.len());
+    for e in entries {
+        tensors.push(read_tensor(file, e)?);
+    }
+    container::walk(file, &header, &trailer, &mut tensors)?;
+    composite::check(&tensors)?;
+    Ok(File {
+        header,
+        trailer,
+        tensors,
+        kv,
+    })
 }
-mod stub_tmp;
+
+/// Decodes and checks one descriptor on its own (as in the conformance
+/// vectors): `bytes` must be exactly one descriptor. File-level rules
+/// (placement, index agreement, composites) do not apply.
+pub fn read_descriptor(bytes: &[u8]) -> Result<Descriptor> {
+    let len = bytes
+        .get(6..10)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    if bytes.len() < descriptor::FIXED_LEN || len != Some(bytes.len()) {
+        return Err(Error::reject(
+            Rule::HurrayDescriptor,
+            format!(
+                "{} bytes are not one descriptor of its declared length {len:?}",
+                bytes.len()
+            ),
+        ));
+    }
+    descriptor::parse(bytes, 0).map_err(|e| context(e, "descriptor"))
+}
+
+/// Prefixes a rejection's detail with where it happened.
+fn context(e: Error, ctx: &str) -> Error {
+    match e {
+        Error::Reject { rule, detail } => Error::reject(rule, format!("{ctx}: {detail}")),
+        e => e,
+    }
+}
+
+/// DECISION: the reference writer never sets HAS_KV_METADATA, yet writes a
+/// KV section and locates it in the trailer; the trailer decides, so the
+/// section is read whenever `kv_length` is non-zero. The flag set with no
+/// section is refused.
+fn read_kv(file: &[u8], header: &Header, t: &Trailer) -> Result<Vec<KvEntry>> {
+    if header.flags & HAS_KV_METADATA != 0 && t.kv_length == 0 {
+        return Err(Error::reject(
+            Rule::HurrayKv,
+            "HAS_KV_METADATA is set but kv_length is 0",
+        ));
+    }
+    if (t.kv_offset == 0) != (t.kv_length == 0) {
+        return Err(Error::reject(
+            Rule::HurrayKv,
+            format!(
+                "kv_offset {} and kv_length {} must be both zero or both non-zero",
+                t.kv_offset, t.kv_length
+            ),
+        ));
+    }
+    if t.kv_length == 0 {
+        return Ok(Vec::new());
+    }
+    let trailer_start = file.len() as u64 - TRAILER_LEN;
+    let end = t.kv_offset.checked_add(u64::from(t.kv_length));
+    if end.is_none_or(|e| e > trailer_start) {
+        return Err(Error::reject(
+            Rule::HurrayBounds,
+            format!(
+                "KV section [{}, +{}) runs into the trailer at {trailer_start}",
+                t.kv_offset, t.kv_length
+            ),
+        ));
+    }
+    let section = &file[t.kv_offset as usize..][..t.kv_length as usize];
+    kv::parse_kv(section, t.kv_offset)
+}
+
+fn read_tensor(file: &[u8], e: container::Entry<'_>) -> Result<Tensor> {
+    let off = e.descriptor_offset;
+    let ctx = || format!("tensor {:?} (descriptor at {off})", e.name);
+    let trailer_start = file.len() as u64 - TRAILER_LEN;
+    let fits = |len: u64| off.checked_add(len).is_some_and(|end| end <= trailer_start);
+    if !fits(descriptor::FIXED_LEN as u64) {
+        return Err(Error::reject(
+            Rule::HurrayBounds,
+            format!(
+                "{}: the descriptor's fixed header runs past the trailer at {trailer_start}",
+                ctx()
+            ),
+        ));
+    }
+    let head = &file[off as usize..][..descriptor::FIXED_LEN];
+    if head[..4] != MAGIC || head[4] != 1 {
+        return Err(Error::reject(
+            Rule::HurrayDescriptor,
+            format!(
+                "{}: magic {:?} / major version {} are not \"HRRY\" / 1",
+                ctx(),
+                &head[..4],
+                head[4]
+            ),
+        ));
+    }
+    let own = u32::from_le_bytes([head[6], head[7], head[8], head[9]]);
+    if (own as usize) < descriptor::FIXED_LEN {
+        return Err(Error::reject(
+            Rule::HurrayDescriptor,
+            format!("{}: descriptor_length {own} is below 20", ctx()),
+        ));
+    }
+    if own != e.descriptor_length {
+        return Err(Error::reject(
+            Rule::HurrayIndex,
+            format!(
+                "{}: index descriptor_length {} is not the descriptor's {own}",
+                ctx(),
+                e.descriptor_length
+            ),
+        ));
+    }
+    if !fits(u64::from(own)) {
+        return Err(Error::reject(
+            Rule::HurrayBounds,
+            format!(
+                "{}: the descriptor ({own} bytes) runs past the trailer at {trailer_start}",
+                ctx()
+            ),
+        ));
+    }
+    let bytes = &file[off as usize..][..own as usize];
+    let descriptor = descriptor::parse(bytes, off).map_err(|err| context(err, &ctx()))?;
+    Ok(Tensor {
+        name: e.name.into(),
+        descriptor_offset: off,
+        descriptor_length: own,
+        data_offset: e.data_offset,
+        data_length: e.data_length,
+        descriptor,
+        buffer_offsets: Vec::new(),
+    })
+}

@@ -37,7 +37,8 @@ pub enum Data {
     Absent(String),
 }
 
-/// The layout's name, as the spec spells it.
+/// The layout's name in ids and JSON (lowercase; `layout_name` is the
+/// spelling of messages).
 pub fn layout_name(l: &Layout) -> &'static str {
     match l {
         Layout::RowMajor => "row-major",

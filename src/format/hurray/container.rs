@@ -1,0 +1,392 @@
+//! The container layer (file-format.md): header, trailer, index, and the
+//! placement walk that accounts for every byte between header and trailer.
+
+use std::collections::HashSet;
+
+use super::bytes::{align_up, Cursor};
+use super::{Header, Tensor, Trailer, FILE_MAGIC, HEADER_LEN, MAGIC, TRAILER_LEN};
+use crate::error::{Error, Result, Rule};
+
+/// File flag bit 0.
+pub const HAS_KV_METADATA: u32 = 1;
+/// File flag bit 1.
+pub const SORTED_INDEX: u32 = 2;
+/// File flag bit 2.
+pub const HAS_INDEX_CRC32C: u32 = 4;
+/// Smallest index entry: a one-byte name and the fixed fields.
+pub const MIN_INDEX_ENTRY_LEN: u64 = 2 + 1 + 8 + 4 + 8 + 8 + 4;
+const MIN_ALIGNMENT: u32 = 4096;
+const MAX_ALIGNMENT: u32 = 2 * 1024 * 1024;
+
+fn rej(rule: Rule, detail: String) -> Error {
+    Error::reject(rule, detail)
+}
+
+/// The 64-byte header, after the file-size check.
+pub(crate) fn parse_header(file: &[u8]) -> Result<Header> {
+    let min = (HEADER_LEN + TRAILER_LEN) as usize;
+    if file.len() < min {
+        return Err(rej(
+            Rule::HurrayTooSmall,
+            format!(
+                "{} bytes is shorter than a header and a trailer ({min})",
+                file.len()
+            ),
+        ));
+    }
+    let mut c = Cursor::new(&file[..HEADER_LEN as usize], 0, Rule::HurrayHeader);
+    let magic: [u8; 8] = c.array("magic")?;
+    if magic != FILE_MAGIC {
+        return Err(rej(
+            Rule::HurrayHeader,
+            format!("magic {magic:?} is not \"HRRYFILE\""),
+        ));
+    }
+    let version_major = c.u8("container_version_major")?;
+    let version_minor = c.u8("container_version_minor")?;
+    if version_major != 1 {
+        return Err(rej(
+            Rule::HurrayVersion,
+            format!("container major version {version_major} is not 1"),
+        ));
+    }
+    let reserved: [u8; 2] = c.array("reserved")?;
+    let flags = c.u32("file_flags")?;
+    let data_buffer_alignment = c.u32("data_buffer_alignment")?;
+    let first_descriptor_offset = c.u64("first_descriptor_offset")?;
+    let tensor_count_hint = c.u64("tensor_count_hint")?;
+    let reserved_tail: [u8; 28] = c.array("reserved_header")?;
+    if reserved != [0, 0] || reserved_tail.iter().any(|&b| b != 0) {
+        return Err(rej(
+            Rule::HurrayHeader,
+            "header reserved bytes are not zero".into(),
+        ));
+    }
+    if flags >> 3 != 0 {
+        return Err(rej(
+            Rule::HurrayHeader,
+            format!("file_flags {flags:#x} set reserved bits 3..31"),
+        ));
+    }
+    let a = data_buffer_alignment;
+    if !a.is_power_of_two() || !(MIN_ALIGNMENT..=MAX_ALIGNMENT).contains(&a) {
+        return Err(rej(
+            Rule::HurrayHeader,
+            format!("data_buffer_alignment {a} is not a power of two in 4096..=2097152"),
+        ));
+    }
+    let fdo = first_descriptor_offset;
+    if fdo < HEADER_LEN || fdo % 8 != 0 {
+        return Err(rej(
+            Rule::HurrayHeader,
+            format!("first_descriptor_offset {fdo} is below 64 or not a multiple of 8"),
+        ));
+    }
+    Ok(Header {
+        version_major,
+        version_minor,
+        flags,
+        data_buffer_alignment,
+        first_descriptor_offset,
+        tensor_count_hint,
+    })
+}
+
+/// The 40-byte trailer: magic first, then reserved bytes, then the index
+/// bounds.
+pub(crate) fn parse_trailer(file: &[u8]) -> Result<Trailer> {
+    let len = file.len() as u64;
+    let start = len - TRAILER_LEN;
+    let mut c = Cursor::new(&file[start as usize..], start, Rule::HurrayTrailer);
+    let index_offset = c.u64("index_offset")?;
+    let index_length = c.u64("index_length")?;
+    let kv_offset = c.u64("kv_offset")?;
+    let kv_length = c.u32("kv_length")?;
+    let index_crc32c = c.u32("index_crc32c")?;
+    let reserved: [u8; 4] = c.array("reserved")?;
+    let magic: [u8; 4] = c.array("trailer_magic")?;
+    if magic != MAGIC {
+        return Err(rej(
+            Rule::HurrayTrailer,
+            format!("trailer magic {magic:?} at {} is not \"HRRY\"", len - 4),
+        ));
+    }
+    if reserved != [0; 4] {
+        return Err(rej(
+            Rule::HurrayTrailer,
+            format!("trailer reserved bytes {reserved:?} are not zero"),
+        ));
+    }
+    if index_offset
+        .checked_add(index_length)
+        .is_none_or(|e| e > start)
+    {
+        return Err(rej(
+            Rule::HurrayBounds,
+            format!("index [{index_offset}, +{index_length}) runs into the trailer at {start}"),
+        ));
+    }
+    Ok(Trailer {
+        index_offset,
+        index_length,
+        kv_offset,
+        kv_length,
+        index_crc32c,
+    })
+}
+
+/// Checks the index CRC-32C (Castagnoli) against the flag.
+pub(crate) fn check_crc(header: &Header, trailer: &Trailer, index: &[u8]) -> Result<()> {
+    if header.flags & HAS_INDEX_CRC32C == 0 {
+        if trailer.index_crc32c != 0 {
+            return Err(rej(
+                Rule::HurrayIndexCrc,
+                format!(
+                    "index_crc32c {:#010x} is set without HAS_INDEX_CRC32C",
+                    trailer.index_crc32c
+                ),
+            ));
+        }
+        return Ok(());
+    }
+    let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI).checksum(index);
+    if crc != trailer.index_crc32c {
+        return Err(rej(
+            Rule::HurrayIndexCrc,
+            format!(
+                "index CRC-32C is {crc:#010x}, the trailer says {:#010x}",
+                trailer.index_crc32c
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// One index entry as written.
+pub(crate) struct Entry<'a> {
+    pub name: &'a str,
+    pub descriptor_offset: u64,
+    pub descriptor_length: u32,
+    pub data_offset: u64,
+    pub data_length: u64,
+}
+
+/// Parses the index's exact bytes (starting at absolute `offset`): entries
+/// filling it exactly, names valid, unique and (with SORTED_INDEX) strictly
+/// increasing.
+pub(crate) fn parse_index<'a>(index: &'a [u8], offset: u64, flags: u32) -> Result<Vec<Entry<'a>>> {
+    let mut c = Cursor::new(index, offset, Rule::HurrayIndex);
+    let count = c.u64("index_entry_count")?;
+    // Reserve no more than the bytes can hold; a count beyond that runs
+    // out of bytes below (each entry reads at least 34 of them).
+    let mut entries =
+        Vec::with_capacity(count.min(c.remaining() as u64 / MIN_INDEX_ENTRY_LEN) as usize);
+    for i in 0..count {
+        let at = c.offset();
+        let n = c.u16("name_length")?;
+        if n == 0 {
+            return Err(rej(
+                Rule::HurrayName,
+                format!("index entry {i} at {at}: name_length is 0"),
+            ));
+        }
+        let name = std::str::from_utf8(c.take(usize::from(n), "name")?).map_err(|_| {
+            rej(
+                Rule::HurrayName,
+                format!("index entry {i} at {at}: name is not UTF-8"),
+            )
+        })?;
+        let e = Entry {
+            name,
+            descriptor_offset: c.u64("descriptor_offset")?,
+            descriptor_length: c.u32("descriptor_length")?,
+            data_offset: c.u64("data_offset")?,
+            data_length: c.u64("data_length")?,
+        };
+        let f = c.u32("flags")?;
+        if f != 0 {
+            return Err(rej(
+                Rule::HurrayIndex,
+                format!("index entry {name:?} at {at}: flags {f:#x} are not 0"),
+            ));
+        }
+        entries.push(e);
+    }
+    if c.remaining() != 0 {
+        return Err(rej(
+            Rule::HurrayIndex,
+            format!(
+                "{} bytes after the last index entry, at {}",
+                c.remaining(),
+                c.offset()
+            ),
+        ));
+    }
+    let mut seen = HashSet::with_capacity(entries.len());
+    for e in &entries {
+        if !seen.insert(e.name) {
+            return Err(rej(
+                Rule::HurrayName,
+                format!("tensor name {:?} is repeated in the index", e.name),
+            ));
+        }
+    }
+    if flags & SORTED_INDEX != 0 {
+        if let Some(w) = entries
+            .windows(2)
+            .find(|w| w[0].name.as_bytes() >= w[1].name.as_bytes())
+        {
+            return Err(rej(
+                Rule::HurraySorted,
+                format!(
+                    "SORTED_INDEX is set but {:?} comes before {:?}",
+                    w[0].name, w[1].name
+                ),
+            ));
+        }
+    }
+    Ok(entries)
+}
+
+fn zeros(file: &[u8], from: u64, to: u64, what: &str) -> Result<()> {
+    // Callers only pass ranges inside the file.
+    let gap = &file[from as usize..to as usize];
+    if let Some(i) = gap.iter().position(|&b| b != 0) {
+        return Err(rej(
+            Rule::HurrayPadding,
+            format!(
+                "padding byte at {} {what} is {:#04x}, not 0x00",
+                from + i as u64,
+                gap[i]
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Where the next structure may start after `end`: the next 8-byte
+/// boundary (the spec) or the next buffer-alignment boundary (what the
+/// reference writer does after a last buffer or a composite head).
+fn allowed(end: u64, a: u64) -> [Option<u64>; 2] {
+    [align_up(end, 8), align_up(end, a)]
+}
+
+/// Walks the file in order (header, tensors by descriptor offset, KV,
+/// index, trailer), fills each tensor's buffer offsets, and checks
+/// positions, padding bytes, bounds and the index's data fields.
+pub(crate) fn walk(
+    file: &[u8],
+    header: &Header,
+    trailer: &Trailer,
+    tensors: &mut [Tensor],
+) -> Result<()> {
+    let trailer_start = file.len() as u64 - TRAILER_LEN;
+    let a = u64::from(header.data_buffer_alignment);
+    let mut order: Vec<usize> = (0..tensors.len()).collect();
+    order.sort_by_key(|&i| tensors[i].descriptor_offset);
+    let mut pos = HEADER_LEN;
+    for (n, &i) in order.iter().enumerate() {
+        let t = &mut tensors[i];
+        let ctx = || {
+            format!(
+                "tensor {:?} (descriptor at {})",
+                &*t.name, t.descriptor_offset
+            )
+        };
+        let d_off = t.descriptor_offset;
+        let ok = if n == 0 {
+            d_off == header.first_descriptor_offset
+        } else {
+            allowed(pos, a).contains(&Some(d_off))
+        };
+        if !ok {
+            return Err(rej(
+                Rule::HurrayPlacement,
+                format!(
+                    "{}: the previous structure ends at {pos}; a descriptor may start at {:?}",
+                    ctx(),
+                    if n == 0 {
+                        vec![header.first_descriptor_offset]
+                    } else {
+                        allowed(pos, a).iter().flatten().copied().collect()
+                    }
+                ),
+            ));
+        }
+        zeros(file, pos, d_off, "before a descriptor")?;
+        let desc_end = d_off + u64::from(t.descriptor_length);
+        pos = desc_end;
+        let mut offsets = Vec::with_capacity(t.descriptor.buffers.len());
+        for (k, b) in t.descriptor.buffers.iter().enumerate() {
+            let off = align_up(pos, a).filter(|&o| o <= trailer_start);
+            let end = off
+                .and_then(|o| o.checked_add(b.size))
+                .filter(|&e| e <= trailer_start);
+            let (Some(off), Some(end)) = (off, end) else {
+                return Err(rej(Rule::HurrayBounds, format!("{}: buffer {k} ({} bytes after {pos}) runs past the trailer at {trailer_start}", ctx(), b.size)));
+            };
+            if b.size > 0 && off % u64::from(b.alignment) != 0 {
+                return Err(rej(
+                    Rule::HurrayBuffer,
+                    format!(
+                        "{}: buffer {k} at {off} is not aligned to its declared {}",
+                        ctx(),
+                        b.alignment
+                    ),
+                ));
+            }
+            zeros(file, pos, off, "before a buffer")?;
+            offsets.push(off);
+            pos = end;
+        }
+        let (want_off, want_len) = match offsets.first() {
+            Some(&first) => (first, pos - first),
+            // DECISION: a tensor without buffers (a composite head) has the
+            // data_offset the reference writer gives it: the next
+            // alignment boundary after its descriptor, with length 0.
+            None => (align_up(desc_end, a).unwrap_or(u64::MAX), 0),
+        };
+        if t.data_offset != want_off || t.data_length != want_len {
+            return Err(rej(Rule::HurrayIndex, format!("{}: index data_offset {} / data_length {} are not the buffers' {want_off} / {want_len}", ctx(), t.data_offset, t.data_length)));
+        }
+        t.buffer_offsets = offsets;
+    }
+    let section = |what: &str, off: u64, len: u64, pos: &mut u64, first: bool| -> Result<()> {
+        let mut ok = allowed(*pos, a).contains(&Some(off));
+        // With no tensor, the region before the sections may still be
+        // padded to first_descriptor_offset.
+        ok |= first && off == header.first_descriptor_offset;
+        if !ok {
+            return Err(rej(Rule::HurrayPlacement, format!("the {what} at {off} does not start at the 8-byte or buffer-alignment boundary after {}", *pos)));
+        }
+        zeros(file, *pos, off, "before a section")?;
+        *pos = off + len;
+        Ok(())
+    };
+    let none = tensors.is_empty();
+    if trailer.kv_length > 0 {
+        section(
+            "KV section",
+            trailer.kv_offset,
+            u64::from(trailer.kv_length),
+            &mut pos,
+            none,
+        )?;
+    }
+    section(
+        "index",
+        trailer.index_offset,
+        trailer.index_length,
+        &mut pos,
+        none && trailer.kv_length == 0,
+    )?;
+    // DECISION: the reference writer puts the trailer right after the
+    // index; an 8-byte-aligned trailer is accepted as well.
+    if trailer_start != pos && Some(trailer_start) != align_up(pos, 8) {
+        return Err(rej(
+            Rule::HurrayPlacement,
+            format!("the index ends at {pos} but the trailer starts at {trailer_start}"),
+        ));
+    }
+    zeros(file, pos, trailer_start, "before the trailer")
+}
