@@ -341,13 +341,28 @@ pub(crate) fn walk(
         }
         let (want_off, want_len) = match offsets.first() {
             Some(&first) => (first, pos - first),
-            // DECISION: a tensor without buffers (a composite head) has the
-            // data_offset the reference writer gives it: the next
-            // alignment boundary after its descriptor, with length 0.
-            None => (align_up(desc_end, a).unwrap_or(u64::MAX), 0),
+            // DECISION: a tensor without buffers (a composite head) has no
+            // data region; its index entry records where the next item may
+            // start, length 0: the next 8-byte boundary after its descriptor
+            // (the spec's placement) or the next alignment boundary (what
+            // the reference writer pads to after a head).
+            None => {
+                let spec = align_up(desc_end, 8).unwrap_or(u64::MAX);
+                let padded = align_up(desc_end, a).unwrap_or(u64::MAX);
+                let off = if t.data_offset == padded { padded } else { spec };
+                (off, 0)
+            }
         };
-        if t.data_offset != want_off || t.data_length != want_len {
-            return Err(rej(Rule::HurrayIndex, format!("{}: index data_offset {} / data_length {} are not the buffers' {want_off} / {want_len}", ctx(), t.data_offset, t.data_length)));
+        if t.data_offset != want_off {
+            let what = if offsets.is_empty() {
+                format!("a tensor without buffers ends at {desc_end}, so its data_offset is {want_off}")
+            } else {
+                format!("buffer 0 must start at {want_off}, the first data_buffer_alignment boundary after the descriptor's end {desc_end}")
+            };
+            return Err(rej(Rule::HurrayPlacement, format!("{}: index data_offset {}: {what}", ctx(), t.data_offset)));
+        }
+        if t.data_length != want_len {
+            return Err(rej(Rule::HurrayIndex, format!("{}: index data_length {} is not the {want_len} bytes from buffer 0's start to the last buffer's end", ctx(), t.data_length)));
         }
         t.buffer_offsets = offsets;
     }

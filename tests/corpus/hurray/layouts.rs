@@ -97,7 +97,7 @@ pub fn cases() -> Vec<Case> {
         ),
         reject(
             "composite-rule-0x00",
-            HURRAY_COMPOSITE,
+            HURRAY_LAYOUT,
             composite_rule(0x00),
         ),
         reject(
