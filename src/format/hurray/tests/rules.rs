@@ -143,15 +143,21 @@ fn index_structure() {
     rejects(&b.build().bytes, Rule::HurrayIndex);
     b.index_count = Some(2);
     rejects(&b.build().bytes, Rule::HurrayIndex);
-    // Entry flags, descriptor_length, data_offset, data_length.
+    // Entry flags, descriptor_length, data_length; a data_offset that is
+    // not where placement puts buffer 0 is a placement error.
     let base = |f: &Built| f.index_offset as usize + 8 + 2 + 1;
-    for (at, value) in [(28usize, 1u64), (8, 60), (12, 8192), (20, 17)] {
+    for (at, value, rule) in [
+        (28usize, 1u64, Rule::HurrayIndex),
+        (8, 60, Rule::HurrayIndex),
+        (12, 8192, Rule::HurrayPlacement),
+        (20, 17, Rule::HurrayIndex),
+    ] {
         let mut f = file(vec![t("a", D::f32x4())]).build();
         let p = base(&f) + at;
         let width = if at == 8 || at == 28 { 4 } else { 8 };
         f.bytes[p..p + width].copy_from_slice(&value.to_le_bytes()[..width]);
         f.fix_crc();
-        rejects(&f.bytes, Rule::HurrayIndex);
+        rejects(&f.bytes, rule);
     }
 }
 
