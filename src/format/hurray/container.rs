@@ -1,8 +1,6 @@
 //! The container layer (file-format.md): header, trailer, index, and the
 //! placement walk that accounts for every byte between header and trailer.
 
-use std::collections::HashSet;
-
 use super::bytes::{align_up, Cursor};
 use super::{Header, Tensor, Trailer, FILE_MAGIC, HEADER_LEN, MAGIC, TRAILER_LEN};
 use crate::error::{Error, Result, Rule};
@@ -17,6 +15,10 @@ pub const HAS_INDEX_CRC32C: u32 = 4;
 pub const MIN_INDEX_ENTRY_LEN: u64 = 2 + 1 + 8 + 4 + 8 + 8 + 4;
 const MIN_ALIGNMENT: u32 = 4096;
 const MAX_ALIGNMENT: u32 = 2 * 1024 * 1024;
+
+/// CRC-32C, slice-by-16 tables built at compile time.
+const CRC32C: crc::Crc<u32, crc::Table<16>> =
+    crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
 
 fn rej(rule: Rule, detail: String) -> Error {
     Error::reject(rule, detail)
@@ -149,7 +151,7 @@ pub(crate) fn check_crc(header: &Header, trailer: &Trailer, index: &[u8]) -> Res
         }
         return Ok(());
     }
-    let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI).checksum(index);
+    let crc = CRC32C.checksum(index);
     if crc != trailer.index_crc32c {
         return Err(rej(
             Rule::HurrayIndexCrc,
@@ -222,20 +224,35 @@ pub(crate) fn parse_index<'a>(index: &'a [u8], offset: u64, flags: u32) -> Resul
             ),
         ));
     }
-    let mut seen = HashSet::with_capacity(entries.len());
-    for e in &entries {
-        if !seen.insert(e.name) {
-            return Err(rej(
-                Rule::HurrayName,
-                format!("tensor name {:?} is repeated in the index", e.name),
-            ));
-        }
+    check_names(&entries, flags)?;
+    Ok(entries)
+}
+
+/// Names are unique, and strictly increasing under SORTED_INDEX. A
+/// repeated name is HurrayName even when the order is also wrong. Names
+/// already in strictly increasing order (a sorted index) are unique with
+/// no further work; otherwise references are sorted, O(n log n), with no
+/// hashing an adversary could make collide.
+fn check_names(entries: &[Entry<'_>], flags: u32) -> Result<()> {
+    let increasing = entries
+        .windows(2)
+        .all(|w| w[0].name.as_bytes() < w[1].name.as_bytes());
+    if increasing {
+        return Ok(());
+    }
+    let mut names: Vec<&str> = entries.iter().map(|e| e.name).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(rej(
+            Rule::HurrayName,
+            format!("tensor name {:?} is repeated in the index", w[0]),
+        ));
     }
     if flags & SORTED_INDEX != 0 {
-        if let Some(w) = entries
+        let w = entries
             .windows(2)
-            .find(|w| w[0].name.as_bytes() >= w[1].name.as_bytes())
-        {
+            .find(|w| w[0].name.as_bytes() >= w[1].name.as_bytes());
+        if let Some(w) = w {
             return Err(rej(
                 Rule::HurraySorted,
                 format!(
@@ -245,7 +262,7 @@ pub(crate) fn parse_index<'a>(index: &'a [u8], offset: u64, flags: u32) -> Resul
             ));
         }
     }
-    Ok(entries)
+    Ok(())
 }
 
 fn zeros(file: &[u8], from: u64, to: u64, what: &str) -> Result<()> {

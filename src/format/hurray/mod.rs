@@ -54,7 +54,10 @@
 //!   defined length, so the section cannot be delimited.
 //! - **A higher descriptor minor** skips the bytes after the fields this
 //!   reader knows (versioning.md, R.minor < W.minor); reserved flag bits are
-//!   still refused (metadata.md § Flags), as at minor 0.
+//!   still refused, as versioning.md requires for descriptor flags.
+//! - **A higher container minor** is read like 1.0, reserved file flag bits
+//!   included (file-format.md § File Flags: reject), although versioning.md's
+//!   table says a lower-minor reader ignores flag bits it does not know.
 //! - **Per-block SYMMETRIC**: the zero-point index is ignored, as the field
 //!   table says ("writers SHOULD set it to 0xFFFFFFFF"), not refused as the
 //!   flag table says (MUST). Per-channel keeps the MUST (no contradiction).
@@ -307,7 +310,8 @@ pub struct Quantization {
     /// The whole quantization descriptor as written (its header included),
     /// for `manifest.json`.
     pub bytes: Vec<u8>,
-    /// How many parameter buffers the scheme adds after buffer 0.
+    /// How many parameter buffers the scheme adds after the layout's own
+    /// buffers (after buffer 0 for a dense layout).
     pub parameter_buffers: u8,
 }
 

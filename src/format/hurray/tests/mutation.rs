@@ -93,9 +93,16 @@ fn a_million_tensors_parse_quickly() {
     let mut b = file(tensors);
     b.flags = 2 | 4;
     let bytes = b.build().bytes;
-    let start = std::time::Instant::now();
-    let f = read_file(&bytes).unwrap();
-    let took = start.elapsed();
+    let mut took = std::time::Duration::MAX;
+    let mut f = None;
+    // Best of three in release builds; one run in slow debug builds.
+    for _ in 0..if cfg!(debug_assertions) { 1 } else { 3 } {
+        let start = std::time::Instant::now();
+        let parsed = read_file(&bytes).unwrap();
+        took = took.min(start.elapsed());
+        f = Some(parsed); // the previous one is dropped untimed
+    }
+    let f = f.unwrap();
     assert_eq!(f.tensors.len(), 1_000_000);
     // Unoptimised test builds are several times slower than release.
     assert!(took.as_secs_f64() < 10.0, "{took:?}");

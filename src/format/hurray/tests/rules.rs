@@ -196,6 +196,9 @@ fn sorted_index() {
     rejects(&b.build().bytes, Rule::HurraySorted);
     b.tensors.swap(0, 1);
     accepts(&b.build().bytes);
+    // A repeated name is a name error even when the order is wrong too.
+    b.tensors.push(t("a", D::f32x4()));
+    rejects(&b.build().bytes, Rule::HurrayName);
 }
 
 #[test]
