@@ -464,7 +464,7 @@ fn cat(
                 .iter()
                 .position(|x| std::ptr::eq(x, o))
                 .unwrap_or(0);
-            return cat_hurray_view(&model, &file.tensors[i], o);
+            return cat_hurray_view(&model, file, i);
         }
     }
     let p = o.part(part).ok_or_else(|| {
@@ -483,33 +483,31 @@ fn cat(
     out.flush().map_err(|e| Error::io("stdout", e))
 }
 
-/// Writes a Hurray tensor's row-major `data` computed from another dense
-/// layout, a chunk at a time, or says why it has none.
-fn cat_hurray_view(model: &Model, t: &hurray::Tensor, o: &crate::format::Object) -> Result<()> {
-    let r = match crate::decode::hurray::relayout(t) {
-        Some(r) => r.map_err(Error::Unsupported)?,
+/// Writes a Hurray tensor's computed `data` (another dense layout, a
+/// partition), a chunk at a time, or says why it has none.
+fn cat_hurray_view(model: &Model, file: &hurray::File, i: usize) -> Result<()> {
+    let t = &file.tensors[i];
+    let members = hurray::composite_members(&file.tensors);
+    let v = match crate::decode::hurray::view(file, i, &members) {
+        Some(v) => v.map_err(|e| Error::Unsupported(format!("tensor {:?}: {e}", t.name)))?,
         None => {
             let why = match hurray::objects::data_of(t) {
                 hurray::objects::Data::Absent(why) => why,
                 _ => "no row-major view".to_string(),
             };
             return Err(Error::Unsupported(format!(
-                "tensor {:?} has no data: {why} (its buffers are parts buffer0..)",
-                o.name
+                "tensor {:?} has no data: {why} (its buffers are its parts buffer0, buffer1, ...)",
+                t.name
             )));
         }
     };
-    let buffer0 = o
-        .parts
-        .first()
-        .ok_or_else(|| Error::NotFound("buffer 0".into()))?;
-    let stored = model.stored(buffer0)?;
+    let bytes = model.root().bytes();
     let mut out = std::io::stdout().lock();
     let mut buf = vec![0; 1 << 20];
     let mut offset = 0;
-    while offset < r.len() {
-        let n = (r.len() - offset).min(buf.len() as u64) as usize;
-        r.read_into(stored, offset, &mut buf[..n])
+    while offset < v.len() {
+        let n = (v.len() - offset).min(buf.len() as u64) as usize;
+        v.read_into(bytes, offset, &mut buf[..n])
             .map_err(Error::Unsupported)?;
         stdout_write(&mut out, &buf[..n])?;
         offset += n as u64;

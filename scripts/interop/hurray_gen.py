@@ -177,10 +177,7 @@ def case_composite(rng) -> dict:
     head = hr.Composite("partition", shape=[8, 8], dtype=hr.float32, members=members)
     after = np.arange(3, dtype=np.int32)
     # Members are index entries of their own, named by the writer "<head>.<i>".
-    # "may": ztfs does not serve a partition head's `data` yet (issue 8 is
-    # open for it); its members' data are checked, and the head's must be
-    # these bytes whenever it is served.
-    return {"part": Item(head, whole.tobytes(), "may",
+    return {"part": Item(head, whole.tobytes(), "must",
                          members=((".0", left.tobytes()), (".1", right.tobytes()))),
             "after": Item(hr.from_numpy(after), after.tobytes(), "must")}
 

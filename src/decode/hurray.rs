@@ -1,17 +1,85 @@
-//! The row-major view of a Hurray tensor stored in another dense layout:
-//! the descriptor's layout turned into a [`Relayout`] over buffer 0.
+//! The computed `data` of a Hurray tensor: its row-major elements when
+//! they are not one range of the file ([`Data::Computed`]).
+//!
+//! * A dense tensor in another layout (column-major, strided, tiled,
+//!   Morton, Hilbert): a [`Relayout`] over its buffer 0.
+//! * A partition composite: its members' boxes tile the head's shape
+//!   exactly (checked by the parser), so each run of the head's last
+//!   dimension is a run of one member's own row-major data, read from
+//!   that member's range of the file or its own view, recursively.
+//!   Members must all have row-major data of whole-byte elements; a
+//!   partition of sub-byte elements is not offered (its runs are not
+//!   byte-aligned).
+//!
+//! A [`View`] reads any byte range of the head's data from the whole
+//! file's bytes, touching only the elements the range covers, with no
+//! allocation in proportion to the tensor.
 
 use super::relayout::{Inner, Order, Relayout, Simple, Tiling};
 use crate::format::hurray::objects::{data_of, Data};
-use crate::format::hurray::{Layout, Tensor, TileInner, TileOrder, Tiled};
+use crate::format::hurray::{File, Layout, Tensor, TileInner, TileOrder, Tiled};
 
-/// The relayout serving tensor `t`'s `data`, when its elements are in a
-/// dense layout other than row-major (`None` otherwise); an error says
-/// why a view that should exist cannot be made.
-pub fn relayout(t: &Tensor) -> Option<Result<Relayout, String>> {
-    if data_of(t) != Data::Relayout {
+/// A computed row-major view of one tensor.
+#[derive(Debug)]
+pub struct View {
+    len: u64,
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    /// Buffer 0 at `[start, start + len)` of the file, reordered.
+    Relayout {
+        start: u64,
+        stored: u64,
+        r: Relayout,
+    },
+    Partition(Partition),
+}
+
+/// Where a partition member's row-major bytes are.
+#[derive(Debug)]
+enum Source {
+    /// A range of the file, as stored.
+    Direct { offset: u64 },
+    /// The member's own computed view.
+    View(Box<View>),
+}
+
+#[derive(Debug)]
+struct Member {
+    offset: Vec<u64>,
+    shape: Vec<u64>,
+    source: Source,
+}
+
+#[derive(Debug)]
+struct Partition {
+    shape: Vec<u64>,
+    /// Bytes per element.
+    width: u64,
+    members: Vec<Member>,
+}
+
+/// The composite heads' direct members, by head (see
+/// [`crate::format::hurray::composite_members`]).
+pub type Members = [(usize, Vec<usize>)];
+
+/// The computed view of tensor `i` of `file` (`None` when its data is a
+/// range of the file or absent); an error says why a view that should
+/// exist cannot be made. `members` is `composite_members(&file.tensors)`.
+pub fn view(file: &File, i: usize, members: &Members) -> Option<Result<View, String>> {
+    let t = &file.tensors[i];
+    if data_of(t) != Data::Computed {
         return None;
     }
+    Some(match &t.descriptor.layout {
+        Layout::Composite(_) => partition(file, i, members, 0),
+        _ => relayout(t),
+    })
+}
+
+fn relayout(t: &Tensor) -> Result<View, String> {
     let d = &t.descriptor;
     let order = match &d.layout {
         Layout::ColumnMajor => Order::ColumnMajor,
@@ -19,22 +87,180 @@ pub fn relayout(t: &Tensor) -> Option<Result<Relayout, String>> {
         Layout::Tiled(x) => Order::Tiled(tiling(x)),
         Layout::Morton(bits) => Order::Morton(bits.clone()),
         Layout::Hilbert { order } => Order::Hilbert { order: *order },
-        _ => return None,
+        _ => return Err("not a dense layout".into()),
     };
+    let (Some(b), Some(&start)) = (d.buffers.first(), t.buffer_offsets.first()) else {
+        return Err("no buffer 0".into());
+    };
+    let r = Relayout::new(&d.shape, d.elem.bits(), order, d.byte_offset)?;
+    if r.stored_extent() > b.size {
+        return Err(format!(
+            "buffer 0 holds {} bytes; the layout reaches byte {}",
+            b.size,
+            r.stored_extent()
+        ));
+    }
+    Ok(View {
+        len: r.len(),
+        kind: Kind::Relayout {
+            start,
+            stored: b.size,
+            r,
+        },
+    })
+}
+
+fn partition(file: &File, i: usize, members: &Members, depth: usize) -> Result<View, String> {
+    let t = &file.tensors[i];
+    let d = &t.descriptor;
     let bits = d.elem.bits();
-    let buffer0 = d.buffers.first().map_or(0, |b| b.size);
-    Some(
-        Relayout::new(&d.shape, bits, order, d.byte_offset).and_then(|r| {
-            if r.stored_extent() > buffer0 {
-                Err(format!(
-                    "buffer 0 holds {buffer0} bytes; the layout reaches byte {}",
-                    r.stored_extent()
-                ))
-            } else {
-                Ok(r)
+    if !bits.is_multiple_of(8) || bits == 0 {
+        return Err(format!(
+            "a partition of {} elements ({bits} bits) is not offered: its runs are not byte-aligned",
+            d.elem.name()
+        ));
+    }
+    let width = u64::from(bits / 8);
+    let direct = members
+        .binary_search_by_key(&i, |m| m.0)
+        .map(|k| &members[k].1)
+        .map_err(|_| "the composite's members are unknown".to_string())?;
+    let mut out = Vec::with_capacity(direct.len());
+    for &m in direct {
+        let mt = &file.tensors[m];
+        let md = &mt.descriptor;
+        let shard = md.shard.as_ref().ok_or("a member has no shard section")?;
+        let source = match data_of(mt) {
+            Data::Direct { offset, .. } => Source::Direct { offset },
+            Data::Computed if matches!(md.layout, Layout::Composite(_)) => {
+                if depth >= crate::format::hurray::MAX_COMPOSITE_DEPTH {
+                    return Err("composites nest too deep".into());
+                }
+                Source::View(Box::new(partition(file, m, members, depth + 1)?))
             }
+            Data::Computed => Source::View(Box::new(relayout(mt)?)),
+            Data::Absent(why) => {
+                return Err(format!("member {:?} has no row-major data: {why}", mt.name))
+            }
+        };
+        if md.elem != d.elem {
+            return Err(format!("member {:?} is not of the head's type", mt.name));
+        }
+        out.push(Member {
+            offset: shard.offset.clone(),
+            shape: md.shape.clone(),
+            source,
+        });
+    }
+    let count =
+        crate::format::hurray::objects::static_count(&d.shape).ok_or("a dimension is dynamic")?;
+    let len = count.checked_mul(width).ok_or("the size overflows")?;
+    Ok(View {
+        len,
+        kind: Kind::Partition(Partition {
+            shape: d.shape.clone(),
+            width,
+            members: out,
         }),
-    )
+    })
+}
+
+impl View {
+    /// The view's size in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True for a view of no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Fills `out` with the view's bytes from `offset`, reading the
+    /// stored bytes from `file` (the whole file). The range must lie
+    /// within the view.
+    pub fn read_into(&self, file: &[u8], offset: u64, out: &mut [u8]) -> Result<(), String> {
+        if offset
+            .checked_add(out.len() as u64)
+            .is_none_or(|e| e > self.len)
+        {
+            return Err(format!("range past the view's {} bytes", self.len));
+        }
+        match &self.kind {
+            Kind::Relayout { start, stored, r } => {
+                let s = slice(file, *start, *stored)?;
+                r.read_into(s, offset, out)
+            }
+            Kind::Partition(p) => p.read_into(file, offset, out),
+        }
+    }
+}
+
+fn slice(file: &[u8], start: u64, len: u64) -> Result<&[u8], String> {
+    let end = start.checked_add(len).ok_or("range overflows")?;
+    usize::try_from(start)
+        .ok()
+        .zip(usize::try_from(end).ok())
+        .and_then(|(s, e)| file.get(s..e))
+        .ok_or_else(|| format!("bytes [{start}, {end}) are past the file's end"))
+}
+
+impl Partition {
+    fn read_into(&self, file: &[u8], offset: u64, out: &mut [u8]) -> Result<(), String> {
+        let w = self.width;
+        let rank = self.shape.len();
+        let mut idx = vec![0u64; rank];
+        let mut local = vec![0u64; rank];
+        let (mut pos, mut done) = (offset, 0usize);
+        while done < out.len() {
+            let (e, intra) = (pos / w, pos % w);
+            unravel(e, &self.shape, &mut idx);
+            let m = self
+                .members
+                .iter()
+                .find(|m| contains(m, &idx))
+                .ok_or_else(|| format!("no member holds element {idx:?}"))?;
+            for k in 0..rank {
+                local[k] = idx[k] - m.offset[k];
+            }
+            // Elements left in this member's row, from idx on.
+            let run = match rank {
+                0 => 1,
+                _ => m.offset[rank - 1] + m.shape[rank - 1] - idx[rank - 1],
+            };
+            let at = ravel(&local, &m.shape) * w + intra;
+            let n = (run * w - intra).min((out.len() - done) as u64) as usize;
+            let dst = &mut out[done..done + n];
+            match &m.source {
+                Source::Direct { offset } => {
+                    let start = offset.checked_add(at).ok_or("offset overflows")?;
+                    dst.copy_from_slice(slice(file, start, n as u64)?);
+                }
+                Source::View(v) => v.read_into(file, at, dst)?,
+            }
+            done += n;
+            pos += n as u64;
+        }
+        Ok(())
+    }
+}
+
+fn contains(m: &Member, idx: &[u64]) -> bool {
+    (m.offset.iter().zip(&m.shape).zip(idx)).all(|((&o, &n), &i)| i >= o && i - o < n)
+}
+
+/// The multi-index of row-major element `e` of `shape` into `idx`.
+fn unravel(mut e: u64, shape: &[u64], idx: &mut [u64]) {
+    for k in (0..shape.len()).rev() {
+        let n = shape[k].max(1);
+        idx[k] = e % n;
+        e /= n;
+    }
+}
+
+/// The row-major element number of `idx` in `shape`.
+fn ravel(idx: &[u64], shape: &[u64]) -> u64 {
+    idx.iter().zip(shape).fold(0, |acc, (&i, &n)| acc * n + i)
 }
 
 fn simple(o: &TileOrder) -> Simple {

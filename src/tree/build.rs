@@ -18,7 +18,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::names::{self, Reserved, NAME_MAX};
 use super::{Base, Dir, Node, Tree};
-use crate::decode::relayout::Relayout;
+use crate::decode::hurray::View as HurrayView;
 use crate::decode::{check_interpretable, views};
 use crate::digest::{content_digest, Algo};
 use crate::error::{Error, Result};
@@ -114,9 +114,7 @@ struct PartIndex {
 }
 
 impl PartIndex {
-    /// `relayouts`: the objects (ascending) whose view is a Hurray
-    /// relayout rather than a layout profile's.
-    fn of(objects: &[Object], relayouts: &[(u32, Relayout)]) -> PartIndex {
+    fn of(objects: &[Object]) -> PartIndex {
         let mut part_base = Vec::with_capacity(objects.len());
         let mut encoded = Vec::new();
         let mut file_flags: Vec<u8> = Vec::new();
@@ -131,10 +129,7 @@ impl PartIndex {
                 file_flags.push(if decoded { DECODED } else { 0 } | if raw { RAW } else { 0 });
             }
             let all_decodable = file_flags[first..].iter().all(|f| f & DECODED != 0);
-            let relayout = relayouts
-                .binary_search_by_key(&(part_base.len() as u32 - 1), |r| r.0)
-                .is_ok();
-            if relayout || all_decodable && views::view(o).is_some() {
+            if all_decodable && views::view(o).is_some() {
                 file_flags[first] |= VIEW;
             }
         }
@@ -155,12 +150,12 @@ impl Tree {
         let base = base_of(&model, &opts)?;
         let empty = Vec::new();
         let objects = model.manifest().map_or(&empty, |m| &m.objects);
-        let relayouts = relayouts_of(&model);
+        let hurray_views = hurray_views(&model);
         let PartIndex {
             part_base,
             encoded,
             file_flags,
-        } = PartIndex::of(objects, &relayouts);
+        } = PartIndex::of(objects);
         let n_parts = file_flags.len() as u32;
         let mut root = DirBuild::default();
         for (i, o) in objects.iter().enumerate() {
@@ -195,7 +190,7 @@ impl Tree {
             failures: Default::default(),
             last_end: encoded.iter().map(|_| Default::default()).collect(),
             encoded,
-            relayouts,
+            hurray_views,
             opts,
             model,
         };
@@ -408,9 +403,10 @@ impl Tree {
     }
 
     /// True when object `i` has a view file: its layout offers one and
-    /// every part can be decoded.
+    /// every part can be decoded, or it is a Hurray tensor with computed
+    /// `data` (which may have no parts at all: a partition head).
     pub(super) fn has_view(&self, i: u32) -> bool {
-        self.part_flags(i).first().is_some_and(|f| f & VIEW != 0)
+        self.hurray_view(i).is_some() || self.part_flags(i).first().is_some_and(|f| f & VIEW != 0)
     }
 
     /// The files of object `i` in inode order: `meta.json`, its view if
@@ -455,15 +451,19 @@ pub(super) fn part_files(o: &Object, j: usize) -> (bool, bool) {
     (decodable, p.encoding.is_some() || !decodable)
 }
 
-/// The Hurray tensors whose `data` is computed from another dense layout,
-/// with their relayouts, by object (ascending). A tensor whose relayout
-/// cannot be made gets no `data` (its `meta.json` says why).
-fn relayouts_of(model: &Model) -> Vec<(u32, Relayout)> {
+/// The Hurray tensors whose `data` is computed (another dense layout, a
+/// partition composite), with their views, by object (ascending). A tensor
+/// whose view cannot be made gets no `data`: its `meta.json` says why.
+fn hurray_views(model: &Model) -> Vec<(u32, HurrayView)> {
     let Some(file) = model.hurray() else {
         return Vec::new();
     };
-    (file.tensors.iter().enumerate())
-        .filter_map(|(i, t)| Some((i as u32, crate::decode::hurray::relayout(t)?.ok()?)))
+    let members = hurray::composite_members(&file.tensors);
+    (0..file.tensors.len())
+        .filter_map(|i| {
+            let v = crate::decode::hurray::view(file, i, &members)?.ok()?;
+            Some((i as u32, v))
+        })
         .collect()
 }
 

@@ -477,10 +477,10 @@ impl Tree {
                 ]),
                 None,
             ),
-            objects::Data::Relayout if view.is_some() => (
+            objects::Data::Computed if view.is_some() => (
                 Value::Map(vec![
                     (tx("file"), tx(objects::DATA)),
-                    (tx("from"), tx("buffer 0, reordered to row-major by range")),
+                    (tx("from"), tx(computed_from(d))),
                     (
                         tx("length"),
                         Value::Uint(self.view_of(object).map_or(0, |v| v.1)),
@@ -488,13 +488,15 @@ impl Tree {
                 ]),
                 None,
             ),
-            objects::Data::Relayout => (
-                Value::Null,
-                Some(match crate::decode::hurray::relayout(t) {
+            objects::Data::Computed => {
+                let file = self.model.hurray().expect("a Hurray tensor");
+                let members = crate::format::hurray::composite_members(&file.tensors);
+                let why = match crate::decode::hurray::view(file, object as usize, &members) {
                     Some(Err(e)) => e,
-                    _ => "the layout has no row-major view here".to_string(),
-                }),
-            ),
+                    _ => "no row-major view".to_string(),
+                };
+                (Value::Null, Some(why))
+            }
             objects::Data::Absent(why) => (Value::Null, Some(why)),
         };
         let buffers = (o.parts.iter().enumerate())
@@ -595,7 +597,11 @@ impl Tree {
 
 /// Fails when the backing file no longer holds `[offset, end)` of the map
 /// (it was truncated in place after it was mapped).
-fn check_live(store: &crate::store::Store, offset: u64, len: u64) -> crate::error::Result<()> {
+pub(super) fn check_live(
+    store: &crate::store::Store,
+    offset: u64,
+    len: u64,
+) -> crate::error::Result<()> {
     let end = offset.saturating_add(len);
     let live = store.live_len()?;
     if live < end {
@@ -632,6 +638,16 @@ fn decode_checked(
         rules.check_range(table.frames[i].decoded_offset, &frame)?;
     }
     Ok(frame)
+}
+
+/// Where a Hurray tensor's computed `data` comes from, for `meta.json`.
+fn computed_from(d: &crate::format::hurray::Descriptor) -> &'static str {
+    match d.layout {
+        crate::format::hurray::Layout::Composite(_) => {
+            "the partition's members, assembled in row-major order by range"
+        }
+        _ => "buffer 0, reordered to row-major by range",
+    }
 }
 
 fn refusal(o: &Object, p: &Part) -> String {

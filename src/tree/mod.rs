@@ -221,9 +221,10 @@ pub struct Tree {
     /// map and need neither.
     encoded: Vec<u32>,
     last_end: Vec<std::sync::atomic::AtomicU64>,
-    /// The Hurray tensors whose `data` view is computed from another dense
-    /// layout, by object (ascending); read by range from the map.
-    relayouts: Vec<(u32, crate::decode::relayout::Relayout)>,
+    /// The Hurray tensors whose `data` is a computed view (another dense
+    /// layout, a partition), by object (ascending); read by range from
+    /// the map.
+    hurray_views: Vec<(u32, crate::decode::hurray::View)>,
 }
 
 /// Ownership, permissions and times shared by every node.
@@ -278,16 +279,17 @@ impl Tree {
         Some(&self.last_end[i])
     }
 
-    /// The relayout serving `object`'s view, for a Hurray tensor stored in
-    /// another dense layout.
-    fn relayout(&self, object: u32) -> Option<&crate::decode::relayout::Relayout> {
-        let i = self.relayouts.binary_search_by_key(&object, |r| r.0).ok()?;
-        Some(&self.relayouts[i].1)
+    /// The computed view serving a Hurray tensor's `data`.
+    fn hurray_view(&self, object: u32) -> Option<&crate::decode::hurray::View> {
+        let i = (self.hurray_views)
+            .binary_search_by_key(&object, |r| r.0)
+            .ok()?;
+        Some(&self.hurray_views[i].1)
     }
 
     /// The name and size of `object`'s view file, if its layout offers one.
     fn view_of(&self, object: u32) -> Option<(&'static str, u64)> {
-        match self.relayout(object) {
+        match self.hurray_view(object) {
             Some(r) => Some((crate::format::hurray::objects::DATA, r.len())),
             None => crate::decode::views::view(self.object(object)),
         }

@@ -19,7 +19,7 @@ use crate::read;
 impl Tree {
     /// True when `object`'s view is prepared and cached.
     pub(super) fn view_ready(&self, object: u32) -> bool {
-        self.relayout(object).is_some() || self.frames.view(object).is_some()
+        self.hurray_view(object).is_some() || self.frames.view(object).is_some()
     }
 
     /// Answers `done` once `object`'s view is prepared: at once when it is
@@ -46,8 +46,8 @@ impl Tree {
         offset: u64,
         size: u32,
     ) -> Result<Data<'_>, FsError> {
-        if let Some(r) = self.relayout(object) {
-            return self.read_relayout(object, r, offset, size);
+        if let Some(v) = self.hurray_view(object) {
+            return self.read_hurray(object, v, offset, size);
         }
         let o = self.object(object);
         let Some(v) = self.frames.view(object) else {
@@ -106,28 +106,33 @@ impl Tree {
 }
 
 impl Tree {
-    /// A range of a Hurray tensor's row-major `data`, computed from its
-    /// buffer 0 in the map: only the elements the range covers are read,
-    /// so this runs on the FUSE worker like a raw read.
-    fn read_relayout(
+    /// A range of a Hurray tensor's computed `data`, read from the map:
+    /// only the elements the range covers are read, so this runs on the
+    /// FUSE worker like a raw read. The whole backing file is checked to
+    /// be there first (a partition reads from its members' ranges).
+    fn read_hurray(
         &self,
         object: u32,
-        r: &crate::decode::relayout::Relayout,
+        v: &crate::decode::hurray::View,
         offset: u64,
         size: u32,
     ) -> Result<Data<'_>, FsError> {
         let o = self.object(object);
-        // A relayout tensor has no `data` part: its buffer 0 is part 0.
-        let p = &o.parts[0];
-        let key = self.part_base[object as usize];
-        let len = r.len().saturating_sub(offset).min(u64::from(size)) as usize;
+        let root = self.model.root();
+        let len = v.len().saturating_sub(offset).min(u64::from(size)) as usize;
         let mut out = vec![0; len];
         Self::map_read(|| {
-            let stored = self.live_stored(p)?;
-            r.read_into(stored, offset, &mut out)
+            super::content::check_live(root, 0, root.len())?;
+            v.read_into(root.bytes(), offset, &mut out)
                 .map_err(crate::error::Error::Unsupported)
         })
-        .map_err(|e| self.fail((key, "read"), o, p, &e))?;
+        .map_err(|e| {
+            let key = (self.part_base[object as usize], "data");
+            self.failures.report(key, || {
+                format!("{}: {:?}/data: read: {e}", root.path().display(), o.name)
+            });
+            FsError::Io
+        })?;
         Ok(Data::Owned(out))
     }
 }

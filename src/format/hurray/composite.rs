@@ -212,3 +212,41 @@ fn find_overlap(boxes: &[Vec<(u64, u64)>], rank: usize) -> Option<(usize, usize)
     }
     None
 }
+
+/// The direct members of every composite head, as indexes into `tensors`
+/// (index order), by head index ascending. The file has passed
+/// [`check`], so every head has all its members.
+pub fn members(tensors: &[Tensor]) -> Vec<(usize, Vec<usize>)> {
+    let mut order: Vec<usize> = (0..tensors.len()).collect();
+    order.sort_by_key(|&i| tensors[i].descriptor_offset);
+    // The position in `order` after the subtree rooted at position `p`.
+    fn end_of(tensors: &[Tensor], order: &[usize], p: usize, depth: usize) -> usize {
+        let Layout::Composite(h) = tensors[order[p]].descriptor.layout else {
+            return p + 1;
+        };
+        let mut next = p + 1;
+        for _ in 0..h.members {
+            if next >= order.len() || depth > MAX_COMPOSITE_DEPTH {
+                break;
+            }
+            next = end_of(tensors, order, next, depth + 1);
+        }
+        next
+    }
+    let mut out = Vec::new();
+    for (p, &i) in order.iter().enumerate() {
+        let Layout::Composite(h) = tensors[i].descriptor.layout else {
+            continue;
+        };
+        let mut direct = Vec::with_capacity((h.members as usize).min(order.len()));
+        let mut next = p + 1;
+        for _ in 0..h.members {
+            let Some(&m) = order.get(next) else { break };
+            direct.push(m);
+            next = end_of(tensors, &order, next, 1);
+        }
+        out.push((i, direct));
+    }
+    out.sort_by_key(|e| e.0);
+    out
+}

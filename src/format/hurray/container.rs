@@ -366,17 +366,26 @@ pub(crate) fn walk(
             None => {
                 let spec = align_up(desc_end, 8).unwrap_or(u64::MAX);
                 let padded = align_up(desc_end, a).unwrap_or(u64::MAX);
-                let off = if t.data_offset == padded { padded } else { spec };
+                let off = if t.data_offset == padded {
+                    padded
+                } else {
+                    spec
+                };
                 (off, 0)
             }
         };
         if t.data_offset != want_off {
             let what = if offsets.is_empty() {
-                format!("a tensor without buffers ends at {desc_end}, so its data_offset is {want_off}")
+                format!(
+                    "a tensor without buffers ends at {desc_end}, so its data_offset is {want_off}"
+                )
             } else {
                 format!("buffer 0 must start at {want_off}, the first data_buffer_alignment boundary after the descriptor's end {desc_end}")
             };
-            return Err(rej(Rule::HurrayPlacement, format!("{}: index data_offset {}: {what}", ctx(), t.data_offset)));
+            return Err(rej(
+                Rule::HurrayPlacement,
+                format!("{}: index data_offset {}: {what}", ctx(), t.data_offset),
+            ));
         }
         if t.data_length != want_len {
             return Err(rej(Rule::HurrayIndex, format!("{}: index data_length {} is not the {want_len} bytes from buffer 0's start to the last buffer's end", ctx(), t.data_length)));

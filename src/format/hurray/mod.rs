@@ -94,7 +94,7 @@ mod tests;
 
 use crate::error::{Error, Result, Rule};
 
-pub use composite::MAX_COMPOSITE_DEPTH;
+pub use composite::{members as composite_members, MAX_COMPOSITE_DEPTH};
 pub use container::{HAS_INDEX_CRC32C, HAS_KV_METADATA, SORTED_INDEX};
 pub use descriptor::MAX_RANK;
 pub use layout::{layout_name, MAX_TILE_DEPTH};

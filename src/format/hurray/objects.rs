@@ -12,9 +12,10 @@
 //!   always (`buffer<i>.raw` in the mount).
 //!
 //! Tensors whose row-major elements are well defined but stored in
-//! another order ([`Data::Relayout`]) get their `data` as a view computed
-//! by range (`crate::decode::hurray`); the rest have no `data`, and
-//! [`Data::Absent`] says why.
+//! another order, or assembled from the members of a partition
+//! ([`Data::Computed`]), get their `data` as a view computed by range
+//! (`crate::decode::hurray`); the rest have no `data`, and [`Data::Absent`]
+//! says why.
 
 use super::{ElemType, File, Layout, Tensor};
 use crate::format::manifest::{BlobRef, Object, Part};
@@ -31,8 +32,9 @@ pub const DATA: &str = "data";
 pub enum Data {
     /// Bytes `[offset, offset + length)` of the file, as stored.
     Direct { offset: u64, length: u64 },
-    /// Computed from buffer 0 by range, from another dense layout.
-    Relayout,
+    /// Computed by range: from buffer 0 in another dense layout, or from
+    /// the members of a partition composite (whose own views decide).
+    Computed,
     /// No unambiguous row-major view; the reason, for `meta.json`.
     Absent(String),
 }
@@ -86,7 +88,7 @@ pub fn data_of(t: &Tensor) -> Data {
         | Layout::Strided(_)
         | Layout::Tiled(_)
         | Layout::Morton(_)
-        | Layout::Hilbert { .. } => return Data::Relayout,
+        | Layout::Hilbert { .. } => return Data::Computed,
         Layout::Coo { .. } | Layout::Csr { .. } | Layout::Csc { .. } | Layout::Csf { .. } => {
             return absent(
                 "sparse layout: no dense view is offered (its stored arrays are the buffers)",
@@ -95,8 +97,9 @@ pub fn data_of(t: &Tensor) -> Data {
         Layout::BlockPaged(_) => {
             return absent("block-paged: the per-sequence token counts are not stored")
         }
+        Layout::Composite(h) if h.rule == 1 => return Data::Computed,
         Layout::Composite(_) => {
-            return absent("composite head: its elements are its members' (see their directories)")
+            return absent("overlay or group composite: the format defines no single row-major view (see the members' directories)")
         }
         Layout::Private { .. } => return absent("private layout: not defined by the spec"),
     }

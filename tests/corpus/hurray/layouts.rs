@@ -95,11 +95,7 @@ pub fn cases() -> Vec<Case> {
             HURRAY_COMPOSITE,
             composite_group(u32::MAX, 2),
         ),
-        reject(
-            "composite-rule-0x00",
-            HURRAY_LAYOUT,
-            composite_rule(0x00),
-        ),
+        reject("composite-rule-0x00", HURRAY_LAYOUT, composite_rule(0x00)),
         reject(
             "composite-partition-gap",
             HURRAY_COMPOSITE,
