@@ -36,11 +36,33 @@ fn exercise(file: &[u8]) {
                     assert!(end <= file.len() as u64 - 40, "buffer before the trailer");
                 }
             }
+            served(file, &f);
         }
         Err(e) => assert!(
             e.rule().is_some_and(|r| r.name().starts_with("Hurray")),
             "{e}"
         ),
+    }
+}
+
+/// What every command and the mount derive from an accepted file: the
+/// objects, `manifest.json`, and the first and last bytes of every
+/// computed `data` view (relayouts, partitions), which must read without
+/// panicking and exactly fill their buffers.
+fn served(file: &[u8], f: &ztfs::format::hurray::File) {
+    use ztfs::format::hurray::{composite_members, json, objects};
+    let objs = objects::objects(f);
+    assert_eq!(objs.len(), f.tensors.len());
+    let _ = json::manifest(f);
+    let members = composite_members(&f.tensors);
+    for i in 0..f.tensors.len() {
+        let Some(Ok(v)) = ztfs::decode::hurray::view(f, i, &members) else {
+            continue;
+        };
+        let n = v.len().min(4096);
+        let mut buf = vec![0; n as usize];
+        v.read_into(file, 0, &mut buf).expect("the head of a view reads");
+        v.read_into(file, v.len() - n, &mut buf).expect("the tail of a view reads");
     }
 }
 
