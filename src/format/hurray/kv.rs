@@ -7,7 +7,8 @@
 use std::collections::HashSet;
 
 use super::bytes::Cursor;
-use super::{KvEntry, KvValue};
+use super::container::HAS_KV_METADATA;
+use super::{Header, KvEntry, KvValue, Trailer, TRAILER_LEN};
 use crate::error::{Error, Result, Rule};
 
 /// Smallest entry: key length, a one-byte key, tag, a one-byte bool.
@@ -61,6 +62,44 @@ pub(crate) fn parse_kv(section: &[u8], offset: u64) -> Result<Vec<KvEntry>> {
         ));
     }
     Ok(entries)
+}
+
+/// DECISION: the reference writer never sets HAS_KV_METADATA, yet writes a
+/// KV section and locates it in the trailer; the trailer decides, so the
+/// section is read whenever `kv_length` is non-zero. The flag set with no
+/// section is refused.
+pub(crate) fn read_kv(file: &[u8], header: &Header, t: &Trailer) -> Result<Vec<KvEntry>> {
+    if header.flags & HAS_KV_METADATA != 0 && t.kv_length == 0 {
+        return Err(Error::reject(
+            Rule::HurrayKv,
+            "HAS_KV_METADATA is set but kv_length is 0",
+        ));
+    }
+    if (t.kv_offset == 0) != (t.kv_length == 0) {
+        return Err(Error::reject(
+            Rule::HurrayKv,
+            format!(
+                "kv_offset {} and kv_length {} must be both zero or both non-zero",
+                t.kv_offset, t.kv_length
+            ),
+        ));
+    }
+    if t.kv_length == 0 {
+        return Ok(Vec::new());
+    }
+    let trailer_start = file.len() as u64 - TRAILER_LEN;
+    let end = t.kv_offset.checked_add(u64::from(t.kv_length));
+    if end.is_none_or(|e| e > trailer_start) {
+        return Err(Error::reject(
+            Rule::HurrayBounds,
+            format!(
+                "KV section [{}, +{}) runs into the trailer at {trailer_start}",
+                t.kv_offset, t.kv_length
+            ),
+        ));
+    }
+    let section = &file[t.kv_offset as usize..][..t.kv_length as usize];
+    parse_kv(section, t.kv_offset)
 }
 
 fn parse_value(c: &mut Cursor<'_>, tag: u8, at: &str) -> Result<KvValue> {

@@ -11,10 +11,12 @@
 //! buffer's bytes straight from the map afterwards. [`read_descriptor`]
 //! checks one descriptor on its own (the conformance vectors).
 //!
-//! Files: `container` (header, trailer, index, placement walk), `kv`,
-//! `descriptor` (fixed header, buffer table, optional sections), `layout`,
-//! `buffers` (handles and layout sizes), `quant`, `elem`, `composite`,
-//! `bytes` (the bounds-checked cursor).
+//! Files: `container` (header, trailer, index and its CRC), `kv`,
+//! `descriptor` (fixed header, buffer table, the checks of one descriptor),
+//! `sections` (statistics, extension type, composite member), `layout`,
+//! `buffers` (handles and layout sizes), `quant`, `elem`, `placement` (the
+//! walk over the whole file), `composite`, `bytes` (the bounds-checked
+//! cursor).
 //!
 //! What is valid but not interpreted is not an error here: extension
 //! element types (sized from their section), private layouts (at least one
@@ -43,9 +45,13 @@
 //! - **After a composite head** pyhurray pads to the full alignment,
 //!   which § Composite Tensors forbids ("MUST NOT insert
 //!   data_buffer_alignment padding after a composite head"): tolerated by
-//!   the rule above. A head's index entry must say `data_offset =
-//!   align_up(descriptor end, data_buffer_alignment)` and `data_length = 0`,
-//!   as pyhurray writes (the spec names no value).
+//!   the rule above. A head's index entry says `data_length = 0` and a
+//!   `data_offset` where the next structure may start: `align_up(descriptor
+//!   end, data_buffer_alignment)` as pyhurray writes, or `align_up(descriptor
+//!   end, 8)` where a writer follows the spec (which names no value).
+//! - **An index `data_offset`** other than where placement puts buffer 0 is
+//!   HurrayPlacement (the buffer is misplaced); a wrong `data_length` is
+//!   HurrayIndex.
 //! - **An empty tensor's** zero-byte buffer sits at `align_up(descriptor
 //!   end, alignment)`, which may be where the next descriptor starts.
 //! - **The trailer** follows the index directly (pyhurray) or at the next
@@ -88,7 +94,9 @@ mod descriptor;
 mod elem;
 mod kv;
 mod layout;
+mod placement;
 mod quant;
+mod sections;
 #[cfg(test)]
 mod tests;
 
@@ -394,12 +402,12 @@ pub fn read_file(file: &[u8]) -> Result<File> {
     let index = &file[trailer.index_offset as usize..][..trailer.index_length as usize];
     container::check_crc(&header, &trailer, index)?;
     let entries = container::parse_index(index, trailer.index_offset, header.flags)?;
-    let kv = read_kv(file, &header, &trailer)?;
+    let kv = kv::read_kv(file, &header, &trailer)?;
     let mut tensors = Vec::with_capacity(entries.len());
     for e in entries {
-        tensors.push(read_tensor(file, e)?);
+        tensors.push(descriptor::read_tensor(file, e)?);
     }
-    container::walk(file, &header, &trailer, &mut tensors)?;
+    placement::walk(file, &header, &trailer, &mut tensors)?;
     composite::check(&tensors)?;
     Ok(File {
         header,
@@ -429,112 +437,9 @@ pub fn read_descriptor(bytes: &[u8]) -> Result<Descriptor> {
 }
 
 /// Prefixes a rejection's detail with where it happened.
-fn context(e: Error, ctx: &str) -> Error {
+pub(crate) fn context(e: Error, ctx: &str) -> Error {
     match e {
         Error::Reject { rule, detail } => Error::reject(rule, format!("{ctx}: {detail}")),
         e => e,
     }
-}
-
-/// DECISION: the reference writer never sets HAS_KV_METADATA, yet writes a
-/// KV section and locates it in the trailer; the trailer decides, so the
-/// section is read whenever `kv_length` is non-zero. The flag set with no
-/// section is refused.
-fn read_kv(file: &[u8], header: &Header, t: &Trailer) -> Result<Vec<KvEntry>> {
-    if header.flags & HAS_KV_METADATA != 0 && t.kv_length == 0 {
-        return Err(Error::reject(
-            Rule::HurrayKv,
-            "HAS_KV_METADATA is set but kv_length is 0",
-        ));
-    }
-    if (t.kv_offset == 0) != (t.kv_length == 0) {
-        return Err(Error::reject(
-            Rule::HurrayKv,
-            format!(
-                "kv_offset {} and kv_length {} must be both zero or both non-zero",
-                t.kv_offset, t.kv_length
-            ),
-        ));
-    }
-    if t.kv_length == 0 {
-        return Ok(Vec::new());
-    }
-    let trailer_start = file.len() as u64 - TRAILER_LEN;
-    let end = t.kv_offset.checked_add(u64::from(t.kv_length));
-    if end.is_none_or(|e| e > trailer_start) {
-        return Err(Error::reject(
-            Rule::HurrayBounds,
-            format!(
-                "KV section [{}, +{}) runs into the trailer at {trailer_start}",
-                t.kv_offset, t.kv_length
-            ),
-        ));
-    }
-    let section = &file[t.kv_offset as usize..][..t.kv_length as usize];
-    kv::parse_kv(section, t.kv_offset)
-}
-
-fn read_tensor(file: &[u8], e: container::Entry<'_>) -> Result<Tensor> {
-    let off = e.descriptor_offset;
-    let ctx = || format!("tensor {:?} (descriptor at {off})", e.name);
-    let trailer_start = file.len() as u64 - TRAILER_LEN;
-    let fits = |len: u64| off.checked_add(len).is_some_and(|end| end <= trailer_start);
-    if !fits(descriptor::FIXED_LEN as u64) {
-        return Err(Error::reject(
-            Rule::HurrayBounds,
-            format!(
-                "{}: the descriptor's fixed header runs past the trailer at {trailer_start}",
-                ctx()
-            ),
-        ));
-    }
-    let head = &file[off as usize..][..descriptor::FIXED_LEN];
-    if head[..4] != MAGIC || head[4] != 1 {
-        return Err(Error::reject(
-            Rule::HurrayDescriptor,
-            format!(
-                "{}: magic {:?} / major version {} are not \"HRRY\" / 1",
-                ctx(),
-                &head[..4],
-                head[4]
-            ),
-        ));
-    }
-    let own = u32::from_le_bytes([head[6], head[7], head[8], head[9]]);
-    if (own as usize) < descriptor::FIXED_LEN {
-        return Err(Error::reject(
-            Rule::HurrayDescriptor,
-            format!("{}: descriptor_length {own} is below 20", ctx()),
-        ));
-    }
-    if own != e.descriptor_length {
-        return Err(Error::reject(
-            Rule::HurrayIndex,
-            format!(
-                "{}: index descriptor_length {} is not the descriptor's {own}",
-                ctx(),
-                e.descriptor_length
-            ),
-        ));
-    }
-    if !fits(u64::from(own)) {
-        return Err(Error::reject(
-            Rule::HurrayBounds,
-            format!(
-                "{}: the descriptor ({own} bytes) runs past the trailer at {trailer_start}",
-                ctx()
-            ),
-        ));
-    }
-    let bytes = &file[off as usize..][..own as usize];
-    let descriptor = descriptor::parse(bytes, off).map_err(|err| context(err, &ctx()))?;
-    Ok(Tensor {
-        name: e.name.into(),
-        descriptor_offset: off,
-        descriptor_length: own,
-        data_offset: e.data_offset,
-        data_length: e.data_length,
-        descriptor,
-        buffer_offsets: Vec::new(),
-    })
 }

@@ -6,6 +6,7 @@ use crate::error::Rule;
 
 mod builder;
 mod composites;
+mod descriptor_rules;
 mod mutation;
 mod rules;
 
