@@ -210,3 +210,18 @@ fn nested_view_splits_hurray_names() {
         assert!(found, "{name:?} not found in the nested view");
     }
 }
+
+#[test]
+fn xattrs_name_a_hurray_tensors_type() {
+    let file = corpus().join("samples/tiny-llama.hrry");
+    let m = Mount::new(&file, &["--xattrs"]);
+    let dirs = object_dirs(&m);
+    let (name, rel) = dirs.iter().next().expect("a tensor");
+    let dir = m.join(rel);
+    let ty = meta(&dir)["type"].text().to_string();
+    let get = |f: &str, x: &str| String::from_utf8(get_xattr(&dir.join(f), x).expect(x)).unwrap();
+    assert_eq!(get("data", "user.zt.dtype"), ty, "{name:?}");
+    assert_eq!(get("data", "user.zt.object"), *name);
+    assert_eq!(get("buffer0.raw", "user.zt.dtype"), "u8");
+    assert!(get("data", "user.zt.layout").starts_with("hurray:"));
+}

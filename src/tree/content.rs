@@ -554,13 +554,13 @@ impl Tree {
 
     /// Extended attributes of `ino`, as (name, value) pairs.
     pub fn xattrs(&self, ino: Ino) -> Result<Vec<(&'static str, String)>, FsError> {
-        let (o, p) = match self.node(ino)? {
+        let (i, o, p) = match self.node(ino)? {
             Node::Part { object, part } | Node::Raw { object, part } => {
                 let (o, p) = self.part(object, part);
-                (o, Some(p))
+                (object, o, Some(p))
             }
             Node::Dir(d) => match self.dirs[d as usize].object() {
-                Some(i) => (self.object(i), None),
+                Some(i) => (i, self.object(i), None),
                 None => return Ok(Vec::new()),
             },
             _ => return Ok(Vec::new()),
@@ -580,7 +580,13 @@ impl Tree {
         ];
         if let Some(p) = p {
             out.push(("user.zt.part", p.name.to_string()));
-            out.push(("user.zt.dtype", p.ty.dtype.name().to_string()));
+            // A Hurray tensor's `data` is of its element type; its buffers
+            // are bytes.
+            let hurray_type = (self.model.hurray())
+                .filter(|_| p.name == crate::format::hurray::objects::DATA)
+                .map(|f| f.tensors[i as usize].descriptor.elem.name());
+            let dtype = hurray_type.unwrap_or(p.ty.dtype.name());
+            out.push(("user.zt.dtype", dtype.to_string()));
             if let Some(t) = &p.ty.logical {
                 out.push(("user.zt.type", t.to_string()));
             }
