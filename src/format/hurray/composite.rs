@@ -215,7 +215,7 @@ fn find_overlap(boxes: &[Vec<(u64, u64)>], rank: usize) -> Option<(usize, usize)
 
 /// The direct members of every composite head, as indexes into `tensors`
 /// (index order), by head index ascending. The file has passed
-/// [`check`], so every head has all its members.
+/// the composite checks of `read_file`, so every head has all its members.
 pub fn members(tensors: &[Tensor]) -> Vec<(usize, Vec<usize>)> {
     let mut order: Vec<usize> = (0..tensors.len()).collect();
     order.sort_by_key(|&i| tensors[i].descriptor_offset);
