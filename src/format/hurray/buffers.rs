@@ -89,7 +89,7 @@ pub(crate) fn check_handles(handles: &[BufferHandle]) -> Result<()> {
 /// Bytes for `n` elements of the tensor's type; `Ok(None)` when no formula
 /// exists (an extension width such as 12 bits).
 fn bytes_for(d: &Descriptor, n: u64) -> Result<Option<u64>> {
-    match d.elem.buffer_size(n, d.extension_type.as_ref()) {
+    match d.elem.buffer_size(n, d.extension_type.as_deref()) {
         Some(b) => Ok(Some(b)),
         None if matches!(d.elem, ElemType::Extension(_)) && n.checked_mul(128).is_some() => {
             Ok(None)

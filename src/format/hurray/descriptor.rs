@@ -92,10 +92,10 @@ pub(crate) fn parse(d: &[u8], base: u64) -> Result<Descriptor> {
     let buffers = c.many(u64::from(count), 16, "buffer table", read_handle)?;
     let quantization = if flags & HAS_QUANTIZATION != 0 {
         let n = c.u32("quantization_length")?;
-        Some(quant::parse(
+        Some(Box::new(quant::parse(
             c.take(n as usize, "quantization descriptor")?,
             elem,
-        )?)
+        )?))
     } else {
         None
     };
@@ -106,20 +106,20 @@ pub(crate) fn parse(d: &[u8], base: u64) -> Result<Descriptor> {
         let offset = c.many(u64::from(rank), 8, "shard_offset", |c| {
             c.u64("shard_offset")
         })?;
-        Some(ShardSection {
+        Some(Box::new(ShardSection {
             parent_shape,
             offset,
-        })
+        }))
     } else {
         None
     };
     let stats = if flags & HAS_STATISTICS != 0 {
-        Some(sections::read_stats(&mut c)?)
+        Some(Box::new(sections::read_stats(&mut c)?))
     } else {
         None
     };
     let extension_type = if flags & HAS_EXTENSION_TYPE != 0 {
-        Some(sections::read_extension(&mut c)?)
+        Some(Box::new(sections::read_extension(&mut c)?))
     } else {
         None
     };

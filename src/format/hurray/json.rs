@@ -192,7 +192,7 @@ pub fn descriptor(d: &Descriptor) -> Value<'_> {
     ];
     e.push((
         "quantization",
-        d.quantization.as_ref().map_or(Value::Null, quantization),
+        d.quantization.as_deref().map_or(Value::Null, quantization),
     ));
     e.push((
         "shard",
@@ -224,7 +224,7 @@ pub fn descriptor(d: &Descriptor) -> Value<'_> {
     ));
     e.push((
         "extension_type",
-        d.extension_type.as_ref().map_or(Value::Null, |x| {
+        d.extension_type.as_deref().map_or(Value::Null, |x| {
             map(vec![
                 ("bit_width", uint(x.bit_width.into())),
                 ("packing_factor", uint(x.packing_factor.into())),

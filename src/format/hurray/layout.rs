@@ -22,7 +22,7 @@ pub(crate) fn parse_layout(c: &mut Cursor<'_>, tag: u8, rank: u32) -> Result<Lay
         0x01 => Layout::RowMajor,
         0x02 => Layout::ColumnMajor,
         0x03 => Layout::Strided(c.many(r, 8, "strides", |c| c.i64("stride"))?),
-        0x04 => Layout::Tiled(parse_tiled(c, rank, 1)?),
+        0x04 => Layout::Tiled(Box::new(parse_tiled(c, rank, 1)?)),
         0x05 => {
             let bits = c.many(r, 4, "morton_bits", |c| c.u32("morton_bits"))?;
             if let Some(k) = bits.iter().position(|&b| b == 0) {

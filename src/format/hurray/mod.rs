@@ -181,10 +181,12 @@ pub struct Descriptor {
     pub layout: Layout,
     pub buffers: Vec<BufferHandle>,
     /// The quantization section, decoded.
-    pub quantization: Option<Quantization>,
-    pub shard: Option<ShardSection>,
-    pub stats: Option<Stats>,
-    pub extension_type: Option<ExtensionType>,
+    // The optional sections are boxed: most tensors have none, and a
+    // mount keeps every descriptor (a million tensors, a million of these).
+    pub quantization: Option<Box<Quantization>>,
+    pub shard: Option<Box<ShardSection>>,
+    pub stats: Option<Box<Stats>>,
+    pub extension_type: Option<Box<ExtensionType>>,
     pub composite_member: Option<CompositeMember>,
 }
 
@@ -229,7 +231,7 @@ pub enum Layout {
     ColumnMajor,
     /// Strides in logical elements, one per dimension.
     Strided(Vec<i64>),
-    Tiled(Tiled),
+    Tiled(Box<Tiled>),
     /// Bits per dimension.
     Morton(Vec<u32>),
     Coo {

@@ -104,7 +104,7 @@ pub fn data_of(t: &Tensor) -> Data {
         Layout::Private { .. } => return absent("private layout: not defined by the spec"),
     }
     let (Some(length), Some(&start)) = (
-        d.elem.buffer_size(count, d.extension_type.as_ref()),
+        d.elem.buffer_size(count, d.extension_type.as_deref()),
         t.buffer_offsets.first(),
     ) else {
         return absent("the element count has no buffer size");

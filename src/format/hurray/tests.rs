@@ -129,3 +129,10 @@ fn the_file_vector_parses_as_its_manifest_says() {
         ]
     );
 }
+
+#[test]
+fn a_tensor_stays_small() {
+    // A mount keeps every tensor: a million of them at this size each.
+    let n = std::mem::size_of::<super::Tensor>();
+    assert!(n <= 224, "Tensor is {n} bytes");
+}
