@@ -67,6 +67,19 @@ pub fn pretty_map_len(n: u64, entries: u64, level: u64) -> u64 {
     1 + n.saturating_sub(1) + n * per_entry + entries + 1 + 2 * level + 1
 }
 
+/// The length of the pretty form of an array at `level` of `n` items,
+/// given the total length `items` of their pretty forms (each rendered at
+/// `level + 1`).
+pub fn pretty_array_len(n: u64, items: u64, level: u64) -> u64 {
+    if n == 0 {
+        return "[]".len() as u64;
+    }
+    // "[", per item a comma (all but the first), a newline and the indent,
+    // then the items, a newline, the indent and "]".
+    let per_item = 1 + 2 * (level + 1);
+    1 + (n - 1) + n * per_item + items + 1 + 2 * level + 1
+}
+
 struct Json<'o> {
     out: &'o mut String,
     pretty: bool,

@@ -78,10 +78,10 @@ impl Tree {
             return b.len() as u64;
         }
         if let Some(file) = self.model.hurray() {
-            // Rendered to be measured, not kept: the text is about 1 KiB per
-            // tensor, and most mounts never read it.
+            // Measured a tensor at a time, not kept: the text is about 1 KiB
+            // per tensor, and most mounts never read it.
             return *self.manifest_json_len.get_or_init(|| {
-                let len = crate::format::hurray::json::manifest(file).len() as u64;
+                let len = crate::format::hurray::json::manifest_len(file);
                 crate::sys::trim_heap();
                 len
             });

@@ -10,7 +10,7 @@
 //! `i64` 5 and a `u64` 5 differ) and nothing is reordered.
 
 use super::{
-    objects, Descriptor, File, KvValue, Layout, Quantization, TileInner, TileOrder, Tiled,
+    objects, Descriptor, File, KvValue, Layout, Quantization, Tensor, TileInner, TileOrder, Tiled,
 };
 use crate::format::cbor::Value;
 use crate::format::json;
@@ -57,8 +57,35 @@ pub fn render(value: &Value<'_>) -> String {
 
 /// `manifest.json` of a Hurray file.
 pub fn manifest(file: &File) -> String {
+    let tensors = Value::Array(file.tensors.iter().map(tensor).collect());
+    render(&document(file, tensors))
+}
+
+/// The length of [`manifest`]'s text, found one tensor at a time: the
+/// text is about 1 KiB per tensor, a gigabyte for a million, and a mount
+/// needs only its size until someone reads it.
+pub fn manifest_len(file: &File) -> u64 {
+    let skeleton = render(&document(file, Value::Array(Vec::new()))).len() as u64;
+    let mut piece = String::new();
+    let items: u64 = (file.tensors.iter())
+        .map(|x| {
+            piece.clear();
+            json::to_json_pretty_at(&tensor(x), 2, &mut piece);
+            piece.len() as u64
+        })
+        .sum();
+    let n = file.tensors.len() as u64;
+    skeleton - "[]".len() as u64 + json::pretty_array_len(n, items, 1)
+}
+
+/// The document with `tensors` (the array of index entries) in its place.
+fn document<'a>(file: &'a File, tensors: Value<'a>) -> Value<'a> {
     let h = &file.header;
     let tr = &file.trailer;
+    let hint = match h.tensor_count_hint {
+        u64::MAX => Value::Null,
+        n => uint(n),
+    };
     let header = map(vec![
         ("magic", t("HRRYFILE")),
         ("version_major", uint(h.version_major.into())),
@@ -72,14 +99,7 @@ pub fn manifest(file: &File) -> String {
             uint(h.data_buffer_alignment.into()),
         ),
         ("first_descriptor_offset", uint(h.first_descriptor_offset)),
-        (
-            "tensor_count_hint",
-            if h.tensor_count_hint == u64::MAX {
-                Value::Null
-            } else {
-                uint(h.tensor_count_hint)
-            },
-        ),
+        ("tensor_count_hint", hint),
     ]);
     let trailer = map(vec![
         ("index_offset", uint(tr.index_offset)),
@@ -100,28 +120,25 @@ pub fn manifest(file: &File) -> String {
             })
             .collect(),
     );
-    let tensors = Value::Array(
-        file.tensors
-            .iter()
-            .map(|x| {
-                map(vec![
-                    ("name", t(&x.name)),
-                    ("descriptor_offset", uint(x.descriptor_offset)),
-                    ("descriptor_length", uint(x.descriptor_length.into())),
-                    ("data_offset", uint(x.data_offset)),
-                    ("data_length", uint(x.data_length)),
-                    ("descriptor", descriptor(&x.descriptor)),
-                ])
-            })
-            .collect(),
-    );
-    render(&map(vec![
+    map(vec![
         ("format", t("hurray")),
         ("header", header),
         ("trailer", trailer),
         ("kv", kv),
         ("tensors", tensors),
-    ]))
+    ])
+}
+
+/// One index entry with its descriptor.
+fn tensor(x: &Tensor) -> Value<'_> {
+    map(vec![
+        ("name", t(&x.name)),
+        ("descriptor_offset", uint(x.descriptor_offset)),
+        ("descriptor_length", uint(x.descriptor_length.into())),
+        ("data_offset", uint(x.data_offset)),
+        ("data_length", uint(x.data_length)),
+        ("descriptor", descriptor(&x.descriptor)),
+    ])
 }
 
 /// The type name of a KV value, as `manifest.json` spells it.
