@@ -63,6 +63,8 @@ def read_expected(corpus: str) -> dict:
                 continue
             cols += [""] * (4 - len(cols))
             name, d = cols[0].strip(), cols[1].strip().strip("/")
+            if name.endswith(".hrry"):
+                continue  # the Hurray corpus: hurray_check.py reads it
             stem = name[:-3] if name.endswith(".zt") else name
             rows[f"{d}/{stem}"] = Row(stem, d, norm_expect(cols[2]), norm_expect(cols[3]))
     return rows
@@ -74,8 +76,9 @@ def corpus_files(corpus: str) -> list[tuple[str, str]]:
     out = []
     for path in sorted(glob.glob(os.path.join(corpus, "**", "*"), recursive=True)):
         rel = os.path.relpath(path, corpus).replace(os.sep, "/")
-        # corpus/hurray/ is the Hurray corpus: hurray_check.py reads it.
-        if not os.path.isfile(path) or rel == "expected.tsv" or rel.startswith("hurray/"):
+        # Hurray files (corpus/hurray/, samples/*.hrry): hurray_check.py reads them.
+        hurray = rel.startswith("hurray/") or rel.endswith(".hrry")
+        if not os.path.isfile(path) or rel == "expected.tsv" or hurray:
             continue
         out.append((rel[:-3] if rel.endswith(".zt") else rel, path))
     return out
