@@ -272,7 +272,7 @@ pub(crate) fn check_csf_levels(d: &Descriptor, nnz: u64, mode_order: &[u32]) -> 
     let level = |i: usize| {
         let size = d.buffers[i].size;
         let name = if i % 2 == 1 { "pos" } else { "crd" };
-        if size % 8 != 0 {
+        if !size.is_multiple_of(8) {
             return Err(bad(format!(
                 "CSF buffer {i} ({name}_{}) holds {size} bytes, not a whole number of uint64",
                 (i - 1) / 2
@@ -281,7 +281,7 @@ pub(crate) fn check_csf_levels(d: &Descriptor, nnz: u64, mode_order: &[u32]) -> 
         Ok(size / 8)
     };
     let mut parents = 1u64; // n_{L-1}, the virtual root first
-    for l in 0..rank {
+    for (l, &mode) in mode_order.iter().enumerate() {
         let (pos, crd) = (level(2 * l + 1)?, level(2 * l + 2)?);
         if Some(pos) != parents.checked_add(1) {
             return Err(bad(format!(
@@ -303,12 +303,12 @@ pub(crate) fn check_csf_levels(d: &Descriptor, nnz: u64, mode_order: &[u32]) -> 
                 2 * l + 2
             )));
         }
-        let bound = d.shape[mode_order[l] as usize];
+        let bound = d.shape[mode as usize];
         if bound != u64::MAX && parents.checked_mul(bound).is_some_and(|max| crd > max) {
             return Err(bad(format!(
                 "CSF buffer {} (crd_{l}) holds {crd} entries; {parents} parents with at most shape[{}] {bound} distinct children each allow {}",
                 2 * l + 2,
-                mode_order[l],
+                mode,
                 parents * bound
             )));
         }

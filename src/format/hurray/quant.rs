@@ -273,9 +273,13 @@ pub(crate) fn check(d: &Descriptor, q: &Quantization, baseline: usize) -> Result
         Layout::BlockPaged(bp) => {
             let p = paged_fields(bp);
             check_paged(&s, p.page_size)?;
-            Some(p.num_pages.checked_mul(u64::from(p.page_size)).ok_or_else(|| {
-                Error::reject(Rule::HurrayShape, "num_pages * page_size overflows u64")
-            })?)
+            Some(
+                p.num_pages
+                    .checked_mul(u64::from(p.page_size))
+                    .ok_or_else(|| {
+                        Error::reject(Rule::HurrayShape, "num_pages * page_size overflows u64")
+                    })?,
+            )
         }
         _ => None,
     };

@@ -9,7 +9,9 @@
 //! a later check.
 
 use super::valid::{blocked, per_block, per_channel, quant};
-use super::writer::{dense, f32s, u32s, u64s, Descriptor, HAS_QUANTIZATION, HAS_SHARD, HAS_STATISTICS};
+use super::writer::{
+    dense, f32s, u32s, u64s, Descriptor, HAS_QUANTIZATION, HAS_SHARD, HAS_STATISTICS,
+};
 use super::{one, reject, Case, F16, F32, I8, U8};
 
 const BUFFER: &str = "HurrayBuffer";
@@ -19,7 +21,14 @@ pub fn cases() -> Vec<Case> {
     let example = || csf(3, &EXAMPLE);
     let shape_past = csf(
         3,
-        &[&[0, 3], &[0, 1, 2], &[0, 1, 2, 3], &[0, 1, 2], &[0, 1, 2, 3], &[0, 1, 2]],
+        &[
+            &[0, 3],
+            &[0, 1, 2],
+            &[0, 1, 2, 3],
+            &[0, 1, 2],
+            &[0, 1, 2, 3],
+            &[0, 1, 2],
+        ],
     );
     vec![
         reject(
@@ -195,10 +204,14 @@ fn paged(elem: u8, tokens: u64, seqs: u32, table: Vec<u8>) -> Descriptor {
     f.extend([0; 7]); // uint32 index type, reserved
     let width = if elem == F16 { 2 } else { 1 };
     let seq_ptr: Vec<u32> = (0..=seqs).map(|s| s * (table.len() as u32 / 4)).collect();
-    dense(elem, &[tokens, 2, 4], vec![0; (pages * 4 * 8 * width) as usize])
-        .layout(0x0A, f)
-        .with_buffer(table)
-        .with_buffer(u32s(&seq_ptr))
+    dense(
+        elem,
+        &[tokens, 2, 4],
+        vec![0; (pages * 4 * 8 * width) as usize],
+    )
+    .layout(0x0A, f)
+    .with_buffer(table)
+    .with_buffer(u32s(&seq_ptr))
 }
 
 /// f16 `[5, 2, 4]` claiming `pages` pages with a uint32 block table.

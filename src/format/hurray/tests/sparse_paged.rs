@@ -71,12 +71,24 @@ fn csf_level_arrays_agree_with_nnz_and_each_other() {
         ("pos_2 is not crd_1 + 1", 3, [2, 2, 3, 3, 3, 3]),
         ("nnz 0 with a node at level 0", 0, [2, 1, 2, 0, 1, 0]),
         ("nnz > 0 with no node at level 1", 1, [2, 1, 2, 0, 1, 1]),
-        ("3 children of the root along shape[0] 2", 3, [2, 3, 4, 3, 4, 3]),
-        ("7 children of 2 parents along shape[1] 3", 7, [2, 2, 3, 7, 8, 7]),
+        (
+            "3 children of the root along shape[0] 2",
+            3,
+            [2, 3, 4, 3, 4, 3],
+        ),
+        (
+            "7 children of 2 parents along shape[1] 3",
+            7,
+            [2, 2, 3, 7, 8, 7],
+        ),
     ] {
         let d = csf(nnz, [0, 1, 2], levels);
         let r = crate::format::hurray::read_file(&one(d).bytes);
-        assert_eq!(r.err().and_then(|e| e.rule()), Some(Rule::HurrayBuffer), "{why}");
+        assert_eq!(
+            r.err().and_then(|e| e.rule()),
+            Some(Rule::HurrayBuffer),
+            "{why}"
+        );
     }
     // Not whole uint64s.
     let mut d = csf(3, [0, 1, 2], EXAMPLE);
