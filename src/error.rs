@@ -97,7 +97,7 @@ pub enum Rule {
     HurrayType,
     /// A layout tag is reserved or invalid, or its fields, rank or buffer count break the layout's rules (metadata.md § Layout-Specific Fields, layouts/).
     HurrayLayout,
-    /// A buffer handle breaks buffer-protocol.md (alignment, device tag, sync mode, memory class, reserved byte), a dense buffer's size is not the size of its elements, or `byte_offset` lies beyond buffer 0.
+    /// A buffer handle breaks buffer-protocol.md (alignment, device tag, sync mode, memory class, reserved byte), a buffer's size is not what its layout requires (a dense buffer's elements, sparse index arrays, CSF level arrays, a block-paged pool or table), or `byte_offset` lies beyond buffer 0.
     HurrayBuffer,
     /// The quantization section is malformed or inconsistent with the tensor (quantization.md).
     HurrayQuant,

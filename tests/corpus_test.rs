@@ -21,7 +21,7 @@ const MAX_SAMPLES_BYTES: usize = 2 << 20;
 /// Upper bound on the Hurray cases together, in bytes: every file with a
 /// tensor buffer is at least one 4096-byte alignment long, several buffers
 /// a page each.
-const MAX_HURRAY_BYTES: usize = 5 << 18;
+const MAX_HURRAY_BYTES: usize = 3 << 19;
 
 /// Upper bound on one file of a shard family, in bytes.
 const MAX_FAMILY_FILE_BYTES: usize = 32 << 10;

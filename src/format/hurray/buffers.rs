@@ -5,8 +5,10 @@
 //! only on the descriptor (row-/column-major, Morton, Hilbert, COO, CSR,
 //! CSC, block-paged pool and sequence pointers) and as a minimum where it
 //! gives only a minimum (strided: every addressed element; tiled: full
-//! boundary tiles). Not checked: CSF level arrays (their lengths live in
-//! the data), tiles ordered by strides, private layouts, and extension
+//! boundary tiles). CSF level arrays are checked against each other
+//! ([`check_csf_levels`]): their lengths are node counts that live in the
+//! data, but each `pos_L` is one entry longer than `crd_{L-1}`. Not
+//! checked: tiles ordered by strides, private layouts, and extension
 //! types whose width is not a whole number of bytes or a packing of 1, 2
 //! or 4 bits (no formula exists).
 
@@ -190,10 +192,27 @@ pub(crate) fn check_sizes(d: &Descriptor, count: u64) -> Result<()> {
             if let Some(v) = bytes_for(d, pool)? {
                 exact(d, 0, v, "page_pool")?;
             }
-            if !d.buffers[1].size.is_multiple_of(p.index_width) {
+            let table = d.buffers[1].size;
+            if !table.is_multiple_of(p.index_width) {
                 return Err(bad(format!(
-                    "buffer 1 (block_table) holds {} bytes, not a multiple of {}",
-                    d.buffers[1].size, p.index_width
+                    "buffer 1 (block_table) holds {table} bytes, not a multiple of {}",
+                    p.index_width
+                )));
+            }
+            // Its length, seq_ptr[num_seqs], is data; but no sequence means
+            // no page (seq_ptr[0] = 0), and every one of the shape[0] tokens
+            // lies in a slot of some logical page.
+            let pages = table / p.index_width;
+            let need = d.shape[0].div_ceil(u64::from(p.page_size));
+            if p.num_seqs == 0 && pages != 0 {
+                return Err(bad(format!(
+                    "buffer 1 (block_table) holds {pages} pages with num_seqs 0, not none"
+                )));
+            }
+            if pages < need {
+                return Err(bad(format!(
+                    "buffer 1 (block_table) holds {pages} pages; shape[0] {} tokens in pages of {} need at least {need}",
+                    d.shape[0], p.page_size
                 )));
             }
             let seq = u64::from(p.num_seqs) + 1;
@@ -237,4 +256,63 @@ fn check_strided(d: &Descriptor, strides: &[i64], count: u64) -> Result<()> {
         ))),
         _ => Err(overflow()),
     }
+}
+
+/// CSF level arrays (layouts/csf.md § Buffer Table, § Buffer Size, §
+/// Storage Invariants). With `n_L = crd_L / 8` the number of nodes at level
+/// `L` and `n_{-1} = 1`: every array holds whole `uint64`s, `pos_L` holds
+/// `n_{L-1} + 1` of them (so `pos_0` is 16 bytes), the leaf `crd` holds
+/// `nnz`; an empty tensor has every `crd_L` empty. Invariants 4 and 5
+/// (strictly increasing coordinates below `shape[mode_order[L]]` in each
+/// parent) bound `n_L` by `n_{L-1} * shape[mode_order[L]]`, and a leaf
+/// needs an ancestor at every level, so `nnz > 0` makes every `n_L >= 1`.
+/// The counts themselves are data; only their agreement is checked.
+pub(crate) fn check_csf_levels(d: &Descriptor, nnz: u64, mode_order: &[u32]) -> Result<()> {
+    let rank = mode_order.len();
+    let level = |i: usize| {
+        let size = d.buffers[i].size;
+        let name = if i % 2 == 1 { "pos" } else { "crd" };
+        if !size.is_multiple_of(8) {
+            return Err(bad(format!(
+                "CSF buffer {i} ({name}_{}) holds {size} bytes, not a whole number of uint64",
+                (i - 1) / 2
+            )));
+        }
+        Ok(size / 8)
+    };
+    let mut parents = 1u64; // n_{L-1}, the virtual root first
+    for (l, &mode) in mode_order.iter().enumerate() {
+        let (pos, crd) = (level(2 * l + 1)?, level(2 * l + 2)?);
+        if Some(pos) != parents.checked_add(1) {
+            return Err(bad(format!(
+                "CSF buffer {} (pos_{l}) holds {pos} entries; level {l} has {parents} parents, so it needs {}",
+                2 * l + 1,
+                parents.saturating_add(1)
+            )));
+        }
+        let leaf = l + 1 == rank;
+        if leaf && crd != nnz {
+            return Err(bad(format!(
+                "CSF buffer {} (crd_{l}, the leaf level) holds {crd} entries, not nnz {nnz}",
+                2 * l + 2
+            )));
+        }
+        if (nnz == 0) != (crd == 0) {
+            return Err(bad(format!(
+                "CSF buffer {} (crd_{l}) holds {crd} entries with nnz {nnz}: a tensor has nodes at every level iff it has non-zeros",
+                2 * l + 2
+            )));
+        }
+        let bound = d.shape[mode as usize];
+        if bound != u64::MAX && parents.checked_mul(bound).is_some_and(|max| crd > max) {
+            return Err(bad(format!(
+                "CSF buffer {} (crd_{l}) holds {crd} entries; {parents} parents with at most shape[{}] {bound} distinct children each allow {}",
+                2 * l + 2,
+                mode,
+                parents * bound
+            )));
+        }
+        parents = crd;
+    }
+    Ok(())
 }

@@ -223,7 +223,7 @@ fn check(d: &Descriptor) -> Result<()> {
                     "a composite head carries a quantization section".into(),
                 ));
             }
-            quant::check(d, q, baseline, is_dense(&d.layout))?;
+            quant::check(d, q, baseline)?;
             usize::from(q.parameter_buffers)
         }
         None => 0,
@@ -283,6 +283,10 @@ fn check(d: &Descriptor) -> Result<()> {
     if let Some(count) = count {
         super::buffers::check_sizes(d, count)?;
     }
+    if let Layout::Csf { nnz, mode_order } = &d.layout {
+        super::buffers::check_csf_levels(d, *nnz, mode_order)?;
+    }
+    check_stats_nnz(d)?;
     if let Some(s) = &d.shard {
         check_shard(d, s)?;
     }
@@ -305,11 +309,40 @@ pub(crate) fn element_count(shape: &[u64]) -> Result<u64> {
         })
 }
 
+/// A sparse layout's `nnz` is authoritative: a statistics section that
+/// marks its own `nnz` valid must agree (layouts/coo.md, csr.md, csc.md,
+/// csf.md § Interaction with Statistics Section).
+fn check_stats_nnz(d: &Descriptor) -> Result<()> {
+    let nnz = match d.layout {
+        Layout::Coo { nnz, .. }
+        | Layout::Csr { nnz }
+        | Layout::Csc { nnz }
+        | Layout::Csf { nnz, .. } => nnz,
+        _ => return Ok(()),
+    };
+    match &d.stats {
+        Some(s) if s.computed_mask & 1 != 0 && s.nnz != nnz => Err(rej(
+            Rule::HurrayStats,
+            format!(
+                "statistics nnz {} is not the {} layout's nnz {nnz}",
+                s.nnz,
+                layout::layout_name(&d.layout)
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn check_shard(d: &Descriptor, s: &ShardSection) -> Result<()> {
-    if matches!(d.layout, Layout::BlockPaged(_)) {
+    // block-paged.md § Sharding, csf.md § Sharding: deferred to a later
+    // revision, so refused.
+    if matches!(d.layout, Layout::BlockPaged(_) | Layout::Csf { .. }) {
         return Err(rej(
             Rule::HurrayShard,
-            "a block-paged tensor carries a shard section".into(),
+            format!(
+                "a {} tensor carries a shard section",
+                layout::layout_name(&d.layout)
+            ),
         ));
     }
     for k in 0..d.shape.len() {

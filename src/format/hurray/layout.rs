@@ -248,6 +248,14 @@ fn check_block_paged(bp: &BlockPaged) -> Result<()> {
             f[25]
         )));
     }
+    // § Additional Descriptor Fields: a uint32 block table addresses up to
+    // 0xFFFFFFFF pages; "larger pools MUST use uint64".
+    if p.index_width == 4 && p.num_pages > u64::from(u32::MAX) {
+        return Err(bad(format!(
+            "block-paged num_pages {} needs block_table_index_type 0x01 (uint64), not 0x00",
+            p.num_pages
+        )));
+    }
     zeros(&f[26..32], "block-paged reserved bytes")
 }
 

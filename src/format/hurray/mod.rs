@@ -72,12 +72,22 @@
 //!   packing and pyhurray agree on the former).
 //! - **Sizes**: exact for row-/column-major (per-block and NF4 storing full
 //!   trailing blocks along the axis), Morton, Hilbert, COO, CSR, CSC,
-//!   block-paged pool and `seq_ptr`, and quantization parameter buffers of
-//!   dense tensors; a minimum where the spec gives one (strided: every
-//!   addressed element; tiled: full boundary tiles); not checked for CSF
-//!   level arrays, tiles ordered by strides, private layouts, extension
-//!   widths with no formula, or any shape with a dynamic dimension (whose
-//!   shard bounds are skipped in that dimension too).
+//!   block-paged pool and `seq_ptr`, and quantization parameter buffers
+//!   (over the logical shape for dense and sparse layouts alike, per page
+//!   slot for block-paged per-block); a minimum where the spec gives one
+//!   (strided: every addressed element; tiled: full boundary tiles;
+//!   block-paged `block_table`: a page slot per token, none without
+//!   sequences); CSF level arrays against each other, `nnz` and the shape
+//!   (their node counts are data); not checked for tiles ordered by
+//!   strides, private layouts, extension widths with no formula, NF4/MXFP
+//!   parameters of block-paged tensors (the spec gives no size), or any
+//!   shape with a dynamic dimension (whose shard bounds are skipped in that
+//!   dimension too; CSF level arrays are still checked).
+//! - **Block-paged per-block** `block_size` equals `page_size`
+//!   (block-paged.md) even past a batch shorter than one page, where
+//!   per-block-affine.md's `block_size <= shape[axis]` would refuse it: the
+//!   layout's rule is the specific one, and the parameters are per page
+//!   slot, not per logical block.
 //! - **A buffer's declared alignment** above the file's must hold at its
 //!   file offset (HurrayBuffer): the handle promises it.
 //! - **A file without tensors** may start its KV section or index at

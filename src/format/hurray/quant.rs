@@ -4,12 +4,15 @@
 //!
 //! Checked here: scheme tag and version, flags, reserved bytes, storage
 //! type, axis, block size, inline scale and zero point, the parameter
-//! buffer indices and, for dense layouts without dynamic dimensions, the
-//! exact parameter buffer sizes. Not checked: the values inside parameter
-//! buffers (finite non-zero scales, zero-point ranges, MXFP scale bytes
-//! 0x00/0xFF), which are data, not structure.
+//! buffer indices, how a scheme composes with block-paged, and, without
+//! dynamic dimensions, the exact parameter buffer sizes of every layout
+//! but private ones (and NF4/MXFP on block-paged, which the spec does not
+//! size). Not checked: the values inside parameter buffers (finite
+//! non-zero scales, zero-point ranges, MXFP scale bytes 0x00/0xFF), which
+//! are data, not structure.
 
-use super::{Descriptor, ElemType, Quantization};
+use super::layout::paged_fields;
+use super::{Descriptor, ElemType, Layout, Quantization};
 use crate::error::{Error, Result, Rule};
 
 fn bad(detail: String) -> Error {
@@ -257,9 +260,29 @@ pub(crate) fn parse(q: &[u8], elem: ElemType) -> Result<Quantization> {
 
 /// Checks a scheme against its tensor: axis and block size against the
 /// shape, parameter buffer indices against the layout's `baseline` buffers
-/// and the table, and (dense layouts, static shape) parameter buffer sizes.
-pub(crate) fn check(d: &Descriptor, q: &Quantization, baseline: usize, dense: bool) -> Result<()> {
+/// and the table, block-paged composition, and (static shape, not a
+/// private layout) parameter buffer sizes: over the logical shape
+/// (quantization/*.md § Referenced Buffers, for dense and sparse layouts
+/// alike, whose schemes decorate the stored values), per page slot for
+/// block-paged (layouts/block-paged.md § Scale-buffer size).
+pub(crate) fn check(d: &Descriptor, q: &Quantization, baseline: usize) -> Result<()> {
     let s = decode(&q.bytes, d.elem)?;
+    // The page slots of a block-paged tensor, which its per-block
+    // parameters cover ("num_pages * page_size entries").
+    let paged = match &d.layout {
+        Layout::BlockPaged(bp) => {
+            let p = paged_fields(bp);
+            check_paged(&s, p.page_size)?;
+            Some(
+                p.num_pages
+                    .checked_mul(u64::from(p.page_size))
+                    .ok_or_else(|| {
+                        Error::reject(Rule::HurrayShape, "num_pages * page_size overflows u64")
+                    })?,
+            )
+        }
+        _ => None,
+    };
     let rank = d.shape.len();
     let axis = match s {
         Scheme::PerTensor => None,
@@ -281,6 +304,9 @@ pub(crate) fn check(d: &Descriptor, q: &Quantization, baseline: usize, dense: bo
         }
     }
     match s {
+        // On block-paged, block_size is page_size (check_paged), which a
+        // batch shorter than one page does not reach.
+        Scheme::PerBlock { .. } if paged.is_some() => {}
         Scheme::PerBlock { block, .. } | Scheme::Nf4 { block, .. }
             if along > 0 && u64::from(block) > along =>
         {
@@ -304,7 +330,7 @@ pub(crate) fn check(d: &Descriptor, q: &Quantization, baseline: usize, dense: bo
             )));
         }
     }
-    if !dense || d.shape.contains(&u64::MAX) {
+    if matches!(d.layout, Layout::Private { .. }) || d.shape.contains(&u64::MAX) {
         return Ok(());
     }
     let others = d
@@ -340,13 +366,20 @@ pub(crate) fn check(d: &Descriptor, q: &Quantization, baseline: usize, dense: bo
             scale_bytes,
             ..
         } => {
-            let n = blocks(block, false).ok_or_else(overflow)?;
+            let n = match paged {
+                Some(slots) => slots,
+                None => blocks(block, false).ok_or_else(overflow)?,
+            };
             let sb = n.checked_mul(scale_bytes).ok_or_else(overflow)?;
             let zb = n.checked_mul(4).ok_or_else(overflow)?;
             std::iter::once((scale, sb))
                 .chain(zero_point.map(|z| (z, zb)))
                 .collect()
         }
+        // block-paged.md composes only per-tensor, per-channel and
+        // per-block with pages; NF4 and MXFP off the paged axis have no
+        // defined parameter size there.
+        Scheme::Nf4 { .. } | Scheme::Mxfp { .. } if paged.is_some() => return Ok(()),
         Scheme::Nf4 { block, scale, .. } => {
             let n = blocks(block, false).ok_or_else(overflow)?;
             vec![(scale, n.checked_mul(4).ok_or_else(overflow)?)]
@@ -370,6 +403,28 @@ pub(crate) fn check(d: &Descriptor, q: &Quantization, baseline: usize, dense: bo
         }
     }
     Ok(())
+}
+
+/// The rules tying a scheme to a block-paged tensor (layouts/block-paged.md
+/// § Per-scheme composition): per-block only along the paged axis (0) in
+/// blocks of `page_size`; per-channel, NF4 and MXFP never along it
+/// ("paged-axis quantization MUST use per-block-affine").
+fn check_paged(s: &Scheme, page_size: u32) -> Result<()> {
+    match *s {
+        Scheme::PerBlock { axis, .. } if axis != 0 => Err(bad(format!(
+            "block-paged per-block axis {axis} is not 0, the paged axis"
+        ))),
+        Scheme::PerBlock { block, .. } if block != page_size => Err(bad(format!(
+            "block-paged per-block block_size {block} is not page_size {page_size}"
+        ))),
+        Scheme::PerChannel { axis: 0, .. } => Err(bad(
+            "block-paged per-channel axis 0 quantizes the paged axis (only per-block may)".into(),
+        )),
+        Scheme::Nf4 { axis: 0, .. } | Scheme::Mxfp { axis: 0, .. } => Err(bad(
+            "block-paged NF4/MXFP axis 0 quantizes the paged axis (only per-block may)".into(),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// For per-block and NF4 the data buffer stores full trailing blocks: the

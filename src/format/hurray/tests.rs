@@ -9,6 +9,7 @@ mod composites;
 mod descriptor_rules;
 mod mutation;
 mod rules;
+mod sparse_paged;
 
 fn data(path: &str) -> Vec<u8> {
     let p = format!("{}/tests/data/{path}", env!("CARGO_MANIFEST_DIR"));

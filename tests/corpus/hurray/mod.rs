@@ -13,6 +13,7 @@ pub mod descriptors;
 pub mod layouts;
 pub mod reject;
 pub mod sample;
+pub mod sparse_paged;
 pub mod valid;
 pub mod writer;
 
@@ -26,6 +27,7 @@ pub fn all() -> Vec<Case> {
         layouts::cases(),
         reject::cases(),
         descriptors::cases(),
+        sparse_paged::cases(),
     ]
     .into_iter()
     .flatten()

@@ -90,7 +90,8 @@ fn layouts() {
     let mut d = D::dense(0x03, &[2, 2, 2], 0);
     d.layout = 9;
     d.layout_fields = [u64s(&[0]), u32s(&[0, 0, 2]), vec![0; 8]].concat();
-    d.handles = vec![h(0); 7];
+    // An empty CSF: pos_0 = [0, 0], every other pos_L = [0] (csf.md).
+    d.handles = [0, 16, 0, 8, 0, 8, 0].map(h).to_vec();
     desc_rejects(d.clone(), Rule::HurrayLayout);
     d.layout_fields = [u64s(&[0]), u32s(&[2, 0, 1]), vec![0; 8]].concat();
     accepts(&one(d).bytes);
