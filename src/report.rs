@@ -186,7 +186,7 @@ pub fn ls_long(model: &Model) -> Result<String> {
     };
     let mut s = String::new();
     for (i, o) in m.objects.iter().enumerate() {
-        let size = total(o.parts.iter().map(|p| p.decoded_size()));
+        let size = object_size(model, i, o);
         let shape = format!("{:?}", o.shape);
         let enc = if o.parts.iter().any(|p| p.encoding.is_some()) {
             " (encoded)"
@@ -222,6 +222,15 @@ pub fn ls_long(model: &Model) -> Result<String> {
         ));
     }
     Ok(s)
+}
+
+/// An object's size for listings: its parts' decoded bytes; for a Hurray
+/// tensor, its buffers' bytes (its `data` part repeats buffer 0).
+fn object_size(model: &Model, i: usize, o: &Object) -> u64 {
+    match model.hurray() {
+        Some(f) => total(f.tensors[i].descriptor.buffers.iter().map(|b| b.size)),
+        None => total(o.parts.iter().map(|p| p.decoded_size())),
+    }
 }
 
 /// Whether a part's stored bytes can be reached: false for a part in a
@@ -266,7 +275,8 @@ pub fn ls_json(model: &Model) -> Result<String> {
         .iter()
         .zip(attrs)
         .zip(&digests)
-        .map(|((o, a), digests)| {
+        .enumerate()
+        .map(|(i, ((o, a), digests))| {
             let parts = o
                 .parts
                 .iter()
@@ -288,7 +298,7 @@ pub fn ls_json(model: &Model) -> Result<String> {
                     Value::Map(e)
                 })
                 .collect();
-            let size = total(o.parts.iter().map(|p| p.decoded_size()));
+            let size = object_size(model, i, o);
             Value::Map(vec![
                 (text("name"), Value::Text(&o.name)),
                 (text("layout"), Value::Text(&o.layout)),
