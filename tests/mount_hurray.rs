@@ -146,7 +146,7 @@ fn every_hurray_file_matches_cat() {
         .filter_map(|file| {
             std::panic::catch_unwind(|| check_hurray_mount(file))
                 .err()
-                .map(|e| format!("{}: {}", file.display(), panic_message(&*e)))
+                .map(|e| format!("{}: {}", file.display(), panic_text(&*e)))
         })
         .collect();
     assert!(
@@ -156,13 +156,6 @@ fn every_hurray_file_matches_cat() {
         files.len(),
         failed.join("\n")
     );
-}
-
-fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
-    e.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_else(|| "panic".into())
 }
 
 #[test]

@@ -537,7 +537,10 @@ impl Tree {
                         .collect(),
                 ),
             ),
-            (tx("layout"), tx(objects::layout_name(&d.layout))),
+            (
+                tx("layout"),
+                tx(crate::format::hurray::layout_name(&d.layout)),
+            ),
             (tx("data"), data),
             (tx("no_data"), report::opt_text(why.as_deref())),
             (tx("buffers"), Value::Array(buffers)),

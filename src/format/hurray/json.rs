@@ -9,9 +9,7 @@
 //! `{"key", "type", "value"}` in file order, so a key's type survives (an
 //! `i64` 5 and a `u64` 5 differ) and nothing is reordered.
 
-use super::{
-    objects, Descriptor, File, KvValue, Layout, Quantization, Tensor, TileInner, TileOrder, Tiled,
-};
+use super::{Descriptor, File, KvValue, Layout, Quantization, Tensor, TileInner, TileOrder, Tiled};
 use crate::format::cbor::Value;
 use crate::format::json;
 
@@ -275,7 +273,7 @@ fn quantization(q: &Quantization) -> Value<'_> {
 }
 
 fn layout(l: &Layout) -> Value<'_> {
-    let mut e = vec![("name", t(objects::layout_name(l)))];
+    let mut e = vec![("name", t(super::layout_name(l)))];
     match l {
         Layout::RowMajor | Layout::ColumnMajor => {}
         Layout::Strided(s) => e.push(("strides", ints(s))),

@@ -275,21 +275,22 @@ fn check_composite_head(h: &CompositeHead) -> Result<()> {
     }
 }
 
-/// A short name for messages.
+/// The layout's name, lowercase: in messages, in `hurray:<layout>` ids,
+/// `meta.json` and `manifest.json`.
 pub fn layout_name(l: &Layout) -> &'static str {
     match l {
         Layout::RowMajor => "row-major",
         Layout::ColumnMajor => "column-major",
         Layout::Strided(_) => "strided",
         Layout::Tiled(_) => "tiled",
-        Layout::Morton(_) => "Morton",
-        Layout::Coo { .. } => "COO",
-        Layout::Csr { .. } => "CSR",
-        Layout::Csc { .. } => "CSC",
-        Layout::Csf { .. } => "CSF",
+        Layout::Morton(_) => "morton",
+        Layout::Coo { .. } => "coo",
+        Layout::Csr { .. } => "csr",
+        Layout::Csc { .. } => "csc",
+        Layout::Csf { .. } => "csf",
         Layout::BlockPaged(_) => "block-paged",
         Layout::Composite(_) => "composite",
-        Layout::Hilbert { .. } => "Hilbert",
+        Layout::Hilbert { .. } => "hilbert",
         Layout::Private { .. } => "private",
     }
 }

@@ -39,26 +39,6 @@ pub enum Data {
     Absent(String),
 }
 
-/// The layout's name in ids and JSON (lowercase; `layout_name` is the
-/// spelling of messages).
-pub fn layout_name(l: &Layout) -> &'static str {
-    match l {
-        Layout::RowMajor => "row-major",
-        Layout::ColumnMajor => "column-major",
-        Layout::Strided(_) => "strided",
-        Layout::Tiled(_) => "tiled",
-        Layout::Morton(_) => "morton",
-        Layout::Coo { .. } => "coo",
-        Layout::Csr { .. } => "csr",
-        Layout::Csc { .. } => "csc",
-        Layout::Csf { .. } => "csf",
-        Layout::BlockPaged(_) => "block-paged",
-        Layout::Composite(_) => "composite",
-        Layout::Hilbert { .. } => "hilbert",
-        Layout::Private { .. } => "private",
-    }
-}
-
 /// Element count of a shape without dynamic dimensions; `None` when a
 /// dimension is dynamic (the parser has checked the product fits).
 pub fn static_count(shape: &[u64]) -> Option<u64> {
@@ -159,7 +139,7 @@ pub fn objects(file: &File) -> Vec<Object> {
                     digest: None,
                 });
             }
-            let layout = texts.get(&format!("{LAYOUT_PREFIX}{}", layout_name(&d.layout)));
+            let layout = texts.get(&format!("{LAYOUT_PREFIX}{}", super::layout_name(&d.layout)));
             Object {
                 name: t.name.clone(),
                 shape: texts.shape(&d.shape),
