@@ -236,3 +236,33 @@ fn manifest_len_is_the_texts_length() {
         );
     }
 }
+
+/// `--verify` applies the one data rule of the format, MXFP scale bytes,
+/// on a tensor's first open: its files fail with EIO and a log line, where
+/// the same tensor with a valid scale opens.
+#[test]
+fn verify_refuses_a_reserved_mxfp_scale() {
+    for (case, good) in [
+        ("quant-mxfp", true),
+        ("quant-mxfp-scale-0xff", false),
+        ("quant-mxfp-scale-0x00", false),
+    ] {
+        let file = corpus().join(format!("hurray/valid/{case}.hrry"));
+        let m = Mount::new(&file, &["--verify"]);
+        let (_, rel) = object_dirs(&m).into_iter().next().expect("a tensor");
+        for f in ["buffer0.raw", "buffer1.raw"] {
+            let r = fs::read(m.join(&rel).join(f));
+            match good {
+                true => assert!(r.is_ok(), "{case}/{f}: {r:?}"),
+                false => assert_eq!(
+                    r.map_err(|e| e.raw_os_error()).err(),
+                    Some(Some(libc::EIO)),
+                    "{case}/{f}"
+                ),
+            }
+        }
+        if !good {
+            assert!(m.log().contains("MXFP scale 0"), "{case}: log: {}", m.log());
+        }
+    }
+}

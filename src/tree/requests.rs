@@ -48,10 +48,17 @@ impl Tree {
             Node::Raw { object, part } => {
                 let (o, p) = self.part(object, part);
                 let key = self.part_base[object as usize] + part;
-                match self.model.stored(p) {
-                    Ok(_) => reply(Ok(mode)),
-                    Err(e) => reply(Err(self.fail((key, "open"), o, p, &e))),
+                if let Err(e) = self.model.stored(p) {
+                    return reply(Err(self.fail((key, "open"), o, p, &e)));
                 }
+                // A Hurray tensor's buffers are its bytes, served only raw:
+                // --verify checks them (the MXFP scale rule) as it checks a
+                // zTensor part, where `.raw` is structural access.
+                if !(self.opts.verify && self.model.hurray().is_some()) {
+                    return reply(Ok(mode));
+                }
+                let done = Box::new(move |r: Result<(), FsError>| reply(r.map(|()| mode)));
+                self.when_verified(object, part, tid, done);
             }
             Node::View { object } => {
                 let done = Box::new(move |r: Result<(), FsError>| reply(r.map(|()| mode)));
@@ -154,6 +161,15 @@ impl Tree {
         let r = Self::map_read(|| {
             self.live_stored(p)?;
             read::verify(&self.model, o, p, &mut |_| cancel.keep_going())?;
+            if let Some(f) = self.model.hurray() {
+                let bytes = self.model.root().bytes();
+                crate::format::hurray::data_rules::check_tensor_data(
+                    f,
+                    object as usize,
+                    bytes,
+                    &mut |_| cancel.keep_going(),
+                )?;
+            }
             self.check_object(object, cancel)
         });
         let state = match r {

@@ -93,6 +93,7 @@
 //! - **A file without tensors** may start its KV section or index at
 //!   `first_descriptor_offset` as well.
 
+pub mod data_rules;
 pub mod json;
 pub mod objects;
 

@@ -7,6 +7,7 @@ use super::writer::{
     HAS_KV_METADATA, HAS_QUANTIZATION, HAS_SHARD, HAS_STATISTICS, SORTED_INDEX,
 };
 use super::{byte_size, empty, packed, usual, valid, w, Case, DATA, F32, I8, TYPES, U8};
+use crate::corpus::Outcome;
 
 pub fn cases() -> Vec<Case> {
     let mut cases = vec![
@@ -57,6 +58,16 @@ pub fn cases() -> Vec<Case> {
         valid("quant-per-block", quant_per_block()),
         valid("quant-nf4", quant_nf4()),
         valid("quant-mxfp", quant_mxfp()),
+        // Valid to open: the scale byte is data, checked by --verify
+        // (mxfp.md: 0x00 and 0xFF "MUST NOT appear in the scale buffer").
+        Case {
+            verify: Outcome::Reject("HurrayQuant"),
+            ..valid("quant-mxfp-scale-0xff", quant_mxfp_scale(0xFF))
+        },
+        Case {
+            verify: Outcome::Reject("HurrayQuant"),
+            ..valid("quant-mxfp-scale-0x00", quant_mxfp_scale(0x00))
+        },
     ];
     cases.extend(decisions());
     cases
@@ -364,6 +375,10 @@ fn quant_nf4() -> Vec<u8> {
 
 /// MXFP8 (e4m3) `[32]`, one block of 32, one e8m0 scale.
 fn quant_mxfp() -> Vec<u8> {
-    let d = dense(0x40, &[32], (0..32).collect()).with_buffer(vec![0x7F]);
+    quant_mxfp_scale(0x7F)
+}
+
+fn quant_mxfp_scale(scale: u8) -> Vec<u8> {
+    let d = dense(0x40, &[32], (0..32).collect()).with_buffer(vec![scale]);
     one_file(d.section(HAS_QUANTIZATION, blocked(0x05, 0, 32)))
 }

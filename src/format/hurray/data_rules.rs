@@ -1,0 +1,75 @@
+//! The one MUST of the Hurray spec on tensor bytes rather than metadata:
+//! an MXFP scale buffer holds no `0x00` or `0xFF` byte (quantization/
+//! mxfp.md § Referenced Buffer: "A reader encountering 0x00 or 0xFF in the
+//! scale buffer MUST treat the descriptor as invalid"). It reads the
+//! buffer, a byte per 16 to 2048 elements, so it runs under `--verify`
+//! (`check --verify`, and a mount's `--verify` on a tensor's first open),
+//! not at open.
+
+use super::File;
+use crate::error::{Error, Result, Rule};
+
+/// MXFP's scheme tag.
+const MXFP: u8 = 0x05;
+
+/// Checks the data rules of tensor `i` of `file`, whose bytes are `bytes`
+/// (the whole file); `progress` hears of each chunk checked and may stop
+/// the work by returning an error.
+pub fn check_tensor_data(
+    file: &File,
+    i: usize,
+    bytes: &[u8],
+    progress: &mut dyn FnMut(u64) -> Result<()>,
+) -> Result<()> {
+    let t = &file.tensors[i];
+    let Some(q) = t.descriptor.quantization.as_deref() else {
+        return Ok(());
+    };
+    if q.scheme != MXFP {
+        return Ok(());
+    }
+    // Validated at open: the field is there and names a buffer.
+    let Some(index) = q
+        .bytes
+        .get(12..16)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    else {
+        return Ok(());
+    };
+    let k = index as usize;
+    let (Some(b), Some(&start)) = (t.descriptor.buffers.get(k), t.buffer_offsets.get(k)) else {
+        return Ok(());
+    };
+    let scales = usize::try_from(start)
+        .ok()
+        .zip(
+            start
+                .checked_add(b.size)
+                .and_then(|e| usize::try_from(e).ok()),
+        )
+        .and_then(|(s, e)| bytes.get(s..e))
+        .ok_or_else(|| Error::io("backing file", std::io::ErrorKind::UnexpectedEof.into()))?;
+    for (n, chunk) in scales.chunks(1 << 20).enumerate() {
+        if let Some(j) = chunk.iter().position(|&s| s == 0x00 || s == 0xFF) {
+            let at = n * (1 << 20) + j;
+            return Err(Error::reject(
+                Rule::HurrayQuant,
+                format!(
+                    "tensor {:?}: MXFP scale {at} (buffer {k}) is {:#04x}, a reserved float8_e8m0 pattern",
+                    t.name, chunk[j]
+                ),
+            ));
+        }
+        progress(chunk.len() as u64)?;
+    }
+    Ok(())
+}
+
+/// [`check_tensor_data`] for every tensor, in index order.
+pub fn check_data(
+    file: &File,
+    bytes: &[u8],
+    progress: &mut dyn FnMut(u64) -> Result<()>,
+) -> Result<()> {
+    (0..file.tensors.len()).try_for_each(|i| check_tensor_data(file, i, bytes, progress))
+}
