@@ -314,6 +314,8 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
     if let Some(f) = model.hurray() {
         // The structural rules were checked at open; the one rule on bytes
         // (MXFP scales) is checked here. The format has no content digests.
+        let total = hurray::data_rules::data_bytes(f);
+        let mut progress = report::Progress::new(total, std::io::stderr().is_terminal());
         let mut tick = |n| {
             progress.add(n);
             Ok(())

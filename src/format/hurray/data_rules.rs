@@ -12,6 +12,27 @@ use crate::error::{Error, Result, Rule};
 /// MXFP's scheme tag.
 const MXFP: u8 = 0x05;
 
+/// The bytes of tensor `i` its data rules read: its MXFP scale buffer.
+fn scale_buffer(file: &File, i: usize) -> Option<(usize, u64, u64)> {
+    let t = &file.tensors[i];
+    let q = t.descriptor.quantization.as_deref()?;
+    if q.scheme != MXFP {
+        return None;
+    }
+    // Validated at open: the field is there and names a buffer.
+    let b = q.bytes.get(12..16)?;
+    let k = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+    let size = t.descriptor.buffers.get(k)?.size;
+    Some((k, *t.buffer_offsets.get(k)?, size))
+}
+
+/// How many bytes [`check_data`] reads, for progress.
+pub fn data_bytes(file: &File) -> u64 {
+    (0..file.tensors.len())
+        .filter_map(|i| scale_buffer(file, i))
+        .fold(0u64, |n, s| n.saturating_add(s.2))
+}
+
 /// Checks the data rules of tensor `i` of `file`, whose bytes are `bytes`
 /// (the whole file); `progress` hears of each chunk checked and may stop
 /// the work by returning an error.
@@ -22,29 +43,14 @@ pub fn check_tensor_data(
     progress: &mut dyn FnMut(u64) -> Result<()>,
 ) -> Result<()> {
     let t = &file.tensors[i];
-    let Some(q) = t.descriptor.quantization.as_deref() else {
-        return Ok(());
-    };
-    if q.scheme != MXFP {
-        return Ok(());
-    }
-    // Validated at open: the field is there and names a buffer.
-    let Some(index) = q
-        .bytes
-        .get(12..16)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    else {
-        return Ok(());
-    };
-    let k = index as usize;
-    let (Some(b), Some(&start)) = (t.descriptor.buffers.get(k), t.buffer_offsets.get(k)) else {
+    let Some((k, start, size)) = scale_buffer(file, i) else {
         return Ok(());
     };
     let scales = usize::try_from(start)
         .ok()
         .zip(
             start
-                .checked_add(b.size)
+                .checked_add(size)
                 .and_then(|e| usize::try_from(e).ok()),
         )
         .and_then(|(s, e)| bytes.get(s..e))
