@@ -39,12 +39,13 @@ pub enum Data {
     Absent(String),
 }
 
-/// Element count of a shape without dynamic dimensions; `None` when a
-/// dimension is dynamic (the parser has checked the product fits).
+/// Element count of a shape without dynamic dimensions, counted as the
+/// parser counts it; `None` when a dimension is dynamic.
 pub fn static_count(shape: &[u64]) -> Option<u64> {
-    shape.iter().try_fold(1u64, |n, &d| {
-        (d != u64::MAX).then(|| n.checked_mul(d)).flatten()
-    })
+    if shape.contains(&u64::MAX) {
+        return None;
+    }
+    super::descriptor::element_count(shape).ok()
 }
 
 /// Where tensor `t`'s row-major elements come from.
