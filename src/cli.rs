@@ -14,7 +14,7 @@ use crate::mount::{self, MountArgs};
 use crate::read::{self, Verified};
 use crate::report;
 use crate::shards::Found;
-use crate::tree::{Options, View};
+use crate::tree::{NpyDtypes, Options, View};
 
 /// Look inside zTensor v2 model files: check them, list and read their
 /// tensors, and mount them as read-only directory trees.
@@ -169,6 +169,25 @@ pub struct MountCmd {
     /// mount, with progress on a terminal).
     #[arg(long)]
     pub trust_shards: bool,
+    /// How .npy files name bfloat16 and the f8 types: `numpy` (void types
+    /// of their width, `<V2`, `|V1`: load anywhere, as np.save writes
+    /// them) or `ml` (the ml_dtypes names, `bfloat16`, `float8_e4m3fn`...:
+    /// load after `import ml_dtypes`).
+    #[arg(long, value_enum, default_value_t = NpyDtypesArg::Numpy)]
+    pub npy_dtypes: NpyDtypesArg,
+    /// The longest model.safetensors header before the model is served as
+    /// shards and an index (the format's limit; lower it to test loaders).
+    #[arg(long, hide = true, default_value_t = crate::tree::safetensors::HEADER_MAX)]
+    pub safetensors_header_max: u64,
+}
+
+/// `--npy-dtypes`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum NpyDtypesArg {
+    /// Void types of the element's width.
+    Numpy,
+    /// ml_dtypes names.
+    Ml,
 }
 
 fn parse_shard(s: &str) -> std::result::Result<(String, PathBuf), String> {
@@ -570,6 +589,11 @@ fn mount_cmd(m: MountCmd) -> Result<()> {
         verify: m.verify,
         direct_io: m.direct_io,
         cache_bytes: m.cache_mib.saturating_mul(1 << 20),
+        npy_dtypes: match m.npy_dtypes {
+            NpyDtypesArg::Numpy => NpyDtypes::Numpy,
+            NpyDtypesArg::Ml => NpyDtypes::Ml,
+        },
+        safetensors_max: m.safetensors_header_max,
     };
     mount::mount(MountArgs {
         file: m.file,

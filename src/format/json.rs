@@ -210,7 +210,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// Writes `s` as a JSON string, copying unescaped runs whole.
-fn push_string(out: &mut String, s: &str) {
+pub fn push_string(out: &mut String, s: &str) {
     out.push('"');
     let mut run = 0;
     for (i, b) in s.bytes().enumerate() {

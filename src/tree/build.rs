@@ -50,8 +50,14 @@ pub struct Options {
     pub verify: bool,
     /// Serve with FOPEN_DIRECT_IO instead of the page cache.
     pub direct_io: bool,
-    /// Byte budget of the decoded-frame cache.
+    /// Byte budget of the decoded-frame cache (the safetensors plan's
+    /// tables are taken from it).
     pub cache_bytes: u64,
+    /// How `.npy` headers name bfloat16 and the f8 types.
+    pub npy_dtypes: super::NpyDtypes,
+    /// The longest safetensors header before the model is served as
+    /// shards (the format's limit; lower only to test sharding).
+    pub safetensors_max: u64,
 }
 
 impl Default for Options {
@@ -62,6 +68,8 @@ impl Default for Options {
             verify: false,
             direct_io: false,
             cache_bytes: 256 << 20,
+            npy_dtypes: super::NpyDtypes::default(),
+            safetensors_max: super::safetensors::HEADER_MAX,
         }
     }
 }
@@ -82,6 +90,8 @@ pub const PART_RESERVED: Reserved<'static> = Reserved {
 };
 /// Room left for the `.raw` suffix on a part's component.
 const RAW_SUFFIX: &str = ".raw";
+/// The suffix of a `.npy` file beside a part or view.
+pub(super) const NPY_SUFFIX: &str = ".npy";
 /// Longest component of a part file.
 pub const PART_NAME_MAX: usize = NAME_MAX - RAW_SUFFIX.len();
 
@@ -96,7 +106,7 @@ struct DirBuild {
 }
 
 /// `Tree::file_flags`: the part has a decoded file.
-const DECODED: u8 = 1;
+pub(super) const DECODED: u8 = 1;
 /// `Tree::file_flags`: the part has a `.raw` file.
 const RAW: u8 = 2;
 /// `Tree::file_flags`, on an object's first part: the object has a view
@@ -191,9 +201,14 @@ impl Tree {
             last_end: encoded.iter().map(|_| Default::default()).collect(),
             encoded,
             hurray_views,
+            safetensors: None,
             opts,
             model,
         };
+        tree.safetensors = tree.plan_safetensors();
+        // The plan's tables count in the cache's budget.
+        let tables = tree.safetensors.as_ref().map_or(0, |p| p.heap_bytes());
+        tree.frames = super::frames::FrameCache::new(tree.opts.cache_bytes.saturating_sub(tables));
         let root_files = tree.root_files();
         let fixed: Vec<&str> = root_files.iter().map(|f| &*f.0).collect();
         let files = fixed.len() as u32;
@@ -349,6 +364,16 @@ impl Tree {
         if self.digest.is_some() {
             files.push((Cow::Borrowed("digest"), Node::Digest));
         }
+        if let Some(plan) = &self.safetensors {
+            for (i, _) in plan.shards.iter().enumerate() {
+                let node = Node::Safetensors { shard: i as u32 };
+                files.push((Cow::Owned(plan.shard_name(i)), node));
+            }
+            if plan.index_len().is_some() {
+                let name = Cow::Borrowed(super::safetensors::INDEX);
+                files.push((name, Node::SafetensorsIndex));
+            }
+        }
         files
     }
 
@@ -369,19 +394,36 @@ impl Tree {
         let Some(mut k) = k.checked_sub(1) else {
             return Some(Node::Meta { object: i });
         };
-        if self.has_view(i) {
-            if k == 0 {
-                return Some(Node::View { object: i });
+        let view = self.has_view(i);
+        for (has, node) in [
+            (view, Node::View { object: i }),
+            (
+                view && self.has_npy(i, super::VIEW),
+                Node::Npy {
+                    object: i,
+                    part: super::VIEW,
+                },
+            ),
+        ] {
+            if has {
+                if k == 0 {
+                    return Some(node);
+                }
+                k -= 1;
             }
-            k -= 1;
         }
-        for (j, flags) in self.part_flags(i).iter().enumerate() {
+        for (j, &flags) in self.part_flags(i).iter().enumerate() {
             let part = j as u32;
-            for (bit, node) in [
-                (DECODED, Node::Part { object: i, part }),
-                (RAW, Node::Raw { object: i, part }),
+            let decoded = flags & DECODED != 0;
+            for (has, node) in [
+                (decoded, Node::Part { object: i, part }),
+                (
+                    decoded && self.has_npy(i, part),
+                    Node::Npy { object: i, part },
+                ),
+                (flags & RAW != 0, Node::Raw { object: i, part }),
             ] {
-                if flags & bit != 0 {
+                if has {
                     if k == 0 {
                         return Some(node);
                     }
@@ -393,7 +435,7 @@ impl Tree {
     }
 
     /// The file flags of object `i`'s parts.
-    fn part_flags(&self, i: u32) -> &[u8] {
+    pub(super) fn part_flags(&self, i: u32) -> &[u8] {
         let first = self.part_base[i as usize] as usize;
         let end = self
             .part_base
@@ -417,6 +459,13 @@ impl Tree {
         let mut out = vec![(Cow::Borrowed(META), Node::Meta { object: i })];
         if let Some((name, _)) = self.has_view(i).then(|| self.view_of(i)).flatten() {
             out.push((Cow::Borrowed(name), Node::View { object: i }));
+            if self.has_npy(i, super::VIEW) {
+                let node = Node::Npy {
+                    object: i,
+                    part: super::VIEW,
+                };
+                out.push((Cow::Owned(format!("{name}{NPY_SUFFIX}")), node));
+            }
         }
         for (j, (p, flags)) in o.parts.iter().zip(self.part_flags(i)).enumerate() {
             let j = j as u32;
@@ -425,6 +474,10 @@ impl Tree {
             if decoded {
                 let node = Node::Part { object: i, part: j };
                 out.push((Cow::Owned(component.clone()), node));
+                if self.has_npy(i, j) {
+                    let node = Node::Npy { object: i, part: j };
+                    out.push((Cow::Owned(format!("{component}{NPY_SUFFIX}")), node));
+                }
             }
             if raw {
                 let name = format!("{component}{RAW_SUFFIX}");

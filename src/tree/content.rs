@@ -6,6 +6,7 @@
 //! files (manifest.json, digest, meta.json) are rendered from the manifest.
 
 use super::build::part_files;
+use super::legacy;
 use super::{FsError, Ino, Node, Tree};
 use std::sync::Arc;
 
@@ -68,6 +69,8 @@ impl Tree {
             Node::View { object } => self.view_of(object).map_or(0, |v| v.1),
             Node::Part { object, part } => self.part(object, part).1.decoded_size(),
             Node::Raw { object, part } => self.part(object, part).1.blob.length,
+            Node::Npy { object, part } => self.npy_size(object, part),
+            Node::Safetensors { .. } | Node::SafetensorsIndex => self.safetensors_size(node),
         }
     }
 
@@ -213,7 +216,17 @@ impl Tree {
     /// from what is at hand: the map, a cached frame or view, a rendered
     /// file. Views not prepared yet are the caller's (`requests`) business.
     pub(super) fn read_now(&self, ino: Ino, offset: u64, size: u32) -> Result<Data<'_>, FsError> {
-        match self.node(ino)? {
+        self.read_node(self.node(ino)?, offset, size)
+    }
+
+    /// [`Tree::read_now`] of a node.
+    pub(super) fn read_node(
+        &self,
+        node: Node,
+        offset: u64,
+        size: u32,
+    ) -> Result<Data<'_>, FsError> {
+        match node {
             Node::Dir(_) => Err(FsError::IsDir),
             Node::Manifest => {
                 let b = self.manifest_json()?;
@@ -234,6 +247,10 @@ impl Tree {
                 Encoding::Raw => self.read_stored(object, part, offset, size, true),
                 Encoding::ZstdSeekable(_) => self.read_frames(object, part, offset, size),
             },
+            Node::Npy { object, part } => self.read_npy(object, part, offset, size),
+            Node::Safetensors { .. } | Node::SafetensorsIndex => {
+                self.read_safetensors(&node, offset, size)
+            }
         }
     }
 
@@ -354,8 +371,16 @@ impl Tree {
     /// into the cache, so a sequential reader finds it ready. Random reads
     /// decode nothing ahead.
     pub(super) fn read_ahead(&self, ino: Ino, offset: u64, size: u32) {
-        let Ok(Node::Part { object, part }) = self.node(ino) else {
-            return;
+        let (object, part, offset) = match self.node(ino) {
+            Ok(Node::Part { object, part }) => (object, part, offset),
+            Ok(Node::Npy { object, part }) if part != super::VIEW => {
+                let h = self.npy_header_len(object, part);
+                match offset.checked_sub(h) {
+                    Some(offset) => (object, part, offset),
+                    None => return,
+                }
+            }
+            _ => return,
         };
         let key = self.part_base[object as usize] + part;
         let p = self.part(object, part).1;
@@ -409,6 +434,10 @@ impl Tree {
         let digests: Vec<Option<String>> = (o.parts.iter())
             .map(|p| p.digest.as_ref().map(ToString::to_string))
             .collect();
+        let npy_infos: Vec<_> = (0..o.parts.len() as u32)
+            .map(|j| self.npy_info(object, j, &files[j as usize]))
+            .collect();
+        let npys: Vec<_> = npy_infos.iter().map(legacy::npy_json).collect();
         let refused: Vec<Option<String>> = (0..o.parts.len())
             .map(|j| (!part_files(o, j).0).then(|| refusal(o, &o.parts[j])))
             .collect();
@@ -435,6 +464,8 @@ impl Tree {
                         Value::Array(files[j].iter().map(|f| t(f)).collect()),
                     ),
                     (t("refused"), opt(refused[j].as_deref())),
+                    (t("npy"), npys[j].0.clone()),
+                    (t("no_npy"), npys[j].1.clone()),
                 ])
             })
             .collect();
@@ -450,6 +481,15 @@ impl Tree {
         ];
         let view = self.view_name(object);
         doc.push((t("view"), opt(view)));
+        let view_files: Vec<String> = view.map(|v| vec![v.to_string()]).unwrap_or_default();
+        let view_npy = self.npy_info(object, super::VIEW, &view_files);
+        let (view_npy, no_view_npy) = legacy::npy_json(&view_npy);
+        doc.push((t("view_npy"), view_npy));
+        doc.push((t("no_view_npy"), no_view_npy));
+        let st = self.safetensors_info(object);
+        let (st, no_st) = legacy::safetensors_json(o, &st);
+        doc.push((t("safetensors"), st));
+        doc.push((t("no_safetensors"), no_st));
         let layout = Layout::of(&o.layout);
         let table_note = profiles::gguf_table_mismatch(o);
         if let Layout::Gguf { ggml_type } = &layout {
@@ -505,6 +545,15 @@ impl Tree {
             }
             objects::Data::Absent(why) => (Value::Null, Some(why)),
         };
+        let data_file = vec![objects::DATA.to_string()];
+        let npy = match (o.parts.first(), view) {
+            (_, Some(_)) => self.npy_info(object, super::VIEW, &data_file),
+            (Some(p), _) if p.name == objects::DATA => self.npy_info(object, 0, &data_file),
+            _ => Err("the tensor has no data file".to_string()),
+        };
+        let (npy, no_npy) = legacy::npy_json(&npy);
+        let st = self.safetensors_info(object);
+        let (st, no_st) = legacy::safetensors_json(o, &st);
         let buffers = (o.parts.iter().enumerate())
             .filter(|(_, p)| p.name != objects::DATA)
             .map(|(j, p)| {
@@ -544,6 +593,10 @@ impl Tree {
             (tx("data"), data),
             (tx("no_data"), report::opt_text(why.as_deref())),
             (tx("buffers"), Value::Array(buffers)),
+            (tx("npy"), npy),
+            (tx("no_npy"), no_npy),
+            (tx("safetensors"), st),
+            (tx("no_safetensors"), no_st),
             (tx("descriptor"), hj::descriptor(d)),
         ]);
         hj::render(&doc).into_bytes()
@@ -564,7 +617,13 @@ impl Tree {
     /// Extended attributes of `ino`, as (name, value) pairs.
     pub fn xattrs(&self, ino: Ino) -> Result<Vec<(&'static str, String)>, FsError> {
         let (i, o, p) = match self.node(ino)? {
-            Node::Part { object, part } | Node::Raw { object, part } => {
+            Node::Npy {
+                object,
+                part: super::VIEW,
+            } => (object, self.object(object), None),
+            Node::Part { object, part }
+            | Node::Raw { object, part }
+            | Node::Npy { object, part } => {
                 let (o, p) = self.part(object, part);
                 (object, o, Some(p))
             }
@@ -665,7 +724,7 @@ fn computed_from(d: &crate::format::hurray::Descriptor) -> &'static str {
     }
 }
 
-fn refusal(o: &Object, p: &Part) -> String {
+pub(super) fn refusal(o: &Object, p: &Part) -> String {
     match crate::decode::check_interpretable(o, p) {
         Err(e) => e.to_string(),
         Ok(()) => format!(

@@ -10,11 +10,15 @@
 mod build;
 mod content;
 mod failures;
+mod forms;
 mod frames;
 mod jobs;
+mod legacy;
 mod listing;
 pub mod names;
+mod npy;
 mod requests;
+pub mod safetensors;
 mod view;
 
 use std::sync::OnceLock;
@@ -22,6 +26,7 @@ use std::time::SystemTime;
 
 pub use build::{Options, View, PART_NAME_MAX, PART_RESERVED, ROOT_RESERVED};
 pub use content::Data;
+pub use forms::NpyDtypes;
 pub use jobs::JOB_THREADS;
 pub use requests::{OpenReply, ReadReply};
 
@@ -135,7 +140,23 @@ enum Node {
         object: u32,
         part: u32,
     },
+    /// A `.npy` file: a header, then the bytes of part `part`'s decoded
+    /// file, or of the object's view when `part` is [`VIEW`].
+    Npy {
+        object: u32,
+        part: u32,
+    },
+    /// A safetensors file of the model (`model.safetensors`, or shard
+    /// `shard` of a sharded model).
+    Safetensors {
+        shard: u32,
+    },
+    /// `model.safetensors.index.json` of a sharded model.
+    SafetensorsIndex,
 }
+
+/// `Node::Npy::part` of an object's view.
+const VIEW: u32 = u32::MAX;
 
 /// A directory. Its files (the root's `manifest.json` and `digest`, an
 /// object's `meta.json`, view and part files) are not stored: they take
@@ -225,6 +246,9 @@ pub struct Tree {
     /// layout, a partition), by object (ascending); read by range from
     /// the map.
     hurray_views: Vec<(u32, crate::decode::hurray::View)>,
+    /// The model's safetensors files; `None` when they could not be
+    /// planned (logged at mount).
+    safetensors: Option<safetensors::Plan>,
 }
 
 /// Ownership, permissions and times shared by every node.

@@ -10,6 +10,7 @@
 use std::sync::{mpsc, Arc};
 
 use super::jobs::{Cancel, JobKey, Work};
+use super::legacy::Wait;
 use super::{Data, FsError, Ino, Node, OpenMode, Tree};
 use crate::error::Error;
 use crate::read;
@@ -35,7 +36,11 @@ impl Tree {
         };
         match node {
             Node::Dir(_) => reply(Err(FsError::IsDir)),
-            Node::Part { object, part } => {
+            Node::Npy { object, part } if part == super::VIEW => {
+                let done = Box::new(move |r: Result<(), FsError>| reply(r.map(|()| mode)));
+                self.when_view_ready(object, tid, done);
+            }
+            Node::Part { object, part } | Node::Npy { object, part } => {
                 if let Err(e) = self.decoder(object, part) {
                     return reply(Err(e));
                 }
@@ -68,7 +73,11 @@ impl Tree {
                 let done = Box::new(move |r: Result<(), FsError>| reply(r.map(|()| mode)));
                 self.when_manifest_ready(tid, done);
             }
-            Node::Digest | Node::Meta { .. } => reply(Ok(mode)),
+            // Each read waits for what the tensors it covers need.
+            Node::Digest
+            | Node::Meta { .. }
+            | Node::Safetensors { .. }
+            | Node::SafetensorsIndex => reply(Ok(mode)),
         }
     }
 
@@ -87,12 +96,11 @@ impl Tree {
     /// short at the end. After a compressed part's read is answered, the
     /// next frame is decoded ahead of a sequential reader.
     pub fn read(self: &Arc<Self>, ino: Ino, offset: u64, size: u32, tid: u32, reply: ReadReply) {
-        let view = match self.node(ino) {
-            Ok(Node::View { object }) if !self.view_ready(object) => Some(Some(object)),
-            Ok(Node::Manifest) if self.manifest_json.get().is_none() => Some(None),
-            _ => None,
-        };
-        let Some(view) = view else {
+        let wait = self
+            .node(ino)
+            .ok()
+            .and_then(|n| self.waits(n, offset, size));
+        let Some(wait) = wait else {
             reply(self.read_now(ino, offset, size));
             return self.read_ahead(ino, offset, size);
         };
@@ -102,9 +110,10 @@ impl Tree {
             Ok(()) => tree.read(ino, offset, size, tid, reply),
             Err(e) => reply(Err(e)),
         });
-        match view {
-            Some(object) => self.when_view_ready(object, tid, again),
-            None => self.when_manifest_ready(tid, again),
+        match wait {
+            Wait::View(object) => self.when_view_ready(object, tid, again),
+            Wait::Manifest => self.when_manifest_ready(tid, again),
+            Wait::Verified(object, part) => self.when_verified(object, part, tid, again),
         }
     }
 

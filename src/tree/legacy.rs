@@ -1,0 +1,443 @@
+//! The files legacy tools open without knowing the format: `<part>.npy`
+//! beside each part or view numpy can describe, and the model's
+//! `model.safetensors` (or its shards and index). Both are a generated
+//! header followed by bytes served by range from the file the tree
+//! already serves (the map, a cached frame, a view): nothing is copied.
+
+use super::forms::{self, Elem, Npy, Shape};
+use super::safetensors::{Candidate, Plan, Segment};
+use super::{Data, FsError, Node, Tree, VIEW};
+use crate::decode::views::{DENSE_VIEW, DEQUANTIZED_VIEW};
+use crate::format::cbor::{self, Value};
+use crate::format::profiles::Layout;
+use crate::format::types::DType;
+use crate::format::{hurray, json};
+
+/// The key of `__metadata__` listing the objects left out.
+const LEFT_OUT_KEY: &str = "ztfs.left_out";
+/// Left-out objects listed in `__metadata__` at most (its text goes in
+/// the first shard's header); the count is always given.
+const LEFT_OUT_TEXT_MAX: usize = 1 << 20;
+
+/// `meta.json`'s `npy` (or `view_npy`) and `no_npy` values.
+pub(super) fn npy_json<'a>(info: &'a Result<(String, Npy), String>) -> (Value<'a>, Value<'a>) {
+    match info {
+        Ok((file, form)) => (
+            Value::Map(vec![
+                (Value::Text("file"), Value::Text(file)),
+                (Value::Text("descr"), Value::Text(form.descr)),
+                (Value::Text("shape"), uints(&form.shape)),
+            ]),
+            Value::Null,
+        ),
+        Err(why) => (Value::Null, Value::Text(why)),
+    }
+}
+
+/// `meta.json`'s `safetensors` and `no_safetensors` values for object `o`.
+pub(super) fn safetensors_json<'a>(
+    o: &'a crate::format::Object,
+    info: &'a Result<(String, &'static str), String>,
+) -> (Value<'a>, Value<'a>) {
+    match info {
+        Ok((file, dtype)) => (
+            Value::Map(vec![
+                (Value::Text("file"), Value::Text(file)),
+                (Value::Text("name"), Value::Text(&o.name)),
+                (Value::Text("dtype"), Value::Text(dtype)),
+                (Value::Text("shape"), uints(&o.shape)),
+            ]),
+            Value::Null,
+        ),
+        Err(why) => (Value::Null, Value::Text(why)),
+    }
+}
+
+fn uints(v: &[u64]) -> Value<'static> {
+    Value::Array(v.iter().map(|&d| Value::Uint(d)).collect())
+}
+
+/// What waits before a read can be answered.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Wait {
+    /// An object's view is prepared.
+    View(u32),
+    /// manifest.json is rendered.
+    Manifest,
+    /// A part is verified (`--verify`).
+    Verified(u32, u32),
+}
+
+impl Tree {
+    /// The file serving object `i`'s row-major tensor (a dense `data`
+    /// part, a Hurray tensor's `data`), its element type and length; or
+    /// why there is none.
+    pub(super) fn tensor_file(&self, i: u32) -> Result<(Node, Elem, u64), String> {
+        let o = self.object(i);
+        if let Some(file) = self.model.hurray() {
+            let elem = Elem::Hurray(file.tensors[i as usize].descriptor.elem);
+            if let Some(v) = self.hurray_view(i) {
+                return Ok((Node::View { object: i }, elem, v.len()));
+            }
+            return match o.parts.first() {
+                Some(p) if p.name == hurray::objects::DATA => {
+                    Ok((Node::Part { object: i, part: 0 }, elem, p.blob.length))
+                }
+                _ => Err(self.hurray_no_data(i)),
+            };
+        }
+        if !matches!(Layout::of(&o.layout), Layout::Dense) {
+            return Err(format!(
+                "layout {:?} is not dense (its parts and any view are in its directory)",
+                o.layout
+            ));
+        }
+        let p = &o.parts[0];
+        match (
+            self.part_flags(i)[0] & super::build::DECODED != 0,
+            Elem::of_part(p),
+        ) {
+            (true, Some(elem)) => Ok((Node::Part { object: i, part: 0 }, elem, p.decoded_size())),
+            _ => Err(format!(
+                "its data part is not decoded: {}",
+                super::content::refusal(o, p)
+            )),
+        }
+    }
+
+    /// Why a Hurray tensor has no `data`.
+    pub(super) fn hurray_no_data(&self, i: u32) -> String {
+        let file = self.model.hurray().expect("a Hurray tensor");
+        match hurray::objects::data_of(&file.tensors[i as usize]) {
+            hurray::objects::Data::Absent(why) => why,
+            _ => {
+                let members = hurray::composite_members(&file.tensors);
+                match crate::decode::hurray::view(file, i as usize, &members) {
+                    Some(Err(e)) => e,
+                    _ => "no row-major view".to_string(),
+                }
+            }
+        }
+    }
+
+    /// The `.npy` form of part `part` of object `i` (or of its view, for
+    /// [`VIEW`]), or why it has none.
+    pub(super) fn npy_of(&self, i: u32, part: u32) -> Result<Npy, String> {
+        let o = self.object(i);
+        let (elem, shape, len) = if part == VIEW {
+            let Some((name, len)) = self.view_of(i).filter(|_| self.has_view(i)) else {
+                return Err("the object has no view".into());
+            };
+            let elem = match self.model.hurray() {
+                Some(f) => Elem::Hurray(f.tensors[i as usize].descriptor.elem),
+                None if name == DEQUANTIZED_VIEW => Elem::Plain(DType::F32),
+                None if name == DENSE_VIEW => {
+                    (o.part("values").and_then(Elem::of_part)).ok_or("no values part")?
+                }
+                None => return Err(format!("view {name:?} has no element type")),
+            };
+            (elem, Shape::Tensor, len)
+        } else {
+            let p = &o.parts[part as usize];
+            if self.part_flags(i)[part as usize] & super::build::DECODED == 0 {
+                return Err("the part has no decoded file".into());
+            }
+            let elem = match self.model.hurray() {
+                Some(f) => Elem::Hurray(f.tensors[i as usize].descriptor.elem),
+                None => Elem::of_part(p).ok_or("its type is not one this reader knows")?,
+            };
+            let dense =
+                self.model.hurray().is_some() || matches!(Layout::of(&o.layout), Layout::Dense);
+            let shape = if dense { Shape::Tensor } else { Shape::Flat };
+            (elem, shape, p.decoded_size())
+        };
+        let form = forms::npy(o, elem, shape, len, self.opts.npy_dtypes)?;
+        super::npy::header(&form)?;
+        Ok(form)
+    }
+
+    /// The `.npy` of part `part` of object `i` (or of its view), whose
+    /// files are `files`: its file name and form, or why it has none.
+    pub(super) fn npy_info(
+        &self,
+        i: u32,
+        part: u32,
+        files: &[String],
+    ) -> Result<(String, Npy), String> {
+        let file = files.first().filter(|f| !f.ends_with(".raw"));
+        let form = self.npy_of(i, part)?;
+        let file = file.ok_or("the part has no decoded file")?;
+        Ok((format!("{file}{}", super::build::NPY_SUFFIX), form))
+    }
+
+    /// Object `i`'s place in the safetensors files: (file, dtype), or why
+    /// it is left out.
+    pub(super) fn safetensors_info(&self, i: u32) -> Result<(String, &'static str), String> {
+        let Some(plan) = &self.safetensors else {
+            return Err("the model has no model.safetensors (the mount's log says why)".into());
+        };
+        match plan.find(i) {
+            Some((s, t)) => Ok((plan.shard_name(s), t.dtype())),
+            None => Err(self.safetensors_of(i).err().unwrap_or_default()),
+        }
+    }
+
+    /// True when part `part` of object `i` (or its view) has a `.npy`.
+    pub(super) fn has_npy(&self, i: u32, part: u32) -> bool {
+        self.npy_of(i, part).is_ok()
+    }
+
+    /// The node a `.npy` file serves its data from.
+    fn npy_source(i: u32, part: u32) -> Node {
+        if part == VIEW {
+            Node::View { object: i }
+        } else {
+            Node::Part { object: i, part }
+        }
+    }
+
+    /// Size of a `.npy` file.
+    pub(super) fn npy_size(&self, i: u32, part: u32) -> u64 {
+        self.npy_header_len(i, part) + self.size(&Self::npy_source(i, part))
+    }
+
+    /// Where a `.npy` file's data starts.
+    pub(super) fn npy_header_len(&self, i: u32, part: u32) -> u64 {
+        (self.npy_of(i, part).ok())
+            .and_then(|f| super::npy::header(&f).ok())
+            .map_or(0, |h| h.len() as u64)
+    }
+
+    /// A range of a `.npy` file: header bytes rendered, data bytes from
+    /// the file beside it.
+    pub(super) fn read_npy(
+        &self,
+        i: u32,
+        part: u32,
+        offset: u64,
+        size: u32,
+    ) -> Result<Data<'_>, FsError> {
+        let header = (self.npy_of(i, part))
+            .and_then(|f| super::npy::header(&f))
+            .map_err(|e| {
+                log::error!("{:?}: .npy: {e}", self.object(i).name);
+                FsError::Io
+            })?;
+        let h = header.len() as u64;
+        let source = Self::npy_source(i, part);
+        if offset >= h {
+            return self.read_node(source, offset - h, size);
+        }
+        let end = offset.saturating_add(u64::from(size));
+        let mut out = header[offset as usize..end.min(h) as usize].to_vec();
+        if end > h {
+            out.extend_from_slice(&self.read_node(source, 0, (end - h) as u32)?);
+        }
+        Ok(Data::Owned(out))
+    }
+
+    /// Object `i` in `model.safetensors`: its dtype and length, or why it
+    /// is left out.
+    pub(super) fn safetensors_of(&self, i: u32) -> Result<(&'static str, u64), String> {
+        let o = self.object(i);
+        if &*o.name == "__metadata__" {
+            return Err("its name is the safetensors header's metadata key".into());
+        }
+        let (_, elem, len) = self.tensor_file(i)?;
+        Ok((forms::safetensors(o, elem, len)?, len))
+    }
+
+    /// Plans the model's safetensors files (at mount). `None`, logged,
+    /// when a single tensor's header entry passes the limit.
+    pub(super) fn plan_safetensors(&self) -> Option<Plan> {
+        let n = self.model.manifest().map_or(0, |m| m.objects.len()) as u32;
+        let mut tensors = Vec::new();
+        let mut left_out = Vec::new();
+        for i in 0..n {
+            match self.safetensors_of(i) {
+                Ok((dtype, len)) => tensors.push(Candidate {
+                    object: i,
+                    dtype,
+                    len,
+                }),
+                Err(why) => left_out.push((i, why)),
+            }
+        }
+        let metadata = self.safetensors_metadata(&left_out);
+        let describe = |o: u32| {
+            let o = self.object(o);
+            (&*o.name, &*o.shape)
+        };
+        let max = self.opts.safetensors_max;
+        match Plan::new(&tensors, &describe, &metadata, max) {
+            Ok(plan) => Some(plan),
+            Err(e) => {
+                log::warn!("no model.safetensors: {e}");
+                None
+            }
+        }
+    }
+
+    /// The first shard's `__metadata__`: `format` `pt` (what transformers
+    /// asks of a PyTorch checkpoint), the file attributes (a text as it
+    /// is, any other value as JSON text), and the objects left out, with
+    /// why, as JSON text.
+    fn safetensors_metadata(&self, left_out: &[(u32, String)]) -> String {
+        let mut pairs: Vec<(String, String)> = vec![("format".into(), "pt".into())];
+        let attrs = self.model.manifest().and_then(|m| m.attributes.as_deref());
+        if let Some(Ok(Value::Map(entries))) = attrs.map(cbor::parse) {
+            for (k, v) in &entries {
+                let Value::Text(k) = k else { continue };
+                if *k == "format" || k.starts_with("ztfs.") {
+                    continue;
+                }
+                let v = match v {
+                    Value::Text(s) => s.to_string(),
+                    v => {
+                        let mut s = String::new();
+                        json::to_json(v, &mut s);
+                        s
+                    }
+                };
+                pairs.push((k.to_string(), v));
+            }
+        }
+        let mut list = String::from("{");
+        let mut listed = 0;
+        for (i, why) in left_out {
+            if list.len() > LEFT_OUT_TEXT_MAX {
+                break;
+            }
+            if listed > 0 {
+                list.push(',');
+            }
+            json::push_string(&mut list, &self.object(*i).name);
+            list.push(':');
+            json::push_string(&mut list, why);
+            listed += 1;
+        }
+        list.push('}');
+        pairs.push((LEFT_OUT_KEY.into(), list));
+        pairs.push((format!("{LEFT_OUT_KEY}_count"), left_out.len().to_string()));
+        let mut s = String::from("{");
+        for (j, (k, v)) in pairs.iter().enumerate() {
+            if j > 0 {
+                s.push(',');
+            }
+            json::push_string(&mut s, k);
+            s.push(':');
+            json::push_string(&mut s, v);
+        }
+        s.push('}');
+        s
+    }
+
+    /// The length of safetensors shard `s`, or of the index.
+    pub(super) fn safetensors_size(&self, node: &Node) -> u64 {
+        let Some(plan) = &self.safetensors else {
+            return 0;
+        };
+        match *node {
+            Node::Safetensors { shard } => plan.shards[shard as usize].len(),
+            _ => plan.index_len().unwrap_or(0),
+        }
+    }
+
+    /// A range of a safetensors shard or of the index. A read within one
+    /// tensor is served as that tensor's file serves it (from the map,
+    /// without a copy).
+    pub(super) fn read_safetensors(
+        &self,
+        node: &Node,
+        offset: u64,
+        size: u32,
+    ) -> Result<Data<'_>, FsError> {
+        let Some(plan) = &self.safetensors else {
+            return Err(FsError::NotFound);
+        };
+        let describe = |o: u32| {
+            let o = self.object(o);
+            (&*o.name, &*o.shape)
+        };
+        let Node::Safetensors { shard } = *node else {
+            return Ok(Data::Owned(plan.read_index(
+                offset,
+                u64::from(size),
+                &describe,
+            )));
+        };
+        let mut segments = plan.segments(shard as usize, offset, u64::from(size), &describe);
+        if let [Segment::Tensor {
+            object,
+            offset,
+            len,
+        }] = segments[..]
+        {
+            return self.read_tensor(object, offset, len);
+        }
+        let mut out = Vec::with_capacity(size as usize);
+        for s in segments.drain(..) {
+            match s {
+                Segment::Text(t) => out.extend_from_slice(&t),
+                Segment::Tensor {
+                    object,
+                    offset,
+                    len,
+                } => out.extend_from_slice(&self.read_tensor(object, offset, len)?),
+            }
+        }
+        Ok(Data::Owned(out))
+    }
+
+    /// `len` bytes of object `i`'s tensor file from `offset`; all of them
+    /// (a short read here would shift every later byte of the shard).
+    fn read_tensor(&self, i: u32, offset: u64, len: u64) -> Result<Data<'_>, FsError> {
+        let (node, _, _) = self.tensor_file(i).map_err(|_| FsError::Io)?;
+        let d = self.read_node(node, offset, len as u32)?;
+        if d.len() as u64 != len {
+            log::error!(
+                "{:?}: its tensor file gave {} bytes of {len} at {offset}",
+                self.object(i).name,
+                d.len()
+            );
+            return Err(FsError::Io);
+        }
+        Ok(d)
+    }
+
+    /// What must be ready before a read of `node` at `[offset, +size)`
+    /// can be answered now, if anything.
+    pub(super) fn waits(&self, node: Node, offset: u64, size: u32) -> Option<Wait> {
+        match node {
+            Node::View { object } if !self.view_ready(object) => Some(Wait::View(object)),
+            Node::Npy { object, part: VIEW } if !self.view_ready(object) => {
+                Some(Wait::View(object))
+            }
+            Node::Manifest if self.manifest_json.get().is_none() => Some(Wait::Manifest),
+            Node::Safetensors { shard } => {
+                let plan = self.safetensors.as_ref()?;
+                let tensors = plan.tensors_in(shard as usize, offset, u64::from(size));
+                tensors.iter().find_map(|t| self.tensor_waits(t.object))
+            }
+            _ => None,
+        }
+    }
+
+    /// What a read of object `i`'s tensor file waits for: its view, or
+    /// with `--verify` its part's verification.
+    fn tensor_waits(&self, i: u32) -> Option<Wait> {
+        match self.tensor_file(i).ok()?.0 {
+            Node::View { object } if !self.view_ready(object) => Some(Wait::View(object)),
+            Node::Part { object, part } if self.opts.verify => {
+                let key = self.part_base[object as usize] + part;
+                // A part that failed is waited for too: the wait answers
+                // with its error at once.
+                match self.verified[key as usize].get() {
+                    Some(Ok(())) => None,
+                    _ => Some(Wait::Verified(object, part)),
+                }
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,476 @@
+//! `model.safetensors`: the model's dense tensors as one safetensors file,
+//! or as `model-0000i-of-0000n.safetensors` shards and their
+//! `model.safetensors.index.json` when one header would pass the format's
+//! limit, as Hugging Face writes sharded checkpoints.
+//!
+//! Nothing is copied: a shard is its header, then each tensor's bytes
+//! served by range from the file that serves the tensor in its directory.
+//! Headers are not kept either. The plan keeps, per tensor, its object,
+//! dtype, data range and where its entry ends in the header text (about
+//! 30 bytes a tensor); a read of the header renders only the entries it
+//! covers. The safetensors reader's rules (`safetensors` crate,
+//! `Metadata::validate`): tensors contiguous in offset order from 0, no
+//! gaps or aliases (a tied weight is two ranges served from one blob), the
+//! file ends where the last tensor does, the header at most 100,000,000
+//! bytes. The header is padded with spaces so the data starts on a
+//! 4096-byte boundary.
+
+use crate::format::json::push_string;
+
+/// The safetensors limit on the header's length.
+pub const HEADER_MAX: u64 = 100_000_000;
+/// The file when one header holds every tensor.
+pub const FILE: &str = "model.safetensors";
+/// The index of a sharded model.
+pub const INDEX: &str = "model.safetensors.index.json";
+/// Where tensor data starts: headers are padded to a page.
+const DATA_ALIGN: u64 = 4096;
+
+/// The dtype names the plan uses, so a tensor keeps a byte for it.
+const DTYPES: [&str; 20] = [
+    "BOOL",
+    "U8",
+    "I8",
+    "I16",
+    "U16",
+    "I32",
+    "U32",
+    "I64",
+    "U64",
+    "F16",
+    "BF16",
+    "F32",
+    "F64",
+    "C64",
+    "F8_E4M3",
+    "F8_E5M2",
+    "F8_E4M3FNUZ",
+    "F8_E5M2FNUZ",
+    "F8_E8M0",
+    "F4",
+];
+
+/// A tensor of a shard: its object and its data range, relative to the
+/// shard's data start.
+#[derive(Debug, Clone, Copy)]
+pub struct Tensor {
+    /// The object (index in the manifest).
+    pub object: u32,
+    dtype: u8,
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+}
+
+impl Tensor {
+    /// Its dtype name.
+    pub fn dtype(&self) -> &'static str {
+        DTYPES[usize::from(self.dtype)]
+    }
+}
+
+/// A text rendered by range: a fixed head, one entry per item (formatted
+/// when a read covers it), a fixed tail, then spaces to `len`.
+#[derive(Debug)]
+struct Pieced {
+    head: Vec<u8>,
+    /// Where each entry ends, counted from the end of the head.
+    ends: Vec<u64>,
+    tail: Vec<u8>,
+    len: u64,
+}
+
+impl Pieced {
+    fn entries_len(&self) -> u64 {
+        self.ends.last().copied().unwrap_or(0)
+    }
+
+    /// Bytes `[from, to)`, with `render(i, out)` appending entry `i`.
+    fn read(&self, from: u64, to: u64, render: &dyn Fn(usize, &mut Vec<u8>)) -> Vec<u8> {
+        let to = to.min(self.len);
+        let mut out = Vec::with_capacity(to.saturating_sub(from) as usize);
+        let mut copy = |piece: &[u8], at: u64| {
+            let (s, e) = (from.max(at), to.min(at + piece.len() as u64));
+            if s < e {
+                out.extend_from_slice(&piece[(s - at) as usize..(e - at) as usize]);
+            }
+        };
+        let head = self.head.len() as u64;
+        copy(&self.head, 0);
+        let first = self.ends.partition_point(|&e| head + e <= from);
+        let mut scratch = Vec::new();
+        for i in first..self.ends.len() {
+            let at = head + if i == 0 { 0 } else { self.ends[i - 1] };
+            if at >= to {
+                break;
+            }
+            scratch.clear();
+            render(i, &mut scratch);
+            copy(&scratch, at);
+        }
+        let tail_at = head + self.entries_len();
+        copy(&self.tail, tail_at);
+        let pad_at = tail_at + self.tail.len() as u64;
+        let (s, e) = (from.max(pad_at), to);
+        if s < e {
+            out.resize(out.len() + (e - s) as usize, b' ');
+        }
+        out
+    }
+}
+
+/// One safetensors file of the model.
+#[derive(Debug)]
+pub struct Shard {
+    /// Its tensors in data order.
+    pub tensors: Vec<Tensor>,
+    /// The length prefix, the header text and its padding.
+    header: Pieced,
+}
+
+impl Shard {
+    /// Where tensor data begins: 8 + the header's length.
+    pub fn data_start(&self) -> u64 {
+        self.header.len
+    }
+
+    /// The file's length.
+    pub fn len(&self) -> u64 {
+        self.data_start() + self.tensors.last().map_or(0, |t| t.end)
+    }
+
+    /// True when it holds no byte (never: a header is at least a page).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Where a read's bytes come from.
+#[derive(Debug)]
+pub enum Segment {
+    /// Rendered header bytes.
+    Text(Vec<u8>),
+    /// `len` bytes of object `object`'s tensor file from `offset`.
+    Tensor {
+        /// The object.
+        object: u32,
+        /// Offset in its tensor file.
+        offset: u64,
+        /// Bytes wanted.
+        len: u64,
+    },
+}
+
+/// A tensor to place: its object, dtype and byte length.
+pub struct Candidate {
+    /// The object.
+    pub object: u32,
+    /// Its safetensors dtype (one of [`DTYPES`]).
+    pub dtype: &'static str,
+    /// Bytes of its tensor file.
+    pub len: u64,
+}
+
+/// What the header says of an object: its name and shape.
+pub type Describe<'a> = &'a (dyn Fn(u32) -> (&'a str, &'a [u64]) + Sync);
+
+/// The model's safetensors files.
+#[derive(Debug)]
+pub struct Plan {
+    /// One shard (`model.safetensors`), or several and an index.
+    pub shards: Vec<Shard>,
+    index: Option<Pieced>,
+    /// Sum of the tensors' bytes (the index's `metadata.total_size`).
+    pub total_size: u64,
+}
+
+impl Plan {
+    /// Places `tensors` (in this order) into as few shards as the header
+    /// limit `max` allows; the first shard's `__metadata__` is `metadata`
+    /// (a JSON object's text), the others' `{"format":"pt"}`. Fails when
+    /// one tensor's entry alone does not fit.
+    pub fn new(
+        tensors: &[Candidate],
+        describe: Describe<'_>,
+        metadata: &str,
+        max: u64,
+    ) -> Result<Plan, String> {
+        let mut shards: Vec<Shard> = Vec::new();
+        let mut cur = Building::new(metadata);
+        let mut entry = Vec::new();
+        for c in tensors {
+            let dtype = DTYPES.iter().position(|&d| d == c.dtype).ok_or_else(|| {
+                format!("internal error: {:?} is not a dtype of the plan", c.dtype)
+            })? as u8;
+            let mut t = Tensor {
+                object: c.object,
+                dtype,
+                start: cur.data,
+                end: cur.data.saturating_add(c.len),
+            };
+            render_entry(&mut entry, describe, &t);
+            if !cur.tensors.is_empty() && !fits(cur.text + entry.len() as u64, max) {
+                shards.push(cur.finish());
+                cur = Building::new(r#"{"format":"pt"}"#);
+                (t.start, t.end) = (0, c.len);
+                render_entry(&mut entry, describe, &t);
+            }
+            if !fits(cur.text + entry.len() as u64, max) {
+                let (name, _) = describe(c.object);
+                return Err(format!(
+                    "the header entry of {name:?} alone makes a header longer than {max} bytes"
+                ));
+            }
+            cur.push(t, entry.len() as u64);
+        }
+        shards.push(cur.finish());
+        let total_size = (shards.iter())
+            .flat_map(|s| &s.tensors)
+            .map(|t| t.end - t.start)
+            .fold(0u64, u64::saturating_add);
+        let index = (shards.len() > 1).then(|| index(&shards, describe, total_size));
+        Ok(Plan {
+            shards,
+            index,
+            total_size,
+        })
+    }
+
+    /// The file name of shard `i`.
+    pub fn shard_name(&self, i: usize) -> String {
+        match self.shards.len() {
+            1 => FILE.to_string(),
+            n => shard_name(i, n),
+        }
+    }
+
+    /// The index's length, when sharded.
+    pub fn index_len(&self) -> Option<u64> {
+        self.index.as_ref().map(|i| i.len)
+    }
+
+    /// Bytes `[offset, offset + size)` of the index.
+    pub fn read_index(&self, offset: u64, size: u64, describe: Describe<'_>) -> Vec<u8> {
+        let Some(index) = &self.index else {
+            return Vec::new();
+        };
+        let n = self.shards.len();
+        // Global entry i -> its shard, by the shards' first entries.
+        let firsts: Vec<usize> = (self.shards.iter())
+            .scan(0, |acc, s| {
+                let first = *acc;
+                *acc += s.tensors.len();
+                Some(first)
+            })
+            .collect();
+        let render = |i: usize, out: &mut Vec<u8>| {
+            let s = firsts.partition_point(|&f| f <= i) - 1;
+            let t = &self.shards[s].tensors[i - firsts[s]];
+            render_index_entry(out, describe, t.object, i == 0, &shard_name(s, n));
+        };
+        index.read(offset, offset.saturating_add(size), &render)
+    }
+
+    /// Where bytes `[offset, offset + size)` of shard `s` come from.
+    pub fn segments(
+        &self,
+        s: usize,
+        offset: u64,
+        size: u64,
+        describe: Describe<'_>,
+    ) -> Vec<Segment> {
+        let shard = &self.shards[s];
+        let end = offset.saturating_add(size).min(shard.len());
+        let mut out = Vec::new();
+        let data = shard.data_start();
+        if offset < data.min(end) {
+            let render = |i: usize, out: &mut Vec<u8>| {
+                render_entry(out, describe, &shard.tensors[i]);
+            };
+            out.push(Segment::Text(shard.header.read(
+                offset,
+                end.min(data),
+                &render,
+            )));
+        }
+        let (from, to) = (offset.max(data) - data, end.saturating_sub(data));
+        for t in self.tensors_in(s, offset, size) {
+            let (s, e) = (from.max(t.start), to.min(t.end));
+            out.push(Segment::Tensor {
+                object: t.object,
+                offset: s - t.start,
+                len: e - s,
+            });
+        }
+        out
+    }
+
+    /// The tensors of shard `s` with bytes in `[offset, offset + size)`.
+    pub fn tensors_in(&self, s: usize, offset: u64, size: u64) -> &[Tensor] {
+        let shard = &self.shards[s];
+        let data = shard.data_start();
+        let end = offset.saturating_add(size).min(shard.len());
+        let (from, to) = (offset.max(data) - data, end.saturating_sub(data));
+        if from >= to {
+            return &[];
+        }
+        let first = shard.tensors.partition_point(|t| t.end <= from);
+        let last = shard.tensors.partition_point(|t| t.start < to);
+        // Empty tensors inside the range hold no byte of it.
+        &shard.tensors[first..last.max(first)]
+    }
+
+    /// The shard holding `object` and its dtype, if it is in the plan.
+    pub fn find(&self, object: u32) -> Option<(usize, &Tensor)> {
+        // Tensors are placed in object order, shard after shard.
+        let s = self
+            .shards
+            .partition_point(|s| s.tensors.first().is_some_and(|t| t.object <= object));
+        let s = s.checked_sub(1)?;
+        let ts = &self.shards[s].tensors;
+        let k = ts.binary_search_by_key(&object, |t| t.object).ok()?;
+        Some((s, &ts[k]))
+    }
+
+    /// Bytes the plan holds.
+    pub fn heap_bytes(&self) -> u64 {
+        let per = std::mem::size_of::<Tensor>() + 8 + if self.index.is_some() { 8 } else { 0 };
+        let tensors: usize = self.shards.iter().map(|s| s.tensors.len()).sum();
+        let heads: usize = self.shards.iter().map(|s| s.header.head.len()).sum();
+        (tensors * per + heads) as u64
+    }
+}
+
+fn shard_name(i: usize, n: usize) -> String {
+    format!("model-{:05}-of-{n:05}.safetensors", i + 1)
+}
+
+/// True when a header whose text (with the 8-byte prefix) is `text`
+/// bytes long before its closing brace stays within `max` once padded.
+fn fits(text: u64, max: u64) -> bool {
+    padded(text) - 8 <= max
+}
+
+/// Where the data starts after `text` bytes and the closing brace.
+fn padded(text: u64) -> u64 {
+    (text + 1).next_multiple_of(DATA_ALIGN)
+}
+
+/// A shard being filled.
+struct Building {
+    head: Vec<u8>,
+    tensors: Vec<Tensor>,
+    ends: Vec<u64>,
+    /// Header bytes so far, with the prefix.
+    text: u64,
+    /// Data bytes so far.
+    data: u64,
+}
+
+impl Building {
+    fn new(metadata: &str) -> Building {
+        let mut head = vec![0; 8];
+        head.extend_from_slice(br#"{"__metadata__":"#);
+        head.extend_from_slice(metadata.as_bytes());
+        Building {
+            text: head.len() as u64,
+            head,
+            tensors: Vec::new(),
+            ends: Vec::new(),
+            data: 0,
+        }
+    }
+
+    fn push(&mut self, t: Tensor, entry: u64) {
+        self.text += entry;
+        self.ends.push(self.text - self.head.len() as u64);
+        self.data = t.end;
+        self.tensors.push(t);
+    }
+
+    fn finish(mut self) -> Shard {
+        let len = padded(self.text);
+        self.head[..8].copy_from_slice(&(len - 8).to_le_bytes());
+        self.head.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        self.tensors.shrink_to_fit();
+        Shard {
+            tensors: self.tensors,
+            header: Pieced {
+                head: self.head,
+                ends: self.ends,
+                tail: b"}".to_vec(),
+                len,
+            },
+        }
+    }
+}
+
+/// `,"name":{"dtype":..,"shape":[..],"data_offsets":[s,e]}` into `out`
+/// (cleared first).
+fn render_entry(out: &mut Vec<u8>, describe: Describe<'_>, t: &Tensor) {
+    let (name, shape) = describe(t.object);
+    let mut s = String::with_capacity(name.len() + 80);
+    s.push(',');
+    push_string(&mut s, name);
+    s.push_str(r#":{"dtype":""#);
+    s.push_str(t.dtype());
+    s.push_str(r#"","shape":["#);
+    for (i, d) in shape.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&d.to_string());
+    }
+    s.push_str(&format!(r#"],"data_offsets":[{},{}]}}"#, t.start, t.end));
+    out.clear();
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn render_index_entry(
+    out: &mut Vec<u8>,
+    describe: Describe<'_>,
+    object: u32,
+    first: bool,
+    file: &str,
+) {
+    let mut s = String::new();
+    if !first {
+        s.push(',');
+    }
+    push_string(&mut s, describe(object).0);
+    s.push(':');
+    push_string(&mut s, file);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// The index of a sharded plan: `{"metadata":{"total_size":N},
+/// "weight_map":{name: file, ...}}` and a newline.
+fn index(shards: &[Shard], describe: Describe<'_>, total_size: u64) -> Pieced {
+    let head =
+        format!(r#"{{"metadata":{{"total_size":{total_size}}},"weight_map":{{"#).into_bytes();
+    let n = shards.len();
+    let mut ends = Vec::new();
+    let (mut at, mut scratch) = (0u64, Vec::new());
+    for (s, shard) in shards.iter().enumerate() {
+        let file = shard_name(s, n);
+        for t in &shard.tensors {
+            scratch.clear();
+            render_index_entry(&mut scratch, describe, t.object, ends.is_empty(), &file);
+            at += scratch.len() as u64;
+            ends.push(at);
+        }
+    }
+    let tail = b"}}\n".to_vec();
+    let len = head.len() as u64 + at + tail.len() as u64;
+    Pieced {
+        head,
+        ends,
+        tail,
+        len,
+    }
+}
+
+#[cfg(test)]
+mod tests;
