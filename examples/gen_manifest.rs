@@ -106,7 +106,7 @@ fn pad(out: &mut Vec<u8>) -> u64 {
     at as u64
 }
 
-fn build(n: usize) -> Vec<u8> {
+pub fn build(n: usize) -> Vec<u8> {
     let mut file = MAGIC.to_vec();
     let mut blobs = Vec::new();
     for b in 0..BLOBS {

@@ -77,6 +77,8 @@ fn check_whole_mount(file: &Path) {
     for o in &listing.objects {
         check_object(file, &m, &dirs[&o.name], o, &mut seen);
     }
+    // The legacy views at the root; their content is mount_views.rs's.
+    seen.extend(tree.keys().filter(|p| is_safetensors_file(p)).cloned());
     let all: BTreeSet<PathBuf> = tree.into_keys().collect();
     let stray: Vec<_> = all.difference(&seen).collect();
     assert!(stray.is_empty(), "stray entries {stray:?}");
@@ -142,6 +144,9 @@ fn check_object(file: &Path, m: &Mount, dir: &Path, o: &ObjectInfo, seen: &mut B
     if let Some(view) = meta["view"].opt_text() {
         seen.insert(dir.join(view));
     }
+    // The `.npy` files meta.json announces (their content is
+    // mount_views.rs's); any other is stray.
+    seen.extend(npy_files(&meta).into_iter().map(|f| dir.join(f)));
 }
 
 /// A layout profile's view file (`dense`, `dequantized`), named by

@@ -84,7 +84,7 @@ pub fn npy(
         });
     }
     let shape = match shape {
-        Shape::Flat if len % width == 0 => vec![len / width],
+        Shape::Flat if len.is_multiple_of(width) => vec![len / width],
         Shape::Flat => {
             return Err(format!(
                 "its {len} bytes are not a whole number of {width}-byte elements"

@@ -12,6 +12,7 @@ use crate::format::cbor::{self, Value};
 use crate::format::profiles::Layout;
 use crate::format::types::DType;
 use crate::format::{hurray, json};
+use crate::report;
 
 /// The key of `__metadata__` listing the objects left out.
 const LEFT_OUT_KEY: &str = "ztfs.left_out";
@@ -244,13 +245,28 @@ impl Tree {
             return Err("its name is the safetensors header's metadata key".into());
         }
         let (_, elem, len) = self.tensor_file(i)?;
+        // A file of the model must be readable whole: a tensor whose shard
+        // is missing would fail every read of its range (and a loader that
+        // maps the file would die of SIGBUS there).
+        if let Some(p) = o
+            .parts
+            .first()
+            .filter(|p| !report::part_available(&self.model, p))
+        {
+            let shard = p.blob.shard.as_deref().unwrap_or_default();
+            return Err(format!("its shard {shard:?} is not available"));
+        }
         Ok((forms::safetensors(o, elem, len)?, len))
     }
 
-    /// Plans the model's safetensors files (at mount). `None`, logged,
-    /// when a single tensor's header entry passes the limit.
+    /// Plans the model's safetensors files (at mount). `None` for a model
+    /// of no objects (a data shard), and, logged, when a single tensor's
+    /// header entry passes the limit.
     pub(super) fn plan_safetensors(&self) -> Option<Plan> {
         let n = self.model.manifest().map_or(0, |m| m.objects.len()) as u32;
+        if n == 0 {
+            return None;
+        }
         let mut tensors = Vec::new();
         let mut left_out = Vec::new();
         for i in 0..n {
@@ -303,18 +319,16 @@ impl Tree {
             }
         }
         let mut list = String::from("{");
-        let mut listed = 0;
-        for (i, why) in left_out {
+        for (k, (i, why)) in left_out.iter().enumerate() {
             if list.len() > LEFT_OUT_TEXT_MAX {
                 break;
             }
-            if listed > 0 {
+            if k > 0 {
                 list.push(',');
             }
             json::push_string(&mut list, &self.object(*i).name);
             list.push(':');
             json::push_string(&mut list, why);
-            listed += 1;
         }
         list.push('}');
         pairs.push((LEFT_OUT_KEY.into(), list));

@@ -235,6 +235,34 @@ fn part_info(p: &Json) -> PartInfo {
     }
 }
 
+/// The `.npy` files a `meta.json` announces (of parts, of the view, of a
+/// Hurray tensor's data).
+pub fn npy_files(meta: &Json) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut add = |npy: &Json| {
+        if !npy.is_null() {
+            out.push(npy["file"].text().to_string());
+        }
+    };
+    add(&meta["npy"]);
+    add(&meta["view_npy"]);
+    if !meta["parts"].is_null() {
+        for p in meta["parts"].items() {
+            add(&p["npy"]);
+        }
+    }
+    out
+}
+
+/// True for a safetensors file at the root of a mount: `model.safetensors`,
+/// a shard of it or its index.
+pub fn is_safetensors_file(rel: &Path) -> bool {
+    let name = rel.to_string_lossy();
+    rel.parent() == Some(Path::new(""))
+        && name.starts_with("model")
+        && (name.ends_with(".safetensors") || name == "model.safetensors.index.json")
+}
+
 /// Reads and parses a `meta.json`.
 pub fn meta(dir: &Path) -> Json {
     let path = dir.join("meta.json");
