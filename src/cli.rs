@@ -61,6 +61,10 @@ pub enum Command {
         /// Everything as JSON.
         #[arg(long, conflicts_with = "long")]
         json: bool,
+        /// Which objects a mount's model.safetensors holds (name, dtype,
+        /// file), and why each other one is left out.
+        #[arg(long, conflicts_with_all = ["long", "json"])]
+        safetensors: bool,
         /// Use PATH for shard NAME (repeatable).
         #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
         shard: Vec<(String, PathBuf)>,
@@ -240,9 +244,16 @@ pub fn run(cli: Cli) -> Result<()> {
         } => check(&file, verify, shard),
         Command::Ls {
             file,
+            safetensors: true,
+            shard,
+            ..
+        } => ls_safetensors(&file, shard),
+        Command::Ls {
+            file,
             long,
             json,
             shard,
+            ..
         } => ls(&file, long, json, shard),
         Command::Cat {
             file,
@@ -447,6 +458,24 @@ fn found_how(found: Found) -> &'static str {
         Found::Positional => "beside the root",
         Found::Identity => "by identity (size and digest)",
     }
+}
+
+/// `ls --safetensors`: each object's place in a mount's safetensors
+/// files, as the mount would serve them.
+fn ls_safetensors(file: &Path, shard_paths: Vec<(String, PathBuf)>) -> Result<()> {
+    let model = Model::open_with(file, shard_paths)?;
+    let tree = crate::tree::Tree::build(model, Options::default())?;
+    let mut text = String::new();
+    for (name, place) in tree.safetensors_listing() {
+        let name = report::display_name(&name);
+        match place {
+            Ok((file, dtype)) => text.push_str(&format!("{name}\t{dtype}\t{file}\n")),
+            Err(why) => text.push_str(&format!("{name}\t-\tleft out: {why}\n")),
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    stdout_write(&mut out, text.as_bytes())?;
+    out.flush().map_err(|e| Error::io("stdout", e))
 }
 
 fn ls(file: &Path, long: bool, as_json: bool, shard_paths: Vec<(String, PathBuf)>) -> Result<()> {

@@ -299,3 +299,26 @@ fn cat_refuses_a_shard_of_the_wrong_content() {
     let local = ztfs(&["cat", &root, "norm"]);
     assert!(local.status.success(), "{}", stderr(&local));
 }
+
+#[test]
+fn ls_safetensors_says_where_each_object_goes() {
+    let out = ztfs(&["ls", "--safetensors", &corpus("valid/csr-u32.zt")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("\t-\tleft out: layout \"zt.sparse_csr/1\" is not dense")),
+        "{text}"
+    );
+    let out = ztfs(&["ls", "--safetensors", &corpus("samples/tiny-llama.zt")]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("model.norm.weight\tF32\tmodel.safetensors\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("lm_head.weight\tBF16\tmodel.safetensors\n"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 12, "{text}");
+}

@@ -296,3 +296,40 @@ fn a_long_header_is_served_as_shards_and_an_index() {
         .all(|n| !n.to_string_lossy().contains("safetensors")));
     assert!(m.log().contains("no model.safetensors"), "{}", m.log());
 }
+
+#[test]
+fn verify_holds_back_exactly_the_tensors_that_fail_it() {
+    // "w" holds a bool byte 0x02: with --verify its bytes are never served,
+    // through any file; the header and the other tensors still are.
+    let m = Mount::new(&valid("bool-invalid-byte"), &["--verify"]);
+    let metas = check_npys(&m);
+    let path = m.join("model.safetensors");
+    let bytes = |off: u64, len: usize| {
+        let f = fs::File::open(&path).unwrap();
+        let mut buf = vec![0; len];
+        std::os::unix::fs::FileExt::read_at(&f, &mut buf, off).map(|n| buf[..n].to_vec())
+    };
+    let header = bytes(0, 4096).expect("the header reads");
+    let n = u64::from_le_bytes(header[..8].try_into().unwrap());
+    let start = 8 + n;
+    let text = std::str::from_utf8(&header[8..start as usize]).expect("UTF-8");
+    let Json::Object(entries) = Json::parse(text.trim_end()) else {
+        panic!("a header that is not a JSON object: {text:?}");
+    };
+    for (name, info) in entries.iter().filter(|e| e.0 != "__metadata__") {
+        let (dir, _) = &metas[name];
+        let file_reads = read_or_eio(&dir.join("data"));
+        let offsets = info["data_offsets"].items();
+        let (b, e) = (offsets[0].uint(), offsets[1].uint());
+        let got = bytes(start + b, (e - b) as usize);
+        match file_reads {
+            Ok(want) => assert_eq!(got.expect("a good tensor reads"), want, "{name:?}"),
+            Err(()) => assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::EIO), "{name:?}"),
+        }
+    }
+    assert!(metas.contains_key("w"));
+    assert!(
+        read_or_eio(&m.join("w/data.npy")).is_err(),
+        "w/data.npy under --verify"
+    );
+}

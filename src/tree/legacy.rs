@@ -183,6 +183,16 @@ impl Tree {
         }
     }
 
+    /// Every object's name and its place in the safetensors files (file,
+    /// dtype), or why it is left out (`ztfs ls --safetensors`).
+    #[allow(clippy::type_complexity)]
+    pub fn safetensors_listing(&self) -> Vec<(String, Result<(String, &'static str), String>)> {
+        let n = self.model.manifest().map_or(0, |m| m.objects.len()) as u32;
+        (0..n)
+            .map(|i| (self.object(i).name.to_string(), self.safetensors_info(i)))
+            .collect()
+    }
+
     /// True when part `part` of object `i` (or its view) has a `.npy`.
     pub(super) fn has_npy(&self, i: u32, part: u32) -> bool {
         self.npy_of(i, part).is_ok()

@@ -119,3 +119,23 @@ impl Parts {
             .ok_or_else(|| Error::NotFound(format!("fuzz: no part {name:?}")))
     }
 }
+
+/// The file with the footer hash set to the XXH3-64 of the range the footer
+/// names, when that range is inside the file and differs from the stored hash.
+pub fn with_matching_hash(file: &[u8]) -> Option<Vec<u8>> {
+    let foot = file.len().checked_sub(40)?;
+    let word = |at: usize| u64::from_le_bytes(file[foot + at..foot + at + 8].try_into().unwrap());
+    let (off, len) = (
+        usize::try_from(word(0)).ok()?,
+        usize::try_from(word(8)).ok()?,
+    );
+    let end = off.checked_add(len).filter(|&e| e <= foot)?;
+    let manifest = &file[off..end];
+    let hash = xxhash_rust::xxh3::xxh3_64(manifest);
+    if len == 0 || hash == word(16) {
+        return None;
+    }
+    let mut out = file.to_vec();
+    out[foot + 16..foot + 24].copy_from_slice(&hash.to_le_bytes());
+    Some(out)
+}
