@@ -41,8 +41,9 @@ for t in "${targets[@]}"; do
     mkdir -p "$work/$t" "fuzz/artifacts/$t"
     seeds=()
     [[ -d fuzz/corpus/$t ]] && seeds+=("fuzz/corpus/$t")
-    # Whole files are what `container` parses: the golden corpus seeds it.
-    [[ $t == container ]] && seeds+=(corpus)
+    # Whole files are what `container` and `tree_views` take: the golden
+    # corpus seeds them.
+    [[ $t == container || $t == tree_views ]] && seeds+=(corpus)
     # rss_limit bounds what stays resident; malloc_limit takes effect only
     # under a sanitizer (see fuzz_targets/common); timeout turns a hang into
     # a finding instead of a stall.

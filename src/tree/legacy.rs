@@ -153,7 +153,7 @@ impl Tree {
             (elem, shape, p.decoded_size())
         };
         let form = forms::npy(o, elem, shape, len, self.opts.npy_dtypes)?;
-        super::npy::header(&form)?;
+        super::npy::header_len(&form)?;
         Ok(form)
     }
 
@@ -215,8 +215,8 @@ impl Tree {
     /// Where a `.npy` file's data starts.
     pub(super) fn npy_header_len(&self, i: u32, part: u32) -> u64 {
         (self.npy_of(i, part).ok())
-            .and_then(|f| super::npy::header(&f).ok())
-            .map_or(0, |h| h.len() as u64)
+            .and_then(|f| super::npy::header_len(&f).ok())
+            .unwrap_or(0)
     }
 
     /// A range of a `.npy` file: header bytes rendered, data bytes from
@@ -228,17 +228,16 @@ impl Tree {
         offset: u64,
         size: u32,
     ) -> Result<Data<'_>, FsError> {
-        let header = (self.npy_of(i, part))
-            .and_then(|f| super::npy::header(&f))
-            .map_err(|e| {
-                log::error!("{:?}: .npy: {e}", self.object(i).name);
-                FsError::Io
-            })?;
-        let h = header.len() as u64;
+        let form = self.npy_of(i, part).map_err(|e| {
+            log::error!("{:?}: .npy: {e}", self.object(i).name);
+            FsError::Io
+        })?;
+        let h = super::npy::header_len(&form).map_err(|_| FsError::Io)?;
         let source = Self::npy_source(i, part);
         if offset >= h {
             return self.read_node(source, offset - h, size);
         }
+        let header = super::npy::header(&form).map_err(|_| FsError::Io)?;
         let end = offset.saturating_add(u64::from(size));
         let mut out = header[offset as usize..end.min(h) as usize].to_vec();
         if end > h {
