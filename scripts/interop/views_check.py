@@ -1,0 +1,167 @@
+"""The views suite: the `.npy` and safetensors files a mount serves beside
+the decoded ones, read with numpy and the safetensors package.
+
+Which files: every .zt under corpus/valid, every .hrry under
+corpus/hurray/valid, and the samples. Each is mounted once (a file that
+fails to mount is skipped only when `ztfs check` refuses it too) and
+checked by views_npy (every object's .npy files) and views_safetensors
+(the model's safetensors view). Then: the files with bf16 or f8 parts again
+with `--npy-dtypes ml`, after `import ml_dtypes`; the reference writers
+(np.save, safetensors.numpy.save_file) on a few files; a sample mounted with
+a small `--safetensors-header-max` and the big model (views_sharded), each
+loaded as a sharded checkpoint.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+import zlib
+
+import numpy as np
+
+from .mount import is_mounted, mounted
+from .results import Results, short
+from .views_model import Model
+from .views_npy import ML_NAMES, check_against_np_save, check_object
+from .views_safetensors import (SINGLE, check_against_save_file, check_bytes, check_table,
+                                load_single, want_of)
+from .views_sharded import INDEX, check_big, load_sharded
+from .ztfs import Ztfs
+
+SAMPLES = ("tiny-llama.zt", "mixed-dtypes.zt", "tiny-llama.hrry", "sharded/model.zt")
+# Files whose views are also compared with the reference writers' output.
+REFERENCE_NPY = ("valid/dtypes-all.zt", "valid/ltypes-all.zt", "samples/tiny-llama.hrry")
+REFERENCE_ST = ("valid/dtypes-all.zt", "samples/tiny-llama.zt")
+# The small sharded case: this sample with this header limit (bytes).
+SHARD_SAMPLE, SHARD_LIMIT = "samples/tiny-llama.zt", 1024
+
+
+def views_files(corpus: str) -> list[str]:
+    def under(d, pattern):
+        return sorted(glob.glob(os.path.join(corpus, d, "**", pattern), recursive=True))
+
+    return (under("valid", "*.zt") + under(os.path.join("hurray", "valid"), "*.hrry")
+            + [os.path.join(corpus, "samples", s) for s in SAMPLES])
+
+
+def check_safetensors_view(model: Model, res: Results) -> int:
+    """The model's safetensors view, single or sharded; the shard count."""
+    where = f"{model.where} safetensors"
+    if os.path.lexists(os.path.join(model.mnt, INDEX)):
+        got = load_sharded(res, where, model.mnt)
+    elif os.path.lexists(os.path.join(model.mnt, SINGLE)):
+        got = load_single(res, where, os.path.join(model.mnt, SINGLE))
+    else:
+        res.check(not model.objects, where, f"neither {SINGLE} nor {INDEX} at the root, "
+                                            f"though the model has {len(model.objects)} objects")
+        return 0
+    if got is None:
+        return 0
+    table, metas = got
+    check_table(model, res, where, table, metas)
+    check_bytes(res, where, table, lambda n: want_of(model, n),
+                sorted(set(table) & set(model.objects)))
+    return len(metas)
+
+
+def check_views_file(z: Ztfs, res: Results, path: str, label: str, tmp: str,
+                     mode: str = "numpy", flags: tuple = ()) -> set:
+    """Mounts one file and checks its views; the .npy descrs found."""
+    where = f"{label} [views{' ' + mode if mode != 'numpy' else ''}]"
+    descrs: set = set()
+    fails = len(res.failures)
+    with mounted(z, path, res, where, flags) as (rc, err, mnt):
+        if rc != 0 or not is_mounted(mnt):
+            rc_c, _, err_c = z.run("check", [path])
+            if rc_c != 0:
+                print(f"skip {label}: `ztfs check` exits {rc_c}: {short(err_c, 100)}")
+                return descrs
+            res.fail(where, f"`ztfs mount` exited {rc} though `ztfs check` passes: {short(err)}")
+            return descrs
+        model = Model(z, path, mnt, res, where)
+        for o in model.objects.values():
+            descrs.update(check_object(model, o, res, mode))
+        nst = check_safetensors_view(model, res) if mode == "numpy" else 0
+        seed = zlib.crc32(label.encode())
+        if mode == "numpy" and label in REFERENCE_NPY:
+            for o in model.objects.values():
+                for f in sorted(e for e in os.listdir(o.dir) if e.endswith(".npy")):
+                    check_against_np_save(res, f"{where} {o.name[:40]!r} {f} vs np.save",
+                                          os.path.join(o.dir, f), tmp, seed)
+        if mode == "numpy" and label in REFERENCE_ST and nst == 1:
+            check_against_save_file(res, f"{where} vs save_file",
+                                    os.path.join(mnt, SINGLE), tmp, seed)
+    bad = len(res.failures) - fails
+    print(f"{'ok  ' if not bad else 'FAIL'} {label}: {len(model.objects)} objects, "
+          f"{len(descrs)} .npy dtypes" + (f", {bad} failures" if bad else ""), flush=True)
+    return descrs
+
+
+def check_ml(z: Ztfs, res: Results, files: list, tmp: str) -> None:
+    """The files whose .npy views are void-typed (bf16, f8), mounted with
+    `--npy-dtypes ml`: after `import ml_dtypes` the descrs are its names."""
+    import ml_dtypes
+
+    if not res.check(bool(files), "views ml", "no file with bf16 or f8 parts was found"):
+        return
+    seen: set = set()
+    for path, label in files:
+        seen |= check_views_file(z, res, path, label, tmp, "ml", ("--npy-dtypes", "ml"))
+    for d in sorted(seen & ML_NAMES):
+        res.check(np.dtype(d) == np.dtype(getattr(ml_dtypes, d)), "views ml",
+                  f"descr {d!r} is not ml_dtypes.{d}")
+    res.check({"bfloat16", "float8_e4m3fn"} <= seen, "views ml",
+              f"the ml mounts gave descrs {sorted(seen)}: bfloat16 and float8_e4m3fn missing")
+
+
+def check_small_sharded(z: Ztfs, res: Results, path: str) -> None:
+    where = f"{SHARD_SAMPLE} [views sharded]"
+    flags = ("--safetensors-header-max", str(SHARD_LIMIT))
+    with mounted(z, path, res, where, flags) as (rc, err, mnt):
+        if not res.check(rc == 0 and is_mounted(mnt), where,
+                         f"`ztfs mount {' '.join(flags)}` exited {rc}: {short(err)}"):
+            return
+        model = Model(z, path, mnt, res, where)
+        res.check(os.path.lexists(os.path.join(mnt, INDEX)), where,
+                  f"no {INDEX} with a header limit of {SHARD_LIMIT} bytes")
+        n = check_safetensors_view(model, res)
+        res.check(n >= 2, where, f"{n} shard(s) with a header limit of {SHARD_LIMIT} bytes")
+        print(f"{'ok  ' if n >= 2 else 'FAIL'} {where}: {n} shards", flush=True)
+
+
+def run_views(args, z: Ztfs, res: Results, tmpdir: str) -> None:
+    """The suite; `args` gives corpus and only."""
+    if z is None:
+        print("\n== views: skipped (--package-only)")
+        return
+    tmp = os.path.join(tmpdir, "views")
+    os.makedirs(tmp, exist_ok=True)
+    t0 = time.monotonic()
+    print(f"\n== views: .npy and safetensors files of the mounts of {args.corpus}")
+    void = []
+    for path in views_files(args.corpus):
+        label = os.path.relpath(path, args.corpus)
+        if args.only and args.only not in label:
+            continue
+        if not os.path.isfile(path):
+            res.fail(label, "missing")
+            continue
+        try:
+            descrs = check_views_file(z, res, path, label, tmp)
+        except Exception as e:  # noqa: BLE001 - a harness error is a failure
+            res.fail(label, f"views harness error: {type(e).__name__}: {e}")
+            continue
+        if descrs & {"<V2", "|V1"}:
+            void.append((path, label))
+    print(f"\n== views: --npy-dtypes ml ({len(void)} files)")
+    check_ml(z, res, void, tmp)
+    print("\n== views: sharded safetensors")
+    if not args.only or args.only in SHARD_SAMPLE:
+        check_small_sharded(z, res, os.path.join(args.corpus, SHARD_SAMPLE))
+    if not args.only or args.only in "big":
+        fails = len(res.failures)
+        line = check_big(z, res, tmp)
+        print(f"{'ok  ' if len(res.failures) == fails else 'FAIL'} big model: {line}", flush=True)
+    print(f"views: {time.monotonic() - t0:.1f}s")
