@@ -35,7 +35,9 @@ SAMPLES = ("tiny-llama.zt", "mixed-dtypes.zt", "tiny-llama.hrry", "sharded/model
 REFERENCE_NPY = ("valid/dtypes-all.zt", "valid/ltypes-all.zt", "samples/tiny-llama.hrry")
 REFERENCE_ST = ("valid/dtypes-all.zt", "samples/tiny-llama.zt")
 # The small sharded case: this sample with this header limit (bytes).
-SHARD_SAMPLE, SHARD_LIMIT = "samples/tiny-llama.zt", 1024
+# A header is padded to 4096 bytes, so no limit below 4088 holds a tensor:
+# the sample needs more than 4 KB of entries (44 names, some of them escaped).
+SHARD_SAMPLE, SHARD_LIMIT = "valid/names-hostile.zt", 4096
 
 
 def views_files(corpus: str) -> list[str]:
@@ -155,8 +157,9 @@ def run_views(args, z: Ztfs, res: Results, tmpdir: str) -> None:
             continue
         if descrs & {"<V2", "|V1"}:
             void.append((path, label))
-    print(f"\n== views: --npy-dtypes ml ({len(void)} files)")
-    check_ml(z, res, void, tmp)
+    if void or not args.only:
+        print(f"\n== views: --npy-dtypes ml ({len(void)} files)")
+        check_ml(z, res, void, tmp)
     print("\n== views: sharded safetensors")
     if not args.only or args.only in SHARD_SAMPLE:
         check_small_sharded(z, res, os.path.join(args.corpus, SHARD_SAMPLE))

@@ -38,6 +38,7 @@ class Model:
         self.hurray = path.endswith(".hrry")
         self.objects: dict[str, Obj] = {}
         self._cat: dict = {}
+        self._data: dict = {}
         for d, _, files in os.walk(mnt):
             if d == mnt or "meta.json" not in files:
                 continue
@@ -52,19 +53,46 @@ class Model:
                 res.fail(where, f"two directories claim object {name[:60]!r}")
             self.objects[name] = Obj(name, d, meta)
 
-    def cat(self, name: str, part: Optional[str]) -> Optional[bytes]:
+    def cat(self, name: str, part: Optional[str]) -> Optional[tuple[int, bytes, bytes]]:
         """`ztfs cat FILE NAME PART` (a Hurray tensor's data: `ztfs cat FILE
-        NAME`). None when no argv can carry the name (U+0000) or cat fails;
-        a failure is recorded, since the caller asks only for bytes the mount
-        serves."""
+        NAME`): (exit status, stdout, stderr), or None when no argv can carry
+        the name (U+0000)."""
         key = (name, part)
         if key not in self._cat:
             if "\0" in name or (part is not None and "\0" in part):
                 self._cat[key] = None
             else:
-                rc, out, err = self.z.run("cat", [self.path, name] + ([part] if part else []))
-                ok = self.res.check(rc == 0, self.where,
-                                    f"{name[:60]!r}/{part}: the mount serves it, but `ztfs cat` "
-                                    f"exited {rc}: {short(err)}")
-                self._cat[key] = out if ok else None
+                self._cat[key] = self.z.run("cat", [self.path, name] + ([part] if part else []))
         return self._cat[key]
+
+    def data_of(self, o: Obj, file: str, part) -> tuple[Optional[bytes], str]:
+        """The bytes of `file` in `o`'s directory, checked against `ztfs cat`
+        of `part` (False: there is no cat form). (bytes, "") when both agree;
+        (None, why) when the file fails to read and cat refuses too (exit
+        1), or cannot be asked: then the views of it must fail as well. Any
+        disagreement is recorded as a failure, and gives (None, "")."""
+        key = (o.name, file, part)
+        if key not in self._data:
+            self._data[key] = self._data_of(o, file, part)
+        return self._data[key]
+
+    def _data_of(self, o: Obj, file: str, part) -> tuple[Optional[bytes], str]:
+        where = f"{self.where} {o.name[:60]!r}/{file}"
+        try:
+            got: Optional[bytes] = read_whole(os.path.join(o.dir, file))
+            why = ""
+        except OSError as e:
+            got, why = None, f"reading it fails ({e.strerror})"
+        c = self.cat(o.name, part) if part is not False else None
+        if c is None:
+            return got, why
+        rc, out, err = c
+        if got is None:
+            ok = self.res.check(rc == 1, where, f"{why}, yet `ztfs cat` exits {rc} "
+                                                f"({len(out)} bytes): {short(err)}")
+            return None, (f"{why}; `ztfs cat` refuses: {short(err, 100)}" if ok else "")
+        if self.res.check(rc == 0 and out == got, where,
+                          f"{len(got)} bytes; `ztfs cat` exits {rc} with {len(out)} "
+                          f"bytes{' that differ' if rc == 0 else ''}: {short(err)}"):
+            return got, ""
+        return None, ""

@@ -22,7 +22,6 @@ from typing import Optional
 
 import numpy as np
 
-from .mount import read_whole
 from .results import Results
 from .views_model import Model, Obj
 
@@ -159,13 +158,26 @@ def check_npy_file(res: Results, where: str, path: str, npy: dict, want: bytes) 
     return not bad
 
 
+def check_npy_fails(res: Results, where: str, path: str, why: str) -> None:
+    """The file beside fails to read: so must the .npy's data, rather than
+    serve other bytes. numpy reports a read error part-way as a short read
+    (ValueError), an error at once as OSError: either is the failure."""
+    try:
+        arr = np.load(path)
+        res.fail(where, f"loads ({arr.dtype} {arr.shape}) though the file beside it "
+                        f"does not: {why}")
+    except (OSError, ValueError):
+        res.ok()
+
+
 def check_entry(res, where, model: Model, o: Obj, npy, no_npy, beside: Optional[str],
                 expect, cat_part) -> Optional[str]:
     """One announcement (npy, no_npy) of object `o` against the expectation
     (None: unknown; "none": must have none; else (descr, shape) with descr a
     string, a set of strings, or None for any). `beside` is the file the
     .npy serves (None when there is none); `cat_part` what to ask `ztfs cat`
-    (False: nothing). Returns the .npy file name when there is one."""
+    (False: nothing; None: a Hurray tensor's data). Returns the .npy file
+    name when there is one."""
     if (npy is None) == (no_npy is None):
         res.fail(where, f"exactly one of npy and no_npy must be set: {npy!r}, {no_npy!r}")
         return npy.get("file") if isinstance(npy, dict) else None
@@ -184,21 +196,17 @@ def check_entry(res, where, model: Model, o: Obj, npy, no_npy, beside: Optional[
         res.fail(where, f"{fname}: the type has no numpy form, yet npy is {npy!r}")
     elif expect is not None:
         descr, shape = expect
-        ok_descr = descr is None or npy.get("descr") in (descr if isinstance(descr, set) else {descr})
+        allowed = descr if isinstance(descr, set) else {descr}
+        ok_descr = descr is None or npy.get("descr") in allowed
         res.check(ok_descr and tuple(npy.get("shape") or ()) == shape, where,
                   f"{fname}: meta.json says {npy.get('descr')!r} {npy.get('shape')!r}, "
                   f"expected {descr!r} {list(shape)!r}")
-    try:
-        want = read_whole(os.path.join(o.dir, beside))
-    except OSError as e:
-        res.fail(where, f"{beside}: {e}")
-        return fname
-    if cat_part is not False:
-        got = model.cat(o.name, cat_part)
-        if got is not None:
-            res.check(got == want, where, f"{beside} ({len(want)} bytes) differs from "
-                                          f"`ztfs cat` ({len(got)} bytes)")
-    check_npy_file(res, f"{where} {fname}", os.path.join(o.dir, fname), npy, want)
+    want, why = model.data_of(o, beside, cat_part)
+    path = os.path.join(o.dir, fname)
+    if want is not None:
+        check_npy_file(res, f"{where} {fname}", path, npy, want)
+    elif why:
+        check_npy_fails(res, f"{where} {fname}", path, why)
     return fname
 
 

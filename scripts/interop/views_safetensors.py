@@ -7,7 +7,7 @@ size their dtype and shape give, the file ending at the last one. Then
 against meta.json (`check_table`): the tensors are exactly the objects
 announcing `safetensors`, with the dtype and shape announced and the ones
 the type mapping below expects; `__metadata__` has format pt and a
-`ztfs.left_out` naming exactly the objects announcing `no_safetensors`;
+`ztfs.left_out` (in the first file) naming exactly the objects announcing `no_safetensors`;
 every tensor's bytes (BF16, F8 and F4 too) are what `ztfs cat` prints.
 And through the reference reader (safetensors.safe_open, numpy): the same
 names, and every tensor numpy can type equal to the cat bytes. Finally the
@@ -33,6 +33,7 @@ from .views_model import Model, Obj
 
 SINGLE = "model.safetensors"
 HEADER_ALIGN = 4096
+PAGE = 4096
 
 BITS = {
     "BOOL": 8, "U8": 8, "I8": 8, "I16": 16, "U16": 16, "I32": 32, "U32": 32, "I64": 64,
@@ -103,30 +104,34 @@ def read_layout(res: Results, where: str, path: str,
 
 
 def expected_st(model: Model, o: Obj):
-    """("in", dtype, shape), ("out",) or None when this check does not know."""
+    """("in", dtype, shape), ("out", why) or None when this check does not
+    know."""
     m = o.meta
     if model.hurray:
         ty = m.get("type")
-        if not isinstance(m.get("data"), dict) or HURRAY_ST.get(ty, 0) is None:
-            return ("out",)
+        if not isinstance(m.get("data"), dict):
+            return ("out", "it has no data")
+        if HURRAY_ST.get(ty, 0) is None:
+            return ("out", f"safetensors has no {ty}")
         if m.get("layout") != "row-major" or ty not in HURRAY_ST:
             return None
         dt, shape = HURRAY_ST[ty], m.get("shape") or []
     else:
         if o.name == "__metadata__" or m.get("layout") != "dense":
-            return ("out",)
+            return ("out", f"named __metadata__ or not dense ({m.get('layout')!r})")
         p = next((p for p in m.get("parts") or [] if p.get("name") == "data"), None)
         if p is None or not p.get("available") or p.get("refused") is not None:
-            return ("out",)
+            return ("out", "its data part is not available or refused: "
+                           + str(p and {k: p.get(k) for k in ("available", "refused", "shard")}))
         lt = p.get("type")
         if lt is not None and lt not in ZT_LOGICAL_ST:
             return None
         dt = ZT_LOGICAL_ST[lt] if lt is not None else ZT_ST.get(p.get("dtype"))
         shape = m.get("shape") or []
-    if dt is None:
-        return ("out",)
+        if dt is None:
+            return ("out", f"safetensors has no {lt or p.get('dtype')}")
     if dt == "F4" and math.prod(shape) % 2:
-        return ("out",)
+        return ("out", "F4 with an odd element count")
     return ("in", dt, list(shape))
 
 
@@ -150,7 +155,8 @@ def check_table(model: Model, res: Results, where: str, table: dict, metas: list
         announced[name] = st
         if exp is not None:
             res.check(exp[0] == "in" and [st.get("dtype"), st.get("shape")] == list(exp[1:]), w,
-                      f"meta.json announces {st!r}; expected {exp!r}")
+                      f"meta.json announces {st!r}; expected " + (
+                          f"it left out: {exp[1]}" if exp[0] == "out" else repr(exp)))
         row = table.get(name)
         if row is not None:
             f, _, e = row
@@ -160,11 +166,11 @@ def check_table(model: Model, res: Results, where: str, table: dict, metas: list
     res.check(set(table) == set(announced), where,
               f"tensors {sorted(set(table) - set(announced))[:5]!r} not announced; "
               f"announced {sorted(set(announced) - set(table))[:5]!r} absent")
-    for f, md in metas:
+    for i, (f, md) in enumerate(metas):
         w = f"{where} {os.path.basename(f)}"
         if not res.check(isinstance(md, dict) and md.get("format") == "pt", w,
-                         f"__metadata__ {str(md)[:200]} lacks format pt"):
-            continue
+                         f"__metadata__ {str(md)[:200]} lacks format pt") or i:
+            continue  # the model's metadata is the first file's
         try:
             lo = json.loads(md["ztfs.left_out"])
         except (KeyError, ValueError, TypeError) as e:
@@ -174,22 +180,29 @@ def check_table(model: Model, res: Results, where: str, table: dict, metas: list
                                  f"no_safetensors {str(left)[:200]}")
 
 
-def want_of(model: Model, name: str) -> Optional[bytes]:
-    """What `ztfs cat` prints for an object's data, else the data file."""
-    got = model.cat(name, None if model.hurray else "data")
-    if got is None:
-        o = model.objects[name]
-        try:
-            with open(os.path.join(o.dir, "data"), "rb") as f:
-                got = f.read()
-        except OSError:
-            return None
-    return got
+def want_of(model: Model, name: str) -> tuple[Optional[bytes], str]:
+    """An object's data as its `data` file and `ztfs cat` agree on it (see
+    Model.data_of)."""
+    return model.data_of(model.objects[name], "data", None if model.hurray else "data")
+
+
+def pages_read(res: Results, where: str, label: str, fd: int, start: int, end: int) -> bool:
+    """Whether the whole pages holding [start, end) read: safe_open maps the
+    file, and a page that fails to read kills the process (SIGBUS)."""
+    a, b = start - start % PAGE, -(-end // PAGE) * PAGE
+    try:
+        os.pread(fd, b - a, a)
+        return True
+    except OSError as err:
+        res.fail(where, f"{label}: its bytes read, but the pages around them fail "
+                        f"({err.strerror}): a mapping of the file would die of SIGBUS")
+        return False
 
 
 def check_bytes(res: Results, where: str, table: dict, want: Callable, names) -> None:
     """Each named tensor's raw range, then through safe_open for the dtypes
-    numpy has, against `want(name)`."""
+    numpy has, against `want(name)` = (bytes, "") or (None, why the data
+    fails to read: then the range must fail too) or (None, "": skip)."""
     by_file: dict = {}
     for name in names:
         by_file.setdefault(table[name][0], []).append(name)
@@ -199,14 +212,26 @@ def check_bytes(res: Results, where: str, table: dict, want: Callable, names) ->
             keys = set(st.keys())
             for name in group:
                 _, start, e = table[name]
-                exp = want(name)
-                if exp is None or not res.check(name in keys, w, f"safe_open lacks {name[:60]!r}"):
+                exp, why = want(name)
+                if (exp is None and not why) or not res.check(name in keys, w,
+                                                              f"safe_open lacks {name[:60]!r}"):
                     continue
                 b, end = e["data_offsets"]
-                got = os.pread(f.fileno(), end - b, start + b)
-                res.check(got == exp, w, f"{name[:60]!r} {e['dtype']}: bytes [{b}, {end}) "
-                                         f"differ from `ztfs cat` ({len(exp)} bytes)")
-                if e["dtype"] in NUMPY:
+                label = f"{name[:60]!r} {e['dtype']} [{b}, {end})"
+                try:
+                    got = os.pread(f.fileno(), end - b, start + b)
+                except OSError as err:
+                    res.check(exp is None, w, f"{label}: {err.strerror}, though its data "
+                                              f"reads ({len(exp or b'')} bytes)")
+                    continue
+                if exp is None:  # a short read is how a read error part-way shows
+                    res.check(len(got) < end - b, w,
+                              f"{label}: all {len(got)} bytes served, though its data fails: {why}")
+                    continue
+                res.check(got == exp, w,
+                          f"{label}: bytes differ from `ztfs cat` ({len(exp)} bytes)")
+                if e["dtype"] in NUMPY and pages_read(res, w, label, f.fileno(), start + b,
+                                                      start + end):
                     arr = st.get_tensor(name)
                     ref = np.frombuffer(exp, dtype=NUMPY[e["dtype"]]).reshape(e["shape"])
                     res.check(arr.dtype == ref.dtype and arr.shape == ref.shape
@@ -227,7 +252,8 @@ def load_single(res: Results, where: str, path: str) -> Optional[tuple[dict, lis
         res.check(set(st.keys()) == set(table), where,
                   f"safe_open lists {len(st.keys())} tensors, the header {len(table)}")
         md = st.metadata()
-    res.check(md == header.get("__metadata__"), where, "safe_open's metadata differs from the header's")
+    res.check(md == header.get("__metadata__"), where,
+              "safe_open's metadata differs from the header's")
     return table, [(path, md)]
 
 
@@ -244,7 +270,8 @@ def check_against_save_file(res: Results, where: str, path: str, tmp: str, seed:
         return
     ref = os.path.join(tmp, "ref.safetensors")
     save_file(arrays, ref)
-    mine, theirs = read_layout(res, where, path), read_layout(res, f"{where} (save_file)", ref, False)
+    mine = read_layout(res, where, path)
+    theirs = read_layout(res, f"{where} (save_file)", ref, False)
     if mine is None or theirs is None:
         return
     rng = random.Random(seed)
