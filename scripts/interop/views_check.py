@@ -15,6 +15,7 @@ loaded as a sharded checkpoint.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import time
 import zlib
@@ -62,7 +63,12 @@ def check_safetensors_view(model: Model, res: Results) -> int:
     if got is None:
         return 0
     table, metas = got
-    check_table(model, res, where, table, metas)
+    attrs = None
+    if not model.hurray:
+        rc, out, err = model.z.run("ls", [model.path], ("--json",))
+        if res.check(rc == 0, where, f"`ztfs ls --json` exited {rc}: {short(err)}"):
+            attrs = json.loads(out).get("attributes")
+    check_table(model, res, where, table, metas, attrs)
     check_bytes(res, where, table, lambda n: want_of(model, n),
                 sorted(set(table) & set(model.objects)))
     return len(metas)

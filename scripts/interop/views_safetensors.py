@@ -135,9 +135,33 @@ def expected_st(model: Model, o: Obj):
     return ("in", dt, list(shape))
 
 
-def check_table(model: Model, res: Results, where: str, table: dict, metas: list) -> None:
+def check_attributes(res: Results, where: str, md: dict, attrs) -> None:
+    """The model's attributes (`ztfs ls --json`) in __metadata__: a string
+    as it is, a number or bool as its JSON text, anything else present."""
+    if not isinstance(attrs, dict):
+        return
+    for k, v in attrs.items():
+        if k == "format" or k.startswith("ztfs."):
+            continue
+        got = md.get(k)
+        if got is None:
+            res.fail(where, f"__metadata__ lacks the model attribute {k[:60]!r}")
+        elif isinstance(v, str):
+            res.check(got == v, where,
+                      f"attribute {k[:60]!r}: {got[:80]!r}, the model has {v[:80]!r}")
+        elif isinstance(v, (bool, int, float)) and math.isfinite(v):
+            try:
+                same = json.loads(got) == v and type(json.loads(got)) is type(v)
+            except ValueError:
+                same = False
+            res.check(same, where, f"attribute {k[:60]!r}: {got[:80]!r}, the model has {v!r}")
+
+
+def check_table(model: Model, res: Results, where: str, table: dict, metas: list,
+                attrs=None) -> None:
     """The tensors found (`table`: name -> (file, data start, header entry))
-    and each file's __metadata__ against the objects' meta.json."""
+    and each file's __metadata__ against the objects' meta.json; the first
+    file's also against the model's attributes `attrs`."""
     announced, left = {}, {}
     for name, o in model.objects.items():
         st, no = o.meta.get("safetensors"), o.meta.get("no_safetensors")
@@ -178,6 +202,7 @@ def check_table(model: Model, res: Results, where: str, table: dict, metas: list
             continue
         res.check(lo == left, w, f"ztfs.left_out {str(lo)[:200]} differs from the objects' "
                                  f"no_safetensors {str(left)[:200]}")
+        check_attributes(res, w, md, attrs)
 
 
 def want_of(model: Model, name: str) -> tuple[Optional[bytes], str]:
