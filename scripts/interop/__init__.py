@@ -117,7 +117,7 @@ covering its whole writing API, each with a sidecar of expected bytes
 (hurray_check.py); every corpus/hurray/valid/ file must load in pyhurray.
 
 Views (--suite views runs only this): every corpus/valid, Hurray valid
-and sample file is mounted; each `.npy` file meta.json announces (and no
+and sample file, and a package-written model of edge cases, is mounted; each `.npy` file meta.json announces (and no
 other) must load with np.load, plain and mmapped, as the announced dtype
 and shape with the bytes of the file beside it and of `ztfs cat`, and
 match np.save's data; `model.safetensors` must parse (4096-aligned header,
