@@ -4,7 +4,7 @@
 #
 #   scripts/bench-mount.sh [--size 1G] [--reps 5] [--slow-reps 3]
 #                          [--objects 1000,100000,1000000] [--ls-objects 100000,1000000]
-#                          [--only default,direct,random,metadata] [--format zt|hurray]
+#                          [--only default,views,direct,random,metadata] [--format zt|hurray]
 #
 # Needs root (FUSE mounts, /sys/class/bdi), dd, ls and python3 (standard
 # library only). Builds release binaries into $CARGO_TARGET_DIR (default

@@ -11,7 +11,9 @@ value above 1 means faster.
   native  the backing file, warm in the page cache (dd, mmap, pread)
   bare    examples/bare_server.rs: the barest fuser server serving the same
           byte range from an mmap, with ztfs's mount settings
-  ztfs    `ztfs mount`, reading big/data
+  ztfs    `ztfs mount`, reading big/data (and, with the default section or
+          --only views, big/data.npy and the big tensor's range in
+          model.safetensors: bench_views.py)
 
 With --format hurray the big file is a Hurray container (one u8 tensor,
 its buffer at the same offset) instead of a .zt file: the same reads,
@@ -36,6 +38,7 @@ import sys
 import time
 
 import bench_hurray
+import bench_views
 
 MAGIC = b"\x89ZT2\r\n\x1a\n"
 BLOB_OFFSET = 65536
@@ -678,7 +681,9 @@ def main():
                     help="object counts of the metadata files (empty: skip)")
     ap.add_argument("--ls-objects", default="100000,1000000",
                     help="object counts whose root is listed with ls -l")
-    ap.add_argument("--only", default="default,direct,random,metadata")
+    ap.add_argument("--only", default="default,direct,random,metadata",
+                    help="sections, comma-separated: default (with views), views, direct, "
+                         "random, metadata")
     ap.add_argument("--format", choices=("zt", "hurray"), default="zt",
                     help="the big file's container (default zt)")
     a = ap.parse_args()
@@ -717,6 +722,12 @@ def main():
     res = Results()
     if "default" in only:
         bench_default(a, bins, res, big, n)
+    if "default" in only or "views" in only:
+        def mount(who):
+            m = fresh_mount(a, bins, who, big, n, direct_io=False)
+            return argparse.Namespace(mnt=m.mnt, path=m.path, unmount=lambda: m.unmount(bins))
+
+        bench_views.bench_views(a, res, big, n, BLOB_OFFSET, mount, dd_seq, rotations)
     if "direct" in only:
         bench_direct(a, bins, res, big, n)
     if "random" in only:

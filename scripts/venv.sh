@@ -22,19 +22,25 @@ case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
 # xxhash 4.1.0: XXH3-64 for content digests (cp311 manylinux2014 wheel).
 # pyhurray 0.1.0: the Hurray reference writer and reader, import name `hurray`
 # (cp310-abi3 manylinux2014 wheel; no dependencies but the optional numpy).
-pins=(ztensor==2.1.2 numpy==2.4.6 xxhash==4.1.0 pyhurray==0.1.0)
+# safetensors 0.8.0: the reference safetensors reader and writer, for the
+# mount's model.safetensors (cp310-abi3 manylinux2014 wheel; no dependencies).
+# ml_dtypes 0.7.0: bfloat16 and float8 numpy dtypes, for the .npy views under
+# --npy-dtypes ml (cp311 manylinux_2_27 wheel; needs numpy).
+pins=(ztensor==2.1.2 numpy==2.4.6 xxhash==4.1.0 pyhurray==0.1.0 safetensors==0.8.0
+    ml_dtypes==0.7.0)
 
 log() { printf 'venv.sh: %s\n' "$*" >&2; }
 
 marker=$venv/.ztfs-interop-pins
 want="${pins[*]}"
 
-# The marker matches the pins and the modules are there (numpy is only
-# located, not imported, to keep the fast path quick).
+# The marker matches the pins and the modules are there (numpy and
+# ml_dtypes, which imports numpy, are only located, not imported, to keep the
+# fast path quick).
 ready() {
     [[ -x $venv/bin/python && -f $marker && "$(cat "$marker")" == "$want" ]] &&
-        "$venv/bin/python" -c 'import importlib.util as u, ztensor, xxhash, hurray
-assert u.find_spec("numpy")' >/dev/null 2>&1
+        "$venv/bin/python" -c 'import importlib.util as u, ztensor, xxhash, hurray, safetensors
+assert u.find_spec("numpy") and u.find_spec("ml_dtypes")' >/dev/null 2>&1
 }
 
 if ready; then
@@ -106,6 +112,6 @@ if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/python" -m pip install -q \
         "a CPython 3.11 wheel: set ZTFS_PYTHON to a python3.11 (and ZTFS_VENV to a new dir)"
     exit 1
 fi
-"$venv/bin/python" -c 'import ztensor, numpy, xxhash, hurray' >&2
+"$venv/bin/python" -c 'import ztensor, numpy, xxhash, hurray, safetensors, ml_dtypes' >&2
 echo "$want" >"$marker"
 echo "$venv"

@@ -104,12 +104,29 @@ The package, one job a module (each imports only those listed before it):
   hurray_cli      the ztfs command spellings for a Hurray file (one place)
   hurray_known    the Hurray allowlist (pyhurray refusing valid corpus files)
   hurray_check    Hurray forward (ztfs check/ls/cat/mount) and reverse
+  views_model     a mounted model's object directories and `ztfs cat` bytes
+  views_npy       the .npy files of a mount (numpy, np.save)
+  views_safetensors  its safetensors view (safetensors package, save_file)
+  views_sharded   sharded safetensors views, and the model that must shard
+  views_check     the views suite: which files, mounting, calling the checks
   main        argument parsing and the run; __main__ calls it
 
 Hurray (--suite hurray runs only this): pyhurray 0.1.0 writes files
 covering its whole writing API, each with a sidecar of expected bytes
 (hurray_gen.py); ztfs must check, list, cat and mount them
 (hurray_check.py); every corpus/hurray/valid/ file must load in pyhurray.
+
+Views (--suite views runs only this): every corpus/valid, Hurray valid
+and sample file, and a package-written model of edge cases, is mounted; each `.npy` file meta.json announces (and no
+other) must load with np.load, plain and mmapped, as the announced dtype
+and shape with the bytes of the file beside it and of `ztfs cat`, and
+match np.save's data; `model.safetensors` must parse (4096-aligned header,
+contiguous tensors), hold exactly the objects meta.json announces with the
+cat bytes, name the left-out ones in `ztfs.left_out`, load with
+safetensors.safe_open and match save_file's data. bf16/f8 files again with
+`--npy-dtypes ml` after `import ml_dtypes`; a sample with a small
+`--safetensors-header-max` and a generated model whose header passes
+100 MB must shard and load as transformers loads a sharded checkpoint.
 
 Run it as `python -m interop` with scripts/ on the path (scripts/interop.sh
 does that).
@@ -125,6 +142,7 @@ try:
     import ztensor  # noqa: F401
     import ztensor.numpy  # noqa: F401
     import hurray  # noqa: F401
+    import safetensors  # noqa: F401
 except ImportError as e:  # pragma: no cover - environment problem
     sys.stderr.write(
         f"interop: {e}; run this with the venv python (scripts/venv.sh)\n"

@@ -27,6 +27,7 @@ from .mount import MOUNT_STATS
 from .mutations import check_mutation, mutations
 from .results import Results
 from .sharded import gen_sharded
+from .views_check import run_views
 from .ztfs import Ztfs
 
 
@@ -82,9 +83,11 @@ def main() -> int:
     ap.add_argument("--keep", metavar="DIR", help="write generated files here and keep them")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per ztfs call")
     ap.add_argument("--only", metavar="SUBSTR",
-                    help="check only the generated files whose name contains SUBSTR")
-    ap.add_argument("--suite", choices=("all", "zt", "hurray"), default="all",
-                    help="run the zTensor checks, the Hurray checks (pyhurray), or both")
+                    help="check only the generated files (views: corpus files) whose name "
+                         "contains SUBSTR")
+    ap.add_argument("--suite", choices=("all", "zt", "hurray", "views"), default="all",
+                    help="run the zTensor checks, the Hurray checks (pyhurray), the .npy and "
+                         "safetensors views of the mounts, or all three")
     args = ap.parse_args()
 
     t_start = time.monotonic()
@@ -126,7 +129,7 @@ def main() -> int:
         tmp = tempfile.mkdtemp(prefix="ztfs-interop-")
         cleanup = tmp
     try:
-        t_gen = t_fwd = t_rev = 0.0
+        t_gen = t_fwd = t_rev = t_views = 0.0
         if args.suite in ("all", "zt"):
             print(f"\n== writing files with the package into {tmp}")
             t0 = time.monotonic()
@@ -172,6 +175,10 @@ def main() -> int:
         if args.suite in ("all", "hurray"):
             t_hr = run_hurray(args, z, res, os.path.join(tmp, "hurray"))
             t_gen, t_fwd, t_rev = t_gen + t_hr[0], t_fwd + t_hr[1], t_rev + t_hr[2]
+        if args.suite in ("all", "views"):
+            t0 = time.monotonic()
+            run_views(args, z, res, tmp)
+            t_views = time.monotonic() - t0
     finally:
         if cleanup:
             shutil.rmtree(cleanup, ignore_errors=True)
@@ -184,7 +191,8 @@ def main() -> int:
 
     total = time.monotonic() - t_start
     print(f"\n== timing: write {t_gen:.1f}s, forward {t_fwd:.1f}s, reverse {t_rev:.1f}s, "
-          f"total {total:.1f}s" + (f"; {z.calls} ztfs calls, {z.seconds:.1f}s in ztfs" if z else ""))
+          f"views {t_views:.1f}s, total {total:.1f}s"
+          + (f"; {z.calls} ztfs calls, {z.seconds:.1f}s in ztfs" if z else ""))
     if MOUNT_STATS["mounts"]:
         print(f"   mounts: {MOUNT_STATS['mounts']} mounts, {MOUNT_STATS['files']} part files "
               f"({MOUNT_STATS['bytes'] / 1e6:.1f} MB) read through them, "
