@@ -218,8 +218,9 @@ impl Plan {
             }
             if !fits(cur.text + entry.len() as u64, max) {
                 let (name, _) = describe(c.object);
+                let need = padded(cur.text + entry.len() as u64) - 8;
                 return Err(format!(
-                    "the header entry of {name:?} alone makes a header longer than {max} bytes"
+                    "a header holding {name:?} alone is {need} bytes (its text padded so the data starts on a {DATA_ALIGN}-byte page), more than the limit of {max}"
                 ));
             }
             cur.push(t, entry.len() as u64);
