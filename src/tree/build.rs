@@ -160,7 +160,7 @@ impl Tree {
         let base = base_of(&model, &opts)?;
         let empty = Vec::new();
         let objects = model.manifest().map_or(&empty, |m| &m.objects);
-        let hurray_views = hurray_views(&model);
+        let (hurray_views, hurray_members) = hurray_views(&model);
         let PartIndex {
             part_base,
             encoded,
@@ -201,6 +201,7 @@ impl Tree {
             last_end: encoded.iter().map(|_| Default::default()).collect(),
             encoded,
             hurray_views,
+            hurray_members,
             safetensors: None,
             opts,
             model,
@@ -507,18 +508,23 @@ pub(super) fn part_files(o: &Object, j: usize) -> (bool, bool) {
 /// The Hurray tensors whose `data` is computed (another dense layout, a
 /// partition composite), with their views, by object (ascending). A tensor
 /// whose view cannot be made gets no `data`: its `meta.json` says why.
-fn hurray_views(model: &Model) -> Vec<(u32, HurrayView)> {
+/// Also the composites' members, kept to say why a view failed.
+fn hurray_views(model: &Model) -> (Vec<(u32, HurrayView)>, HurrayMembers) {
     let Some(file) = model.hurray() else {
-        return Vec::new();
+        return Default::default();
     };
     let members = hurray::composite_members(&file.tensors);
-    (0..file.tensors.len())
+    let views = (0..file.tensors.len())
         .filter_map(|i| {
             let v = crate::decode::hurray::view(file, i, &members)?.ok()?;
             Some((i as u32, v))
         })
-        .collect()
+        .collect();
+    (views, members)
 }
+
+/// [`hurray::composite_members`]' result.
+pub(super) type HurrayMembers = Vec<(usize, Vec<usize>)>;
 
 /// Places object `i` named `name` in the build tree.
 fn place(root: &mut DirBuild, name: &str, i: u32, view: View) {

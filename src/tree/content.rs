@@ -534,15 +534,7 @@ impl Tree {
                 ]),
                 None,
             ),
-            objects::Data::Computed => {
-                let file = self.model.hurray().expect("a Hurray tensor");
-                let members = crate::format::hurray::composite_members(&file.tensors);
-                let why = match crate::decode::hurray::view(file, object as usize, &members) {
-                    Some(Err(e)) => e,
-                    _ => "no row-major view".to_string(),
-                };
-                (Value::Null, Some(why))
-            }
+            objects::Data::Computed => (Value::Null, Some(self.hurray_no_data(object))),
             objects::Data::Absent(why) => (Value::Null, Some(why)),
         };
         let data_file = vec![objects::DATA.to_string()];

@@ -112,8 +112,7 @@ impl Tree {
         match hurray::objects::data_of(&file.tensors[i as usize]) {
             hurray::objects::Data::Absent(why) => why,
             _ => {
-                let members = hurray::composite_members(&file.tensors);
-                match crate::decode::hurray::view(file, i as usize, &members) {
+                match crate::decode::hurray::view(file, i as usize, &self.hurray_members) {
                     Some(Err(e)) => e,
                     _ => "no row-major view".to_string(),
                 }

@@ -246,6 +246,9 @@ pub struct Tree {
     /// layout, a partition), by object (ascending); read by range from
     /// the map.
     hurray_views: Vec<(u32, crate::decode::hurray::View)>,
+    /// The members of each Hurray composite, to say why a view failed
+    /// without finding them again per tensor.
+    hurray_members: build::HurrayMembers,
     /// The model's safetensors files; `None` when they could not be
     /// planned (logged at mount).
     safetensors: Option<safetensors::Plan>,
