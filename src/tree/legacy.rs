@@ -111,12 +111,10 @@ impl Tree {
         let file = self.model.hurray().expect("a Hurray tensor");
         match hurray::objects::data_of(&file.tensors[i as usize]) {
             hurray::objects::Data::Absent(why) => why,
-            _ => {
-                match crate::decode::hurray::view(file, i as usize, &self.hurray_members) {
-                    Some(Err(e)) => e,
-                    _ => "no row-major view".to_string(),
-                }
-            }
+            _ => match crate::decode::hurray::view(file, i as usize, &self.hurray_members) {
+                Some(Err(e)) => e,
+                _ => "no row-major view".to_string(),
+            },
         }
     }
 
