@@ -166,7 +166,7 @@ pub enum Segment {
 pub struct Candidate {
     /// The object.
     pub object: u32,
-    /// Its safetensors dtype (one of [`DTYPES`]).
+    /// Its safetensors dtype (`F32`, `BF16`, ...).
     pub dtype: &'static str,
     /// Bytes of its tensor file.
     pub len: u64,
