@@ -14,6 +14,7 @@ use crate::mount::{self, MountArgs};
 use crate::read::{self, Verified};
 use crate::report;
 use crate::shards::Found;
+use crate::tree::clones::{ClonePolicy, Passthrough};
 use crate::tree::{NpyDtypes, Options, View};
 
 /// Look inside zTensor v2 model files: check them, list and read their
@@ -183,6 +184,61 @@ pub struct MountCmd {
     /// shards and an index (the format's limit; lower it to test loaders).
     #[arg(long, hide = true, default_value_t = crate::tree::safetensors::HEADER_MAX)]
     pub safetensors_header_max: u64,
+    /// Kernel passthrough: serve reads and mmap of large files straight
+    /// from a backing file of their own, at native speed. `auto`: reflink
+    /// clones where the model's filesystem shares extents, memory clones
+    /// elsewhere and for decoded files; `reflink` or `memory` only; `off`.
+    /// Needs CAP_SYS_ADMIN and Linux 6.9+; without them files are served
+    /// as before, and the mount says why.
+    #[arg(long, value_enum, default_value_t = PassthroughArg::Auto)]
+    pub passthrough: PassthroughArg,
+    /// Memory for memory clones (e.g. 4G, 512M); least recently used ones
+    /// without open files are evicted. Default: a quarter of RAM.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub clone_cache: Option<u64>,
+    /// Where reflink clones are made (unnamed files, on the model's
+    /// filesystem); default: the model's directory.
+    #[arg(long, value_name = "DIR")]
+    pub clone_dir: Option<PathBuf>,
+    /// Files smaller than this stay on the buffered path.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1M")]
+    pub passthrough_min: u64,
+}
+
+/// `--passthrough`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum PassthroughArg {
+    /// Reflink clones where possible, memory clones otherwise.
+    Auto,
+    /// Reflink clones only.
+    Reflink,
+    /// Memory clones only.
+    Memory,
+    /// No passthrough.
+    Off,
+}
+
+/// A byte size: a number with an optional K, M, G or T (powers of 1024).
+fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return Err(format!("{s:?}: the unit must be K, M, G or T")),
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (e.g. 512M, 4G)"))?;
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{s:?} is too large"))
 }
 
 /// `--npy-dtypes`.
@@ -623,6 +679,19 @@ fn mount_cmd(m: MountCmd) -> Result<()> {
             NpyDtypesArg::Ml => NpyDtypes::Ml,
         },
         safetensors_max: m.safetensors_header_max,
+        clones: ClonePolicy {
+            mode: match m.passthrough {
+                PassthroughArg::Auto => Passthrough::Auto,
+                PassthroughArg::Reflink => Passthrough::Reflink,
+                PassthroughArg::Memory => Passthrough::Memory,
+                PassthroughArg::Off => Passthrough::Off,
+            },
+            budget: m
+                .clone_cache
+                .unwrap_or_else(|| crate::sys::memory_total() / 4),
+            dir: m.clone_dir,
+            min_size: m.passthrough_min,
+        },
     };
     mount::mount(MountArgs {
         file: m.file,

@@ -15,6 +15,12 @@ use fuser::{
     ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use fuser::BackingId;
+
+use crate::tree::clones::Backing;
 use crate::tree::{Attr, Data, FileKind, FsError, OpenMode, Tree};
 
 /// Entry and attribute timeout: the tree never changes while mounted.
@@ -62,10 +68,18 @@ fn file_attr(a: &Attr) -> FileAttr {
     }
 }
 
+/// The file handle of an open served by passthrough (others are 0).
+const PASSTHROUGH_FH: u64 = 1;
+
+/// The kernel's ids of the backing files in use, one per inode, shared by
+/// every open handle of it and closed with the last.
+type BackingIds = Arc<Mutex<HashMap<u64, (Arc<BackingId>, u32)>>>;
+
 /// The filesystem handed to fuser.
 pub struct ZtFs {
     tree: Arc<Tree>,
     xattrs: bool,
+    backing_ids: BackingIds,
 }
 
 impl ZtFs {
@@ -76,7 +90,41 @@ impl ZtFs {
     /// trips per entry (security.selinux and two ACL names), which FUSE
     /// never caches (10 s for 100,000 entries instead of under one).
     pub fn new(tree: Arc<Tree>, xattrs: bool) -> ZtFs {
-        ZtFs { tree, xattrs }
+        ZtFs {
+            tree,
+            xattrs,
+            backing_ids: Arc::default(),
+        }
+    }
+}
+
+/// The backing id of `ino`'s clone `b` for one more open handle,
+/// registering it with the kernel on first use; `None` when the kernel
+/// refuses (passthrough is then off for the mount, and says why once).
+fn backing_id(
+    ids: &BackingIds,
+    tree: &Tree,
+    ino: u64,
+    b: &Backing,
+    reply: &ReplyOpen,
+) -> Option<Arc<BackingId>> {
+    let mut ids = ids.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((id, n)) = ids.get_mut(&ino) {
+        *n += 1;
+        return Some(id.clone());
+    }
+    match reply.open_backing(&b.file) {
+        Ok(id) => {
+            let id = Arc::new(id);
+            ids.insert(ino, (id.clone(), 1));
+            Some(id)
+        }
+        Err(e) => {
+            tree.disable_passthrough(&format!(
+                "the kernel refused a backing file ({e}): passthrough needs CAP_SYS_ADMIN in the initial user namespace"
+            ));
+            None
+        }
     }
 }
 
@@ -99,6 +147,23 @@ impl Filesystem for ZtFs {
         // Listings carry attributes, so `ls -l` needs no lookup per entry.
         let _ = config
             .add_capabilities(InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO);
+        if self.tree.passthrough_wanted() {
+            if let Some(why) = crate::sys::lacks_sys_admin() {
+                self.tree.disable_passthrough(&why);
+            } else if config
+                .add_capabilities(InitFlags::FUSE_PASSTHROUGH)
+                .is_err()
+            {
+                self.tree.disable_passthrough(
+                    "the kernel does not offer FUSE passthrough (it needs Linux 6.9+ built with CONFIG_FUSE_PASSTHROUGH)",
+                );
+            } else if config.set_max_stack_depth(1).is_err() {
+                self.tree
+                    .disable_passthrough("the kernel refused a filesystem stack depth of 1");
+            } else {
+                self.tree.passthrough_ready();
+            }
+        }
         Ok(())
     }
 
@@ -121,8 +186,20 @@ impl Filesystem for ZtFs {
             return reply.error(errno(FsError::ReadOnly));
         }
         // The answer may come later, from a job thread (see tree::jobs).
+        let (ids, tree) = (self.backing_ids.clone(), self.tree.clone());
         let done = Box::new(move |r: Result<OpenMode, FsError>| match r {
             Ok(m) => {
+                if let Some(b) = &m.backing {
+                    // No page-cache flags: with them the kernel fails a
+                    // passthrough open (measured: EIO).
+                    match backing_id(&ids, &tree, ino.0, b, &reply) {
+                        Some(id) => {
+                            let fh = FileHandle(PASSTHROUGH_FH);
+                            return reply.opened_passthrough(fh, FopenFlags::empty(), &id);
+                        }
+                        None => tree.release_backing(ino.0),
+                    }
+                }
                 let mut f = FopenFlags::empty();
                 if m.keep_cache {
                     f |= FopenFlags::FOPEN_KEEP_CACHE;
@@ -148,11 +225,38 @@ impl Filesystem for ZtFs {
         _lock: Option<fuser::LockOwner>,
         reply: ReplyData,
     ) {
+        // Counted by the tests: a passed-through file's reads never come.
+        log::debug!("read: inode {}, {size} bytes at {offset}", ino.0);
         let done = Box::new(move |r: Result<Data<'_>, FsError>| match r {
             Ok(data) => reply.data(&data),
             Err(e) => reply.error(errno(e)),
         });
         self.tree.read(ino.0, offset, size, req.pid(), done);
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<fuser::LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        if fh.0 == PASSTHROUGH_FH {
+            let mut ids = self.backing_ids.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((_, n)) = ids.get_mut(&ino.0) {
+                *n -= 1;
+                if *n == 0 {
+                    // Dropping the id closes it in the kernel.
+                    ids.remove(&ino.0);
+                }
+            }
+            drop(ids);
+            self.tree.release_backing(ino.0);
+        }
+        reply.ok();
     }
 
     fn flush(

@@ -229,6 +229,99 @@ pub fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
     (!faulted).then_some(out)
 }
 
+/// An anonymous memory file (`memfd_create`) of `len` bytes, closed on
+/// exec; it vanishes with its last reference, so a crash leaves nothing.
+pub fn memfd(name: &str, len: u64) -> io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    let name: Vec<u8> = name
+        .bytes()
+        .filter(|&b| b != 0)
+        .take(200)
+        .chain([0])
+        .collect();
+    // SAFETY: `name` is NUL-terminated; the returned descriptor is ours.
+    let fd = unsafe { libc::memfd_create(name.as_ptr().cast(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor owned by no one else.
+    let file = unsafe { std::fs::File::from_raw_fd(fd) };
+    file.set_len(len)?;
+    Ok(file)
+}
+
+/// An unnamed file (`O_TMPFILE`) in directory `dir`, read-write: it has no
+/// name to leave behind after a crash.
+pub fn unnamed_file_in(dir: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
+        .open(dir)
+}
+
+/// Shares `len` bytes of `src` at `src_offset` into `dst` at `dst_offset`
+/// (`FICLONERANGE`): no data is copied, the extents are shared. Offsets
+/// and length must be multiples of the filesystem block, except a length
+/// reaching the end of `src`. Fails where the filesystem cannot share
+/// extents (EOPNOTSUPP, EXDEV, EINVAL).
+pub fn clone_range(
+    src: &std::fs::File,
+    src_offset: u64,
+    len: u64,
+    dst: &std::fs::File,
+    dst_offset: u64,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let arg = libc::file_clone_range {
+        src_fd: i64::from(src.as_raw_fd()),
+        src_offset,
+        src_length: len,
+        dest_offset: dst_offset,
+    };
+    // SAFETY: FICLONERANGE reads the struct it is given; both descriptors
+    // are open for the call's duration.
+    let r = unsafe { libc::ioctl(dst.as_raw_fd(), libc::FICLONERANGE, &arg) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Tells the kernel `[offset, offset + len)` of `file` will not be needed
+/// soon, so its page cache may go (the bytes now live in a memory clone).
+pub fn drop_cache(file: &std::fs::File, offset: u64, len: u64) {
+    use std::os::fd::AsRawFd;
+    let (Ok(off), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return;
+    };
+    // SAFETY: advice only; no memory is touched.
+    unsafe {
+        libc::posix_fadvise(file.as_raw_fd(), off, len, libc::POSIX_FADV_DONTNEED);
+    }
+}
+
+/// Bytes of RAM (`MemTotal`), or 4 GiB when it cannot be read.
+pub fn memory_total() -> u64 {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    (text.lines())
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(4 << 30, |kib| kib.saturating_mul(1024))
+}
+
+/// Why the daemon cannot register backing files, if it visibly cannot:
+/// passthrough needs CAP_SYS_ADMIN (bit 21 of the effective set).
+pub fn lacks_sys_admin() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let eff = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+    let bits = u64::from_str_radix(eff.trim(), 16).ok()?;
+    (bits & (1 << 21) == 0)
+        .then(|| "the daemon lacks CAP_SYS_ADMIN (mount as root to pass files through)".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::Write;

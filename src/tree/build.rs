@@ -58,6 +58,9 @@ pub struct Options {
     /// The longest safetensors header before the model is served as
     /// shards (the format's limit; lower only to test sharding).
     pub safetensors_max: u64,
+    /// Backing files for kernel passthrough (off by default here; the
+    /// command line's default is `auto`).
+    pub clones: super::clones::ClonePolicy,
 }
 
 impl Default for Options {
@@ -70,6 +73,7 @@ impl Default for Options {
             cache_bytes: 256 << 20,
             npy_dtypes: super::NpyDtypes::default(),
             safetensors_max: super::safetensors::HEADER_MAX,
+            clones: Default::default(),
         }
     }
 }
@@ -203,6 +207,7 @@ impl Tree {
             hurray_views,
             hurray_members,
             safetensors: None,
+            clones: super::clones::Clones::new(opts.clones.clone()),
             opts,
             model,
         };

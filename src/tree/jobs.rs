@@ -41,6 +41,8 @@ pub enum JobKey {
     PrepareView(u32),
     /// Render manifest.json.
     RenderManifest,
+    /// Make an inode's backing file for passthrough.
+    Clone(u64),
 }
 
 /// Where a request's answer goes once the work has ended.

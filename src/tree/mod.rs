@@ -8,6 +8,7 @@
 //! sources (passthrough files, remote ranges) without touching the shape.
 
 mod build;
+pub mod clones;
 mod content;
 mod failures;
 mod forms;
@@ -17,11 +18,12 @@ mod legacy;
 mod listing;
 pub mod names;
 mod npy;
+mod passthrough;
 mod requests;
 pub mod safetensors;
 mod view;
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 pub use build::{Options, View, PART_NAME_MAX, PART_RESERVED, ROOT_RESERVED};
@@ -95,13 +97,27 @@ pub enum FsError {
     Interrupted,
 }
 
-/// How an opened file should be cached by the kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How an opened file should be served by the kernel.
+#[derive(Debug, Clone)]
 pub struct OpenMode {
     /// Keep the kernel's page cache across opens (the content never changes).
     pub keep_cache: bool,
     /// Bypass the kernel page cache.
     pub direct_io: bool,
+    /// A backing file holding exactly the file's bytes: the kernel may
+    /// serve reads and `mmap` from it (passthrough), and the page-cache
+    /// flags do not apply. The open holds a handle on it until
+    /// [`Tree::release_backing`].
+    pub backing: Option<Arc<clones::Backing>>,
+}
+
+impl OpenMode {
+    fn with_backing(self, b: Arc<clones::Backing>) -> OpenMode {
+        OpenMode {
+            backing: Some(b),
+            ..self
+        }
+    }
 }
 
 /// One entry of a directory listing.
@@ -252,6 +268,8 @@ pub struct Tree {
     /// The model's safetensors files; `None` when they could not be
     /// planned (logged at mount).
     safetensors: Option<safetensors::Plan>,
+    /// Backing files for passthrough.
+    clones: clones::Clones,
 }
 
 /// Ownership, permissions and times shared by every node.

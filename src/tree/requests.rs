@@ -29,11 +29,13 @@ impl Tree {
         let mode = OpenMode {
             keep_cache: !self.opts.direct_io,
             direct_io: self.opts.direct_io,
+            backing: None,
         };
         let node = match self.node(ino) {
             Ok(n) => n,
             Err(e) => return reply(Err(e)),
         };
+        let reply = self.with_backing(ino, node, tid, reply);
         match node {
             Node::Dir(_) => reply(Err(FsError::IsDir)),
             Node::Npy { object, part } if part == super::VIEW => {

@@ -120,9 +120,15 @@ pub struct Guarded {
 }
 
 impl Guarded {
-    /// Mounts `file` with `flags`, asserting success.
+    /// Mounts `file` with `flags`, asserting success. These tests are of
+    /// the daemon's own serving, so passthrough is off unless `flags`
+    /// name it (a passed-through file's reads never reach the daemon).
     pub fn new(file: &Path, flags: &[&str]) -> Guarded {
-        let m = Mount::new(file, flags);
+        let mut flags = flags.to_vec();
+        if !flags.contains(&"--passthrough") {
+            flags.extend(["--passthrough", "off"]);
+        }
+        let m = Mount::new(file, &flags);
         let pid = m.daemon();
         Guarded { m, pid }
     }

@@ -1,0 +1,263 @@
+//! Opens that hand the kernel a backing file (see [`super::clones`]): after
+//! the open's own work (decoder, `--verify`, a view prepared), a job makes
+//! the file's clone, once, and the open answers with it; a file that gets
+//! no clone (too small, over the budget, an error) answers as a buffered
+//! open. Nothing here runs on a FUSE worker but the lookups.
+
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
+use super::clones::{Backing, Kind};
+use super::jobs::{Cancel, JobKey, Work};
+use super::{FsError, Ino, Node, OpenMode, OpenReply, Tree, VIEW};
+use crate::decode::{ContentCheck, Encoding};
+use crate::error::{Error, Result};
+
+/// Bytes copied into a memory clone per read of the tree.
+const CHUNK: u32 = 1 << 20;
+
+/// Where a reflink clone's bytes are: a range of a store's file, after an
+/// optional header written in front.
+struct ReflinkSource<'a> {
+    store: &'a crate::store::Store,
+    offset: u64,
+    len: u64,
+    header: Vec<u8>,
+    rules: Option<ContentCheck<'a>>,
+}
+
+impl Tree {
+    /// Wraps `reply` so that a successful open of a file worth passing
+    /// through first gets its clone.
+    pub(super) fn with_backing(
+        self: &Arc<Self>,
+        ino: Ino,
+        node: Node,
+        tid: u32,
+        reply: OpenReply,
+    ) -> OpenReply {
+        let eligible = matches!(
+            node,
+            Node::Part { .. } | Node::Raw { .. } | Node::Npy { .. } | Node::View { .. }
+        );
+        if !eligible || !self.clones.wants(self.size(&node)) {
+            return reply;
+        }
+        let tree = self.clone();
+        Box::new(move |r: std::result::Result<OpenMode, FsError>| match r {
+            Ok(mode) => tree.when_cloned(ino, node, tid, mode, reply),
+            Err(e) => reply(Err(e)),
+        })
+    }
+
+    /// Answers `reply` with `mode` and `ino`'s clone, making it first (in
+    /// a job) when there is none yet.
+    fn when_cloned(
+        self: &Arc<Self>,
+        ino: Ino,
+        node: Node,
+        tid: u32,
+        mode: OpenMode,
+        reply: OpenReply,
+    ) {
+        if let Some(b) = self.clones.take(ino) {
+            return reply(Ok(mode.with_backing(b)));
+        }
+        if self.clones.failed(ino) {
+            return reply(Ok(mode));
+        }
+        let tree = self.clone();
+        let done = Box::new(move |r: std::result::Result<(), FsError>| match r {
+            Err(FsError::Interrupted) => reply(Err(FsError::Interrupted)),
+            // No clone is no error: the file is served buffered.
+            _ => match tree.clones.take(ino) {
+                Some(b) => reply(Ok(mode.with_backing(b))),
+                None => reply(Ok(mode)),
+            },
+        });
+        let tree = self.clone();
+        let work: Work = Arc::new(move |c: &Cancel| tree.make_clone(ino, node, c));
+        self.jobs.submit(JobKey::Clone(ino), tid, done, work);
+    }
+
+    /// True when the mount asks for passthrough at all.
+    pub fn passthrough_wanted(&self) -> bool {
+        self.clones.policy.mode != super::clones::Passthrough::Off
+    }
+
+    /// Turns passthrough off for the mount, saying why (once).
+    pub fn disable_passthrough(&self, why: &str) {
+        self.clones.disable(why);
+    }
+
+    /// Says at mount that passthrough is on, and how.
+    pub fn passthrough_ready(&self) {
+        let p = &self.clones.policy;
+        log::info!(
+            "passthrough is on ({:?}): files of {} bytes or more get a backing file; memory clones up to {} bytes",
+            p.mode, p.min_size, p.budget
+        );
+    }
+
+    /// Gives back the clone handle a passthrough open of `ino` took.
+    pub fn release_backing(&self, ino: Ino) {
+        self.clones.release(ino);
+    }
+
+    /// A job: makes `ino`'s clone, a reflink where allowed and possible,
+    /// else a memory copy within the budget. Only an abandoned request is
+    /// an error; a clone that cannot be made leaves the file buffered.
+    fn make_clone(
+        &self,
+        ino: Ino,
+        node: Node,
+        cancel: &Cancel,
+    ) -> std::result::Result<(), FsError> {
+        if self.clones.take(ino).is_some() {
+            self.clones.release(ino);
+            return Ok(());
+        }
+        let len = self.size(&node);
+        if self.clones.may_reflink() {
+            if let Some(src) = self.reflink_source(node) {
+                match Self::map_read(|| self.reflink(&src, len)) {
+                    Ok(b) => {
+                        self.clones.reflink_result(true, &"");
+                        self.clones.insert(ino, b);
+                        return Ok(());
+                    }
+                    Err(e) => self.clones.reflink_result(false, &e),
+                }
+            }
+        }
+        if !self.clones.may_copy() {
+            return Ok(());
+        }
+        if !self.clones.reserve_memory(len) {
+            log::debug!("passthrough: inode {ino} ({len} bytes) does not fit the clone budget");
+            return Ok(());
+        }
+        match self.copy(ino, node, len, cancel) {
+            Ok(b) => {
+                self.clones.insert(ino, b);
+                if let Some(src) = self.reflink_source(node) {
+                    // The bytes live in the clone now; the model's pages
+                    // for them need not stay cached twice.
+                    crate::sys::drop_cache(src.store.file(), src.offset, src.len);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.clones.unreserve_memory(len);
+                if let Error::Interrupted = e {
+                    return Err(FsError::Interrupted);
+                }
+                log::warn!("passthrough: inode {ino}: no memory clone: {e}");
+                self.clones.fail(ino);
+                Ok(())
+            }
+        }
+    }
+
+    /// A memory clone of `node`: its bytes as the tree serves them.
+    fn copy(&self, ino: Ino, node: Node, len: u64, cancel: &Cancel) -> Result<Backing> {
+        let file =
+            crate::sys::memfd(&format!("ztfs-{ino}"), len).map_err(|e| Error::io("memfd", e))?;
+        let mut at = 0;
+        while at < len {
+            cancel.keep_going()?;
+            let want = (len - at).min(u64::from(CHUNK)) as u32;
+            let data = self.read_node(node, at, want).map_err(|e| {
+                Error::Unsupported(format!("reading it for the clone failed ({e:?})"))
+            })?;
+            if data.is_empty() {
+                return Err(Error::Unsupported(format!(
+                    "it ended at {at} of {len} bytes"
+                )));
+            }
+            file.write_all_at(&data, at)
+                .map_err(|e| Error::io("memfd", e))?;
+            at += data.len() as u64;
+        }
+        Ok(Backing {
+            file,
+            len,
+            kind: Kind::Memory,
+        })
+    }
+
+    /// Where a reflink clone of `node` comes from: a raw part's blob (or a
+    /// `.npy` of one, after its header); `None` for decoded files.
+    fn reflink_source(&self, node: Node) -> Option<ReflinkSource<'_>> {
+        let (object, part, header) = match node {
+            Node::Raw { object, part } => (object, part, Vec::new()),
+            Node::Part { object, part } => (object, part, Vec::new()),
+            Node::Npy { object, part } if part != VIEW => {
+                let form = self.npy_of(object, part).ok()?;
+                (object, part, super::npy::header(&form).ok()?)
+            }
+            _ => return None,
+        };
+        let raw = matches!(node, Node::Raw { .. });
+        if !raw && !matches!(self.decoder(object, part), Ok(Encoding::Raw)) {
+            return None;
+        }
+        let (o, p) = self.part(object, part);
+        let store = self.model.store_of(p).ok()?;
+        let rules = ContentCheck::new(o, p);
+        Some(ReflinkSource {
+            store,
+            offset: p.blob.offset,
+            len: p.blob.length,
+            header,
+            rules: (!raw && rules.applies()).then_some(rules),
+        })
+    }
+
+    /// A reflink clone: the header written, the blob's whole blocks
+    /// shared, a last partial block shared where the blob reaches the end
+    /// of its file and copied otherwise. A type with content rules is
+    /// checked whole first: the kernel will serve its bytes unchecked.
+    fn reflink(&self, src: &ReflinkSource<'_>, len: u64) -> Result<Backing> {
+        const BLOCK: u64 = 4096;
+        let io = |e| Error::io("reflink clone", e);
+        super::content::check_live(src.store, src.offset, src.len)?;
+        let bytes = src.store.slice(src.offset, src.len)?;
+        if let Some(rules) = &src.rules {
+            rules.check_range(0, bytes)?;
+        }
+        let dir = match &self.clones.policy.dir {
+            Some(d) => d.clone(),
+            None => (src.store.path().parent())
+                .map(|p| {
+                    if p.as_os_str().is_empty() {
+                        ".".into()
+                    } else {
+                        p.to_path_buf()
+                    }
+                })
+                .unwrap_or_else(|| ".".into()),
+        };
+        let dst = crate::sys::unnamed_file_in(&dir).map_err(io)?;
+        let h = src.header.len() as u64;
+        dst.write_all_at(&src.header, 0).map_err(io)?;
+        let to_end = src.offset + src.len == src.store.len();
+        let shared = if to_end {
+            src.len
+        } else {
+            src.len / BLOCK * BLOCK
+        };
+        if shared > 0 {
+            crate::sys::clone_range(src.store.file(), src.offset, shared, &dst, h).map_err(io)?;
+        }
+        dst.write_all_at(&bytes[shared as usize..], h + shared)
+            .map_err(io)?;
+        dst.set_len(h + src.len).map_err(io)?;
+        debug_assert_eq!(h + src.len, len);
+        Ok(Backing {
+            file: dst,
+            len,
+            kind: Kind::Reflink,
+        })
+    }
+}
