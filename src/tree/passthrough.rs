@@ -123,6 +123,7 @@ impl Tree {
                 match Self::map_read(|| self.reflink(&src, len)) {
                     Ok(b) => {
                         self.clones.reflink_result(true, &"");
+                        log::debug!("passthrough: inode {ino}: reflink clone of {len} bytes");
                         self.clones.insert(ino, b);
                         return Ok(());
                     }
@@ -139,6 +140,7 @@ impl Tree {
         }
         match self.copy(ino, node, len, cancel) {
             Ok(b) => {
+                log::debug!("passthrough: inode {ino}: memory clone of {len} bytes");
                 self.clones.insert(ino, b);
                 if let Some(src) = self.reflink_source(node) {
                     // The bytes live in the clone now; the model's pages

@@ -395,7 +395,10 @@ impl Mount {
     /// Runs `ztfs mount FILE MNT flags...` and returns what it did.
     pub fn mount(&self, file: &Path, flags: &[&str]) -> Output {
         let mut args: Vec<&OsStr> = vec!["mount".as_ref(), file.as_os_str(), self.mnt.as_os_str()];
-        args.extend(["--log-level", "info", "--log-file"].map(OsStr::new));
+        if !flags.contains(&"--log-level") {
+            args.extend(["--log-level", "info"].map(OsStr::new));
+        }
+        args.push(OsStr::new("--log-file"));
         args.push(self.log.as_os_str());
         args.extend(flags.iter().map(OsStr::new));
         ztfs(&args)
