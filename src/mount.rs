@@ -96,7 +96,12 @@ pub fn mount(args: MountArgs) -> Result<()> {
             let mut msg = String::new();
             let _ = parent_end.read_to_string(&mut msg);
             match msg.strip_prefix("ok") {
-                Some(_) => Ok(()),
+                Some(note) => {
+                    if !note.trim().is_empty() {
+                        eprintln!("ztfs: {}", note.trim());
+                    }
+                    Ok(())
+                }
                 None if msg.is_empty() => Err(Error::Usage(
                     "the mount daemon exited before the mount was ready".into(),
                 )),
@@ -177,7 +182,9 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
     sys::trim_heap();
     match (&answered, ready.take()) {
         (Ok(_), Some(mut r)) => {
-            let _ = r.write_all(b"ok");
+            // Init has run: the note says whether passthrough is off, and why.
+            let note = tree.passthrough_note().map(|n| format!("\n{n}"));
+            let _ = r.write_all(format!("ok{}", note.unwrap_or_default()).as_bytes());
             drop(r);
             let _ = sys::detach_stdio();
         }

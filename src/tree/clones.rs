@@ -117,6 +117,8 @@ pub struct Clones {
     pub policy: ClonePolicy,
     /// False once the kernel or the daemon's rights rule passthrough out.
     available: std::sync::atomic::AtomicBool,
+    /// Why passthrough was turned off, if it was.
+    off_because: Mutex<Option<String>>,
     /// Whether reflinks work on the model's filesystem (found by trying).
     reflink: AtomicU8,
     inner: Mutex<Inner>,
@@ -128,6 +130,7 @@ impl Clones {
         Clones {
             policy,
             available: std::sync::atomic::AtomicBool::new(true),
+            off_because: Mutex::default(),
             reflink: AtomicU8::new(UNKNOWN),
             inner: Mutex::default(),
         }
@@ -148,7 +151,15 @@ impl Clones {
     pub fn disable(&self, why: &str) {
         if self.available.swap(false, Ordering::Relaxed) {
             log::warn!("passthrough is off: {why}; files are served through the daemon");
+            let mut off = self.off_because.lock().unwrap_or_else(|p| p.into_inner());
+            *off = Some(why.to_string());
         }
+    }
+
+    /// Why passthrough was asked for and turned off, if it was.
+    pub fn off_because(&self) -> Option<String> {
+        let off = self.off_because.lock().unwrap_or_else(|p| p.into_inner());
+        off.clone()
     }
 
     /// True when reflinks may be tried.

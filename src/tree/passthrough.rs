@@ -90,6 +90,15 @@ impl Tree {
         self.clones.disable(why);
     }
 
+    /// What the mount command says about passthrough: why it is off when
+    /// it was asked for.
+    pub fn passthrough_note(&self) -> Option<String> {
+        let why = self.clones.off_because()?;
+        Some(format!(
+            "passthrough is off: {why}; files are served through the daemon"
+        ))
+    }
+
     /// Says at mount that passthrough is on, and how.
     pub fn passthrough_ready(&self) {
         let p = &self.clones.policy;
