@@ -191,7 +191,12 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
         (Err(e), Some(mut r)) => {
             let _ = write!(r, "{}: the mount does not answer: {e}", mnt.display());
         }
-        (_, None) => log::info!("mounted {} on {}", args.file.display(), mnt.display()),
+        (_, None) => {
+            log::info!("mounted {} on {}", args.file.display(), mnt.display());
+            if let Some(note) = tree.passthrough_note() {
+                log::warn!("{note}");
+            }
+        }
     }
     let end = wait_for_end(mnt, session);
     tree.log_failure_counts();

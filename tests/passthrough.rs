@@ -404,3 +404,78 @@ fn passthrough_off_serves_every_read_from_the_daemon() {
     assert!(daemon_reads(&m, ino) > 0);
     assert!(!m.log().contains("passthrough is on"), "{}", m.log());
 }
+
+/// Runs `argv` as user nobody (uid 65534), as a user without privileges
+/// mounts: through `fusermount3` (package fuse3, which .ci/run installs).
+fn as_nobody(argv: &[&OsStr]) -> std::process::Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args(argv)
+        .output()
+        .expect("setpriv (util-linux)")
+}
+
+use std::ffi::OsStr;
+
+/// /dev/fuse opened to everyone for a test's duration, restored on drop.
+struct FuseOpen(u32);
+
+impl FuseOpen {
+    fn new() -> FuseOpen {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata("/dev/fuse").unwrap().permissions().mode();
+        fs::set_permissions("/dev/fuse", fs::Permissions::from_mode(0o666)).unwrap();
+        FuseOpen(mode)
+    }
+}
+
+impl Drop for FuseOpen {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = fs::set_permissions("/dev/fuse", fs::Permissions::from_mode(self.0 & 0o7777));
+    }
+}
+
+#[test]
+fn without_cap_sys_admin_the_mount_says_once_that_passthrough_is_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, mnt) = (dir.path().join("model.zt"), dir.path().join("mnt"));
+    fs::write(&file, model()).unwrap();
+    fs::create_dir(&mnt).unwrap();
+    for p in [dir.path(), &file, &mnt] {
+        std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    }
+    let _fuse = FuseOpen::new();
+    let out = as_nobody(&[
+        OsStr::new(BIN),
+        OsStr::new("mount"),
+        file.as_os_str(),
+        mnt.as_os_str(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let unmount = || as_nobody(&[OsStr::new("fusermount3"), OsStr::new("-u"), mnt.as_os_str()]);
+    let r = std::panic::catch_unwind(|| {
+        assert!(out.status.success(), "{stderr}");
+        assert_eq!(stderr.matches("passthrough is off").count(), 1, "{stderr}");
+        assert!(stderr.contains("CAP_SYS_ADMIN"), "{stderr}");
+        let read = as_nobody(&[OsStr::new("cat"), mnt.join("a/data").as_os_str()]);
+        assert!(
+            read.status.success(),
+            "{}",
+            String::from_utf8_lossy(&read.stderr)
+        );
+        assert!(
+            read.stdout == cat(&file, "a", "data", false).unwrap(),
+            "a/data as a user"
+        );
+    });
+    let u = unmount();
+    assert!(
+        u.status.success(),
+        "fusermount3 -u: {}",
+        String::from_utf8_lossy(&u.stderr)
+    );
+    if let Err(e) = r {
+        std::panic::resume_unwind(e);
+    }
+}
