@@ -11,9 +11,10 @@ value above 1 means faster.
   native  the backing file, warm in the page cache (dd, mmap, pread)
   bare    examples/bare_server.rs: the barest fuser server serving the same
           byte range from an mmap, with ztfs's mount settings
-  ztfs    `ztfs mount`, reading big/data (and, with the default section or
-          --only views, big/data.npy and the big tensor's range in
-          model.safetensors: bench_views.py)
+  ztfs    `ztfs mount --passthrough off` (every read reaches the daemon),
+          reading big/data (and, with the default section or --only views,
+          big/data.npy and the big tensor's range in model.safetensors:
+          bench_views.py)
 
 With --format hurray the big file is a Hurray container (one u8 tensor,
 its buffer at the same offset) instead of a .zt file: the same reads,
@@ -212,8 +213,10 @@ class Mount:
         Mount.live.append(self)
 
     @classmethod
-    def ztfs(cls, bins, file, mnt, direct_io=False):
-        argv = [bins.ztfs, "mount", file, mnt] + (["--direct-io"] if direct_io else [])
+    def ztfs(cls, bins, file, mnt, direct_io=False, flags=("--passthrough", "off")):
+        """`ztfs mount` with `flags`: by default without passthrough, so
+        reads reach the daemon (the buffered figures)."""
+        argv = [bins.ztfs, "mount", file, mnt, *flags] + (["--direct-io"] if direct_io else [])
         t0 = time.perf_counter()
         r = subprocess.run(argv, capture_output=True)
         dt = time.perf_counter() - t0
