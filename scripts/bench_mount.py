@@ -39,6 +39,7 @@ import sys
 import time
 
 import bench_hurray
+import bench_passthrough
 import bench_views
 
 MAGIC = b"\x89ZT2\r\n\x1a\n"
@@ -686,7 +687,7 @@ def main():
                     help="object counts whose root is listed with ls -l")
     ap.add_argument("--only", default="default,direct,random,metadata",
                     help="sections, comma-separated: default (with views), views, direct, "
-                         "random, metadata")
+                         "random, metadata, passthrough")
     ap.add_argument("--format", choices=("zt", "hurray"), default="zt",
                     help="the big file's container (default zt)")
     a = ap.parse_args()
@@ -704,7 +705,8 @@ def main():
     timed([a.ztfs, "check", big])
     many = []
     gens = set()
-    for count in [int(c) for c in a.objects.split(",") if c]:
+    counts = [int(c) for c in a.objects.split(",") if c] if "metadata" in only else []
+    for count in counts:
         path = os.path.join(a.work, f"many-{count}.zt")
         how = "python"
         if a.gen_manifest:
@@ -736,6 +738,10 @@ def main():
     if "random" in only:
         bench_random(a, bins, res, big, n)
     meta = bench_metadata(a, bins, big, n, many) if "metadata" in only and many else None
+    # It gets this module as it runs (__main__), whose registry of mounts
+    # the exit path below unmounts.
+    pt = (bench_passthrough.bench(a, bins, sys.modules[__name__], big, n)
+          if "passthrough" in only else None)
 
     cpu = os.cpu_count()
     uname = os.uname()
@@ -743,8 +749,12 @@ def main():
     print(f"ztfs read benchmark ({a.format} file): blob {n / 2**30:.3g} GiB, kernel {uname.release}, {cpu} CPUs, "
           f"medians of {a.reps} ({a.slow_reps} for 1M objects and ls -l) [min–max]; "
           "ratios are speed ratios (for times and latencies: baseline time / ztfs time)")
-    print()
-    print_table(res.rows)
+    if res.rows:
+        print()
+        print_table(res.rows)
+    if pt:
+        print()
+        bench_passthrough.print_tables(pt)
     if meta:
         print()
         print("**metadata** (ztfs only; baselines: validation alone, and the bare server's mount; "
