@@ -4,13 +4,22 @@
 #
 #   scripts/bench-mount.sh [--size 1G] [--reps 5] [--slow-reps 3]
 #                          [--objects 1000,100000,1000000] [--ls-objects 100000,1000000]
-#                          [--only default,views,direct,random,metadata] [--format zt|hurray]
+#                          [--only default,views,direct,random,metadata,passthrough]
+#                          [--format zt|hurray]
 #
 # Needs root (FUSE mounts, /sys/class/bdi), dd, ls and python3 (standard
 # library only). Builds release binaries into $CARGO_TARGET_DIR (default
 # /tmp/bench-target), writes its files to a temporary directory under
 # $TMPDIR (default /tmp; about size + 150 MB; it must not be tmpfs for the
 # figures to mean anything), and removes it and every mount in it on exit.
+#
+# `--only passthrough` (not in the default set: about 3 minutes at 1G)
+# measures kernel passthrough (scripts/bench_passthrough.py): memory clones
+# of the big file, reflink clones of a copy of it on an XFS filesystem made
+# in a loop file in the work directory (needs mkfs.xfs, apt xfsprogs), and
+# a zt.zstd-seekable/1 part read through its memory clone (written by
+# bench_zstd.py's generator in the project venv, scripts/venv.sh). It needs
+# about 3.5 x size more disk, and about 4 x size of memory.
 # Prints a markdown table on stdout, progress on stderr. A benchmark, not a
 # test: exit 0 whatever the figures, non-zero only if something failed to run.
 set -euo pipefail

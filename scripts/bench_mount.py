@@ -16,6 +16,12 @@ value above 1 means faster.
           big/data.npy and the big tensor's range in model.safetensors:
           bench_views.py)
 
+With --only passthrough (not run by default), a section of its own on
+kernel passthrough: memory clones, reflink clones on an XFS loop filesystem
+and a compressed part's memory clone, beside native reads, a memfd of the
+same bytes, the bare server and `--passthrough off`; its table and what it
+measures are described in bench_passthrough.py.
+
 With --format hurray the big file is a Hurray container (one u8 tensor,
 its buffer at the same offset) instead of a .zt file: the same reads,
 against the same baselines, through `big/data`.

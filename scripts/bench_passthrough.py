@@ -15,8 +15,11 @@ The columns:
 
   native   the blob's byte range of the model file (for zstd: the big
            file's raw blob, the same size as the part decoded), warm
-  memfd    the same bytes copied by Python into a memfd and read natively:
-           the ceiling of a memory clone (its "open" is the copy)
+  clone    a backing file of the same kind made by this script and read
+           natively, the ceiling of passthrough from it: a memfd the blob
+           is copied into (memory), a FICLONERANGE clone of the blob into
+           an unnamed file on the XFS filesystem (reflink); its "open" is
+           the making
   bare     examples/bare_server.rs serving the blob (buffered)
   buffered `ztfs mount --passthrough off`
   pt       the passthrough mount (`--log-level debug`: the `read: inode`
@@ -24,31 +27,37 @@ The columns:
 
 "1st read" is the wall clock of open() on a fresh mount (for a passthrough
 mount, the clone is made before the open returns) plus a dd bs=1M of the
-whole file. A memory clone drops the model's cached pages of its blob, so
-the big file is read again after each passthrough mount; it is dropped and
-read once at the start, so that its page cache is built the same way (large
-folios) in every repetition. A reflink clone starts with its own page cache
-empty (the extents are shared, the pages are not): its 1st read is also
-shown against a native read of the XFS file with its page cache dropped
-(the loop file under it stays cached on the work filesystem).
+whole file. A memory clone drops the model's cached pages of its blob, and
+the random reads leave a page cache of scattered small folios, so after
+each the native file's cache is dropped and rebuilt by one sequential read,
+as it is at the start: native is read from a page cache built the same way
+in every repetition. A reflink clone starts with its own page cache empty
+(the extents are shared, the pages are not): its 1st read is also shown
+against a native read of the XFS file with its page cache dropped (the
+loop file under it stays cached on the work filesystem).
 
 A benchmark, not a test: nothing is asserted about time. Standard library
 only; the zstd file's writer runs in the venv (scripts/venv.sh), and when
 that cannot be made the zstd rows are left out, with the reason printed.
 """
 
+import fcntl
 import json
 import mmap
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import time
 
 SCRIPTS = os.path.dirname(os.path.abspath(__file__))
-COLS = ("native", "memfd", "bare", "off", "pt")
-HEAD = ["figure", "unit", "native", "memfd", "bare", "ztfs buffered", "ztfs passthrough",
-        "pt/native", "pt/memfd", "pt/buffered"]
+COLS = ("native", "clone", "bare", "off", "pt")
+HEAD = ["figure", "unit", "native", "clone", "bare", "ztfs buffered", "ztfs passthrough",
+        "pt/native", "pt/clone", "pt/buffered"]
+# _IOW(0x94, 13, struct file_clone_range): linux/fs.h.
+FICLONERANGE = 0x4020940D
+BLOCK = 4096
 
 
 class Ctx:
@@ -66,7 +75,7 @@ class Ctx:
 
     def seq_rows(self, sec):
         return {
-            "open": self.row(sec, "open() on a fresh mount (memfd: the copy into it)", "ms",
+            "open": self.row(sec, "open() on a fresh mount (clone: making it)", "ms",
                              higher=False),
             "first": self.row(sec, "1st read after a fresh mount (open + dd, wall clock)",
                               "GB/s"),
@@ -101,6 +110,13 @@ def drop_cache(path):
         os.close(fd)
 
 
+def rewarm(bm, path, offset, n):
+    """Drops `path`'s page cache and reads [offset, +n) back in one
+    sequential pass (its folios as large as readahead makes them)."""
+    drop_cache(path)
+    bm.dd_seq(path, offset, n)
+
+
 def fill_memfd(path, offset, n, chunk=1 << 20):
     """A memfd holding [offset, +n) of `path`, copied from a mapping in
     `chunk` writes (as the daemon fills a memory clone); its fd."""
@@ -113,6 +129,25 @@ def fill_memfd(path, offset, n, chunk=1 << 20):
                 at += os.pwrite(fd, view[offset + at:offset + min(n, at + chunk)], at)
         finally:
             view.release()
+    return fd
+
+
+def reflink_range(path, offset, n):
+    """An unnamed file on `path`'s filesystem sharing the extents of
+    [offset, +n) of `path` (FICLONERANGE; a last partial block copied), as
+    the daemon makes a reflink clone; its fd."""
+    src = os.open(path, os.O_RDONLY)
+    try:
+        fd = os.open(os.path.dirname(path), os.O_TMPFILE | os.O_RDWR, 0o600)
+        try:
+            shared = n // BLOCK * BLOCK
+            fcntl.ioctl(fd, FICLONERANGE, struct.pack("=qQQQ", src, offset, shared, 0))
+            os.pwrite(fd, os.pread(src, n - shared, offset + shared), shared)
+        except OSError:
+            os.close(fd)
+            raise
+    finally:
+        os.close(src)
     return fd
 
 
@@ -178,7 +213,7 @@ def daemon_reads(ctx, m):
 def bench_memory(ctx):
     bm, a, big, n = ctx.bm, ctx.a, ctx.big, ctx.n
     sec = (f"passthrough, memory clones (the model on {fs_type(big)}, "
-           "`--passthrough memory`), dd bs=1M")
+           "`--passthrough memory`; clone: a memfd), dd bs=1M")
     rows = ctx.seq_rows(sec)
     reads = ctx.row(sec, "read requests reaching the daemon (per mount, seq and random)", "",
                     higher=None)
@@ -186,11 +221,10 @@ def bench_memory(ctx):
     cold = ctx.row(rsec, "fresh mount (FUSE cache cold; clone and backing file warm)", "µs",
                    higher=False)
     warm = ctx.row(rsec, "same offsets again", "µs", higher=False)
-    drop_cache(big)
-    bm.dd_seq(big, bm.BLOB_OFFSET, n)
+    rewarm(bm, big, bm.BLOB_OFFSET, n)
     for i in range(a.reps):
         bm.log(f"passthrough, memory clones, rep {i + 1}/{a.reps}")
-        for who in rotate(["native", "memfd", "bare", "off", "pt"], i):
+        for who in rotate(["native", "clone", "bare", "off", "pt"], i):
             memory_seq(ctx, rows, reads, who)
         memory_random(ctx, cold, warm, reads, 2000 + i)
 
@@ -199,7 +233,7 @@ def memory_seq(ctx, rows, reads, who):
     bm, big, n = ctx.bm, ctx.big, ctx.n
     if who == "native":
         return measure(ctx, rows, who, big, bm.BLOB_OFFSET)
-    if who == "memfd":
+    if who == "clone":
         t0 = time.perf_counter()
         fd = fill_memfd(big, bm.BLOB_OFFSET, n)
         try:
@@ -213,7 +247,7 @@ def memory_seq(ctx, rows, reads, who):
         m.unmount(ctx.bins)
     if who == "pt":
         reads["pt"].append(daemon_reads(ctx, m))
-        bm.dd_seq(big, bm.BLOB_OFFSET, n)  # what the clone dropped
+        rewarm(bm, big, bm.BLOB_OFFSET, n)  # the clone dropped it
 
 
 def memory_random(ctx, cold, warm, reads, seed):
@@ -222,12 +256,12 @@ def memory_random(ctx, cold, warm, reads, seed):
     try:
         for w in ("bare", "off", "pt"):
             mounts[w] = mount(ctx, w, big, "memory")
-        # The clone first (untimed), then the memfd and the page cache it
-        # dropped, so that every reader starts from warm bytes.
+        # The daemon's clone first (untimed), then the memfd, then the page
+        # cache the clone dropped: every reader starts from warm bytes.
         os.close(os.open(mounts["pt"].path, os.O_RDONLY))
         fd = fill_memfd(big, bm.BLOB_OFFSET, n)
-        bm.dd_seq(big, bm.BLOB_OFFSET, n)
-        targets = {"native": (big, bm.BLOB_OFFSET), "memfd": (fd_path(fd), 0)}
+        rewarm(bm, big, bm.BLOB_OFFSET, n)
+        targets = {"native": (big, bm.BLOB_OFFSET), "clone": (fd_path(fd), 0)}
         targets |= {w: (m.path, 0) for w, m in mounts.items()}
         for row in (cold, warm):
             for who, x in bm.rand_preads(targets, n, a.preads, seed).items():
@@ -238,7 +272,7 @@ def memory_random(ctx, cold, warm, reads, seed):
         for m in mounts.values():
             m.unmount(ctx.bins)
     reads["pt"].append(daemon_reads(ctx, mounts["pt"]))
-    bm.dd_seq(big, bm.BLOB_OFFSET, n)
+    rewarm(bm, big, bm.BLOB_OFFSET, n)
 
 
 # ------------------------------------------------------------ reflink clones
@@ -272,49 +306,74 @@ def bench_reflink(ctx):
         shutil.copyfile(ctx.big, xbig)
         with open(xbig, "rb") as f:
             os.fsync(f.fileno())
+        # The first read from the loop device after the copy is slow
+        # (measured: a third of later cold reads): take it here.
+        rewarm(bm, xbig, bm.BLOB_OFFSET, n)
         reflink_reps(ctx, xbig)
     finally:
         remove_xfs(bm, img, mnt)
 
 
 def reflink_reps(ctx, xbig):
-    bm, a, n = ctx.bm, ctx.a, ctx.n
-    sec = "passthrough, reflink clones (the model copied to XFS, `--passthrough reflink`), dd bs=1M"
+    bm, a = ctx.bm, ctx.a
+    sec = ("passthrough, reflink clones (the model copied to XFS, `--passthrough reflink`; "
+           "clone: FICLONERANGE), dd bs=1M")
     rows = ctx.seq_rows(sec)
-    cold = ctx.row(sec, "1st read against native with its page cache dropped first", "GB/s")
+    rows["cold"] = ctx.row(sec, "1st read, native with its page cache dropped first", "GB/s")
     reads = ctx.row(sec, "read requests reaching the daemon (per mount, seq and random)", "",
                     higher=None)
     rsec = f"passthrough, reflink clones: 4 KiB random pread, median of {a.preads} (Python loop)"
-    rcold = ctx.row(rsec, "fresh mount (the clone's page cache cold; native's dropped too)", "µs",
+    rcold = ctx.row(rsec, "fresh mount (every page cache cold: native's dropped)", "µs",
                     higher=False)
     rwarm = ctx.row(rsec, "same offsets again", "µs", higher=False)
-    bm.dd_seq(xbig, bm.BLOB_OFFSET, n)
     for i in range(a.reps):
         bm.log(f"passthrough, reflink clones, rep {i + 1}/{a.reps}")
-        for who in rotate(["native", "pt"], i):
-            if who == "native":
-                measure(ctx, rows, who, xbig, bm.BLOB_OFFSET)
-                drop_cache(xbig)
-                cold["native"].append(bm.dd_seq(xbig, bm.BLOB_OFFSET, n))
-                continue
-            m = mount(ctx, "pt", xbig, "reflink")
-            try:
-                measure(ctx, rows, "pt", m.path, 0)
-            finally:
-                m.unmount(ctx.bins)
-            cold["pt"].append(rows["first"]["pt"][-1])
-            reads["pt"].append(daemon_reads(ctx, m))
-        m = mount(ctx, "pt", xbig, "reflink")
+        for who in rotate(["native", "clone", "pt"], i):
+            reflink_seq(ctx, rows, reads, who, xbig)
+        reflink_random(ctx, rcold, rwarm, reads, xbig, 3000 + i)
+
+
+def reflink_seq(ctx, rows, reads, who, xbig):
+    bm, n = ctx.bm, ctx.n
+    if who == "native":
+        measure(ctx, rows, who, xbig, bm.BLOB_OFFSET)
+        drop_cache(xbig)
+        rows["cold"][who].append(bm.dd_seq(xbig, bm.BLOB_OFFSET, n))
+        return
+    if who == "clone":
+        t0 = time.perf_counter()
+        fd = reflink_range(xbig, bm.BLOB_OFFSET, n)
         try:
-            drop_cache(xbig)
-            targets = {"native": (xbig, bm.BLOB_OFFSET), "pt": (m.path, 0)}
-            for row in (rcold, rwarm):
-                for who, x in bm.rand_preads(targets, n, a.preads, 3000 + i).items():
-                    row[who].append(x)
+            measure(ctx, rows, who, fd_path(fd), 0, time.perf_counter() - t0)
+        finally:
+            os.close(fd)
+    else:
+        m = mount(ctx, who, xbig, "reflink")
+        try:
+            measure(ctx, rows, who, m.path, 0)
         finally:
             m.unmount(ctx.bins)
-        reads["pt"].append(daemon_reads(ctx, m))
-        bm.dd_seq(xbig, bm.BLOB_OFFSET, n)
+        reads[who].append(daemon_reads(ctx, m))
+    rows["cold"][who].append(rows["first"][who][-1])
+
+
+def reflink_random(ctx, cold, warm, reads, xbig, seed):
+    bm, a, n = ctx.bm, ctx.a, ctx.n
+    m, fd = mount(ctx, "pt", xbig, "reflink"), None
+    try:
+        fd = reflink_range(xbig, bm.BLOB_OFFSET, n)
+        drop_cache(xbig)
+        targets = {"native": (xbig, bm.BLOB_OFFSET), "clone": (fd_path(fd), 0),
+                   "pt": (m.path, 0)}
+        for row in (cold, warm):
+            for who, x in bm.rand_preads(targets, n, a.preads, seed).items():
+                row[who].append(x)
+    finally:
+        if fd is not None:
+            os.close(fd)
+        m.unmount(ctx.bins)
+    reads["pt"].append(daemon_reads(ctx, m))
+    rewarm(bm, xbig, bm.BLOB_OFFSET, n)
 
 
 # --------------------------------------------------------------- zstd part
@@ -357,7 +416,7 @@ def bench_zstd(ctx):
     rows = ctx.seq_rows(sec)
     reads = ctx.row(sec, "read requests reaching the daemon (per mount)", "", higher=None)
     bm.dd_seq(path, 0, os.path.getsize(path))
-    bm.dd_seq(big, bm.BLOB_OFFSET, n)
+    rewarm(bm, big, bm.BLOB_OFFSET, n)
     for i in range(a.reps):
         bm.log(f"passthrough, zstd part, rep {i + 1}/{a.reps}")
         for who in rotate(["native", "off", "pt"], i):
@@ -400,8 +459,9 @@ def shmem_thp():
 def print_tables(ctx, out=sys.stdout):
     bm = ctx.bm
     print(f"**passthrough** (blob {ctx.n / 2**30:.3g} GiB, medians of {ctx.a.reps} [min–max]; "
-          "pt: the passthrough mount; ratios are speed ratios, as above; memory clones are "
-          f"memfds, shmem THP {shmem_thp()!r})", file=out)
+          "clone: a backing file of the same kind made by the benchmark, read natively; pt: the "
+          "passthrough mount; ratios are speed ratios, as above; memory clones are memfds, "
+          f"shmem THP {shmem_thp()!r})", file=out)
     for note in ctx.notes:
         print(f"\n{note}", file=out)
     print(file=out)
@@ -413,5 +473,5 @@ def print_tables(ctx, out=sys.stdout):
             print("| " + " | ".join([f"**{sec}**"] + [""] * (len(HEAD) - 1)) + " |", file=out)
             section = sec
         cells = [fig, unit] + [bm.fmt_cell(cols[c]) for c in COLS]
-        cells += [bm.ratio(cols["pt"], cols[c], higher) for c in ("native", "memfd", "off")]
+        cells += [bm.ratio(cols["pt"], cols[c], higher) for c in ("native", "clone", "off")]
         print("| " + " | ".join(cells) + " |", file=out)
