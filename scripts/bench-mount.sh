@@ -4,7 +4,8 @@
 #
 #   scripts/bench-mount.sh [--size 1G] [--reps 5] [--slow-reps 3]
 #                          [--objects 1000,100000,1000000] [--ls-objects 100000,1000000]
-#                          [--only default,views,direct,random,metadata] [--format zt|hurray]
+#                          [--only default,views,direct,random,metadata,passthrough]
+#                          [--format zt|hurray]
 #
 # Needs root (FUSE mounts, /sys/class/bdi), dd, ls and python3 (standard
 # library only). Builds release binaries into $CARGO_TARGET_DIR (default
@@ -13,6 +14,15 @@
 # figures to mean anything), and removes it and every mount in it on exit.
 # Prints a markdown table on stdout, progress on stderr. A benchmark, not a
 # test: exit 0 whatever the figures, non-zero only if something failed to run.
+#
+# `--only passthrough` measures kernel passthrough (bench_passthrough.py):
+# memory clones of the big file, reflink clones of a copy of it on an XFS
+# filesystem made in a loop file in the work directory (needs mkfs.xfs, apt
+# xfsprogs), and a zt.zstd-seekable/1 part read through its memory clone
+# (written by bench_zstd.py's generator in the project venv, made by
+# scripts/venv.sh on first use). It is not in the default set: about 3
+# minutes at --size 1G and 5 reps (2 with 3 reps, 1 at 512M), about 2 x size
+# more disk, and up to 2 x size of memfds at once beside the page cache.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -29,7 +39,9 @@ cargo build --release --quiet --bin ztfs "${examples[@]}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/ztfs-bench.XXXXXX")"
 cleanup() {
     # bench_mount.py unmounts what it mounted; this catches what a killed
-    # run left behind. Each daemon exits once its mount is gone.
+    # run left behind. Each daemon exits once its mount is gone. The
+    # passthrough section's XFS filesystem is among them: mounted with -o
+    # loop, its loop device goes with its last user.
     local mnt
     while read -r _ _ _ _ mnt _; do
         case "$mnt" in "$work"/*) umount -l "$mnt" 2>/dev/null || true ;; esac

@@ -11,9 +11,16 @@ value above 1 means faster.
   native  the backing file, warm in the page cache (dd, mmap, pread)
   bare    examples/bare_server.rs: the barest fuser server serving the same
           byte range from an mmap, with ztfs's mount settings
-  ztfs    `ztfs mount`, reading big/data (and, with the default section or
-          --only views, big/data.npy and the big tensor's range in
-          model.safetensors: bench_views.py)
+  ztfs    `ztfs mount --passthrough off` (every read reaches the daemon),
+          reading big/data (and, with the default section or --only views,
+          big/data.npy and the big tensor's range in model.safetensors:
+          bench_views.py)
+
+With --only passthrough (not run by default), a section of its own on
+kernel passthrough: memory clones, reflink clones on an XFS loop filesystem
+and a compressed part's memory clone, beside native reads, a memfd of the
+same bytes, the bare server and `--passthrough off`; its table and what it
+measures are described in bench_passthrough.py.
 
 With --format hurray the big file is a Hurray container (one u8 tensor,
 its buffer at the same offset) instead of a .zt file: the same reads,
@@ -38,6 +45,7 @@ import sys
 import time
 
 import bench_hurray
+import bench_passthrough
 import bench_views
 
 MAGIC = b"\x89ZT2\r\n\x1a\n"
@@ -212,8 +220,10 @@ class Mount:
         Mount.live.append(self)
 
     @classmethod
-    def ztfs(cls, bins, file, mnt, direct_io=False):
-        argv = [bins.ztfs, "mount", file, mnt] + (["--direct-io"] if direct_io else [])
+    def ztfs(cls, bins, file, mnt, direct_io=False, flags=("--passthrough", "off")):
+        """`ztfs mount` with `flags`: by default without passthrough, so
+        reads reach the daemon (the buffered figures)."""
+        argv = [bins.ztfs, "mount", file, mnt, *flags] + (["--direct-io"] if direct_io else [])
         t0 = time.perf_counter()
         r = subprocess.run(argv, capture_output=True)
         dt = time.perf_counter() - t0
@@ -683,7 +693,7 @@ def main():
                     help="object counts whose root is listed with ls -l")
     ap.add_argument("--only", default="default,direct,random,metadata",
                     help="sections, comma-separated: default (with views), views, direct, "
-                         "random, metadata")
+                         "random, metadata, passthrough")
     ap.add_argument("--format", choices=("zt", "hurray"), default="zt",
                     help="the big file's container (default zt)")
     a = ap.parse_args()
@@ -701,7 +711,8 @@ def main():
     timed([a.ztfs, "check", big])
     many = []
     gens = set()
-    for count in [int(c) for c in a.objects.split(",") if c]:
+    counts = [int(c) for c in a.objects.split(",") if c] if "metadata" in only else []
+    for count in counts:
         path = os.path.join(a.work, f"many-{count}.zt")
         how = "python"
         if a.gen_manifest:
@@ -733,6 +744,10 @@ def main():
     if "random" in only:
         bench_random(a, bins, res, big, n)
     meta = bench_metadata(a, bins, big, n, many) if "metadata" in only and many else None
+    # It gets this module as it runs (__main__), whose registry of mounts
+    # the exit path below unmounts.
+    pt = (bench_passthrough.bench(a, bins, sys.modules[__name__], big, n)
+          if "passthrough" in only else None)
 
     cpu = os.cpu_count()
     uname = os.uname()
@@ -740,8 +755,12 @@ def main():
     print(f"ztfs read benchmark ({a.format} file): blob {n / 2**30:.3g} GiB, kernel {uname.release}, {cpu} CPUs, "
           f"medians of {a.reps} ({a.slow_reps} for 1M objects and ls -l) [min–max]; "
           "ratios are speed ratios (for times and latencies: baseline time / ztfs time)")
-    print()
-    print_table(res.rows)
+    if res.rows:
+        print()
+        print_table(res.rows)
+    if pt:
+        print()
+        bench_passthrough.print_tables(pt)
     if meta:
         print()
         print("**metadata** (ztfs only; baselines: validation alone, and the bare server's mount; "
