@@ -160,7 +160,9 @@ class Mount:
 
     @classmethod
     def fresh(cls, file, mnt, opts=()):
-        argv = [cls.ztfs_bin, "mount", file, mnt, *opts]
+        # The daemon's decoding is what is measured: no passthrough clones
+        # (bench_passthrough.py measures those).
+        argv = [cls.ztfs_bin, "mount", file, mnt, "--passthrough", "off", *opts]
         r = subprocess.run(argv, capture_output=True)
         if r.returncode != 0:
             raise Failed(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr.decode().strip()}")

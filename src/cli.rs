@@ -193,7 +193,9 @@ pub struct MountCmd {
     #[arg(long, value_enum, default_value_t = PassthroughArg::Auto)]
     pub passthrough: PassthroughArg,
     /// Memory for memory clones (e.g. 4G, 512M); least recently used ones
-    /// without open files are evicted. Default: a quarter of RAM.
+    /// without open files are evicted. Default: a quarter of RAM with
+    /// `--passthrough memory`, none with `auto` (a memory clone is copied
+    /// before its first open returns, which halves a one-pass load here).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub clone_cache: Option<u64>,
     /// Where reflink clones are made (unnamed files, on the model's
@@ -686,9 +688,10 @@ fn mount_cmd(m: MountCmd) -> Result<()> {
                 PassthroughArg::Memory => Passthrough::Memory,
                 PassthroughArg::Off => Passthrough::Off,
             },
-            budget: m
-                .clone_cache
-                .unwrap_or_else(|| crate::sys::memory_total() / 4),
+            budget: m.clone_cache.unwrap_or(match m.passthrough {
+                PassthroughArg::Memory => crate::sys::memory_total() / 4,
+                _ => 0,
+            }),
             dir: m.clone_dir,
             min_size: m.passthrough_min,
         },

@@ -229,7 +229,7 @@ fn memory_clones_where_reflinks_fail_serve_decoded_and_checked_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("model.zt");
     fs::write(&file, model()).unwrap();
-    let m = Mount::new(&file, &["--log-level", "debug"]);
+    let m = Mount::new(&file, &["--clone-cache", "64M", "--log-level", "debug"]);
     // Every file of 1 MiB or more: a, b, z, flags and their .npy files.
     let through = check_all(&file, &m, 1 << 20);
     assert_eq!(through, 8, "{}", m.log());
@@ -267,7 +267,15 @@ fn memory_clones_where_reflinks_fail_serve_decoded_and_checked_bytes() {
 fn a_bool_part_that_breaks_its_rule_is_never_passed_through() {
     let file = valid("bool-invalid-byte");
     for mode in ["memory", "auto"] {
-        let m = Mount::new(&file, &["--passthrough", mode, "--passthrough-min", "0"]);
+        let flags = [
+            "--passthrough",
+            mode,
+            "--passthrough-min",
+            "0",
+            "--clone-cache",
+            "1M",
+        ];
+        let m = Mount::new(&file, &flags);
         let e = fs::read(m.join("w/data")).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EIO), "{mode}");
     }
@@ -363,7 +371,7 @@ fn kill_9_with_passed_through_files_open_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("model.zt");
     fs::write(&file, model()).unwrap();
-    let m = Mount::new(&file, &[]);
+    let m = Mount::new(&file, &["--passthrough", "memory"]);
     let open: Vec<fs::File> = ["a/data", "b/data", "z/data"]
         .iter()
         .map(|f| fs::File::open(m.join(f)).unwrap())
@@ -391,6 +399,21 @@ fn kill_9_with_passed_through_files_open_leaves_nothing_behind() {
         [std::ffi::OsString::from("model.zt")],
         "files left beside the model"
     );
+}
+
+#[test]
+fn auto_makes_no_memory_clone_unless_given_a_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("model.zt");
+    fs::write(&file, model()).unwrap();
+    let m = Mount::new(&file, &["--log-level", "debug"]);
+    let ino = fs::metadata(m.join("a/data")).unwrap().ino();
+    let _ = fs::read(m.join("a/data")).unwrap();
+    assert!(
+        daemon_reads(&m, ino) > 0,
+        "auto made a memory clone on ext4"
+    );
+    assert!(m.log().contains("passthrough is on"), "{}", m.log());
 }
 
 #[test]

@@ -172,6 +172,7 @@ impl Clones {
     /// True when memory clones may be made.
     pub fn may_copy(&self) -> bool {
         matches!(self.policy.mode, Passthrough::Auto | Passthrough::Memory)
+            && self.policy.budget > 0
     }
 
     /// Records whether a reflink worked; the first failure is logged.
