@@ -164,7 +164,7 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
     cfg.n_threads = Some(THREADS);
     let started = fuser::Session::new(ZtFs::new(tree.clone(), args.xattrs), mnt, &cfg)
         .and_then(|s| s.spawn())
-        .map_err(|e| Error::io(format!("mounting on {}", mnt.display()), e));
+        .map_err(|e| mount_error(mnt, args.allow_other, e));
     let session = match started {
         Ok(s) => s,
         Err(e) => {
@@ -209,7 +209,7 @@ fn wait_for_end(mnt: &Path, session: fuser::BackgroundSession) -> Result<()> {
     while !session.guard.is_finished() {
         if let Some(sig) = sys::wait_signal(&STOP_SIGNALS, Duration::from_millis(200)) {
             log::info!("signal {sig}: unmounting {}", mnt.display());
-            if let Err(e) = sys::unmount(mnt, true) {
+            if let Err(e) = detach(mnt, true) {
                 log::warn!("unmount {}: {e}", mnt.display());
             }
         }
@@ -243,20 +243,67 @@ fn set_read_ahead(mnt: &Path) {
 /// `ztfs unmount`: unmounts, detaching lazily when busy, and cleans up a
 /// stale mount whose daemon has died.
 pub fn unmount(mnt: &Path) -> Result<()> {
-    match sys::unmount(mnt, false) {
+    match detach(mnt, false) {
         Ok(()) => Ok(()),
         Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-            sys::unmount(mnt, true).map_err(io_err(mnt.display().to_string()))?;
+            detach(mnt, true).map_err(|e| unmount_error(mnt, e))?;
             eprintln!(
                 "ztfs: {}: busy; detached (it goes away when the last file is closed)",
                 mnt.display()
             );
             Ok(())
         }
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Err(Error::Usage(format!(
-            "{}: not a mount point",
+        Err(e) => Err(unmount_error(mnt, e)),
+    }
+}
+
+/// Unmounts `mnt` (`lazy`: detached while files are open): `umount2`, or
+/// for a user who mounted without privileges, `fusermount3 -u`.
+fn detach(mnt: &Path, lazy: bool) -> std::io::Result<()> {
+    match sys::unmount(mnt, lazy) {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => sys::fusermount_unmount(mnt, lazy),
+        r => r,
+    }
+}
+
+fn unmount_error(mnt: &Path, e: std::io::Error) -> Error {
+    match e.raw_os_error() {
+        Some(libc::EINVAL) => Error::Usage(format!("{}: not a mount point", mnt.display())),
+        _ if e.kind() == std::io::ErrorKind::NotFound && !sys::is_root() => Error::Usage(format!(
+            "{}: unmounting as a user needs fusermount3, which is not installed (install the fuse3 package)",
             mnt.display()
-        ))),
-        Err(e) => Err(Error::io(mnt.display().to_string(), e)),
+        )),
+        _ => Error::io(mnt.display().to_string(), e),
+    }
+}
+
+/// What a failed mount says: the error, and where the cause is known, the
+/// fix (a user mount's /dev/fuse, fusermount3, user_allow_other).
+fn mount_error(mnt: &Path, allow_other: bool, e: std::io::Error) -> Error {
+    let dev = Path::new("/dev/fuse");
+    let text = e.to_string();
+    let why = if text.contains("user_allow_other") || (allow_other && text.contains("allow_other"))
+    {
+        Some("--allow-other, for a user who is not root, needs a line `user_allow_other` in /etc/fuse.conf (root adds it); or mount as root".to_string())
+    } else if e.kind() == std::io::ErrorKind::PermissionDenied && !sys::can_read_write(dev) {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dev)
+            .map(|m| m.permissions().mode() & 0o777)
+            .unwrap_or(0);
+        Some(format!(
+            "cannot open /dev/fuse (mode {mode:04o}): a user mount needs read and write access to it; root can run `chmod 0666 /dev/fuse` (the usual mode), or mount as root"
+        ))
+    } else if e.kind() == std::io::ErrorKind::NotFound && !sys::is_root() {
+        Some("mounting as a user needs fusermount3, which is not installed: install the fuse3 package".to_string())
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Error::Usage(format!(
+            "mounting on {}: {why} ({})",
+            mnt.display(),
+            text.trim()
+        )),
+        None => Error::io(format!("mounting on {}", mnt.display()), e),
     }
 }

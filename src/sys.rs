@@ -99,6 +99,51 @@ pub fn unmount(path: &Path, lazy: bool) -> io::Result<()> {
     }
 }
 
+/// Unmounts `path` through the setuid `fusermount3 -u` (`-z`: lazily), as
+/// a user who mounted without privileges must: `umount2` refuses them.
+/// `FUSERMOUNT_PATH` names another helper, as for fuser's mounts. Busy and
+/// not-mounted answers come back as EBUSY and EINVAL; a missing helper as
+/// NotFound.
+pub fn fusermount_unmount(path: &Path, lazy: bool) -> io::Result<()> {
+    let bin = std::env::var_os("FUSERMOUNT_PATH").unwrap_or_else(|| "fusermount3".into());
+    let mut cmd = std::process::Command::new(bin);
+    cmd.arg("-u");
+    if lazy {
+        cmd.arg("-z");
+    }
+    let out = cmd
+        .arg("--")
+        .arg(path)
+        .stdin(std::process::Stdio::null())
+        .output()?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    Err(if text.contains("busy") {
+        io::Error::from_raw_os_error(libc::EBUSY)
+    } else if text.contains("not found in") {
+        io::Error::from_raw_os_error(libc::EINVAL)
+    } else {
+        io::Error::other(text)
+    })
+}
+
+/// The effective user is root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// True when this process may read and write `path` (`access(2)`).
+pub fn can_read_write(path: &Path) -> bool {
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::R_OK | libc::W_OK) == 0 }
+}
+
 /// Returns freed heap memory to the system (glibc keeps it otherwise): the
 /// daemon starts with the garbage of validation and tree building behind it.
 pub fn trim_heap() {

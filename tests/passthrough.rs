@@ -16,6 +16,7 @@
 mod builder;
 mod common;
 
+use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -426,37 +427,6 @@ fn passthrough_off_serves_every_read_from_the_daemon() {
     let _ = fs::read(m.join("a/data")).unwrap();
     assert!(daemon_reads(&m, ino) > 0);
     assert!(!m.log().contains("passthrough is on"), "{}", m.log());
-}
-
-/// Runs `argv` as user nobody (uid 65534), as a user without privileges
-/// mounts: through `fusermount3` (package fuse3, which .ci/run installs).
-fn as_nobody(argv: &[&OsStr]) -> std::process::Output {
-    Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .args(argv)
-        .output()
-        .expect("setpriv (util-linux)")
-}
-
-use std::ffi::OsStr;
-
-/// /dev/fuse opened to everyone for a test's duration, restored on drop.
-struct FuseOpen(u32);
-
-impl FuseOpen {
-    fn new() -> FuseOpen {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = fs::metadata("/dev/fuse").unwrap().permissions().mode();
-        fs::set_permissions("/dev/fuse", fs::Permissions::from_mode(0o666)).unwrap();
-        FuseOpen(mode)
-    }
-}
-
-impl Drop for FuseOpen {
-    fn drop(&mut self) {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = fs::set_permissions("/dev/fuse", fs::Permissions::from_mode(self.0 & 0o7777));
-    }
 }
 
 #[test]

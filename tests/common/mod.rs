@@ -825,6 +825,42 @@ impl Lcg {
     }
 }
 
+// ---------------------------------------------------------------------------
+// A user without privileges
+
+/// Runs `argv` as user nobody (uid 65534), as a user without privileges
+/// mounts: through `fusermount3` (package fuse3, which .ci/run installs).
+pub fn as_nobody(argv: &[&OsStr]) -> std::process::Output {
+    std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args(argv)
+        .output()
+        .expect("setpriv (util-linux)")
+}
+
+/// /dev/fuse opened to everyone for a test's duration, restored on drop.
+pub struct FuseOpen(u32);
+
+impl FuseOpen {
+    /// Opens /dev/fuse to everyone until dropped.
+    pub fn new() -> FuseOpen {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata("/dev/fuse").unwrap().permissions().mode();
+        std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(0o666)).unwrap();
+        FuseOpen(mode)
+    }
+}
+
+impl Drop for FuseOpen {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(
+            "/dev/fuse",
+            std::fs::Permissions::from_mode(self.0 & 0o7777),
+        );
+    }
+}
+
 /// Just enough JSON: what `ztfs ls --json` and `meta.json` contain.
 pub mod json {
     use std::ops::Index;
