@@ -844,10 +844,15 @@ pub struct FuseOpen(u32);
 impl FuseOpen {
     /// Opens /dev/fuse to everyone until dropped.
     pub fn new() -> FuseOpen {
+        FuseOpen::with_mode(0o666)
+    }
+
+    /// Gives /dev/fuse `mode` until dropped.
+    pub fn with_mode(mode: u32) -> FuseOpen {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata("/dev/fuse").unwrap().permissions().mode();
-        std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(0o666)).unwrap();
-        FuseOpen(mode)
+        let old = std::fs::metadata("/dev/fuse").unwrap().permissions().mode();
+        std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(mode)).unwrap();
+        FuseOpen(old)
     }
 }
 
