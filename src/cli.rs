@@ -174,6 +174,10 @@ pub struct MountCmd {
     /// mount, with progress on a terminal).
     #[arg(long)]
     pub trust_shards: bool,
+    /// Mount on a directory that is not empty (its entries are hidden
+    /// while mounted); refused otherwise.
+    #[arg(long)]
+    pub nonempty: bool,
     /// How .npy files name bfloat16 and the f8 types: `numpy` (void types
     /// of their width, `<V2`, `|V1`: load anywhere, as np.save writes
     /// them) or `ml` (the ml_dtypes names, `bfloat16`, `float8_e4m3fn`...:
@@ -483,9 +487,17 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
         say("note: ", &no_digest_note(no_digest_count, &no_digest));
     }
     println!(
-        "{}: valid and verified: {}; {verified} digests match, {no_digest_count} parts have no digest",
+        "{}: valid and verified: {}; {} {}, {} no digest",
         file.display(),
         report::summary_of(&model, m),
+        report::count(verified, "digest"),
+        if verified == 1 { "matches" } else { "match" },
+        report::count(no_digest_count, "part")
+            + if no_digest_count == 1 {
+                " has"
+            } else {
+                " have"
+            },
     );
     Ok(())
 }
@@ -566,12 +578,25 @@ fn cat(
     trust_shards: bool,
 ) -> Result<()> {
     let model = Model::open_with(file, shard_paths)?.trust_shards(trust_shards);
-    let m = model.manifest().ok_or_else(|| {
-        Error::NotFound(format!("{}: a data shard has no objects", file.display()))
+    let m = (model.manifest())
+        .ok_or_else(|| Error::NotFound("it is a data shard: it has no objects".into()))?;
+    let o = m.object(object).ok_or_else(|| {
+        let near = report::near_names(object, m.objects.iter().map(|o| &*o.name));
+        let hint = match near.as_slice() {
+            [] => {
+                " (`ztfs ls FILE` lists them; a name starting with '-' goes after `--`)".to_string()
+            }
+            names => format!(
+                "; did you mean {}?",
+                names
+                    .iter()
+                    .map(|n| format!("{n:?}"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
+        };
+        Error::NotFound(format!("object {object:?}{hint}"))
     })?;
-    let o = m
-        .object(object)
-        .ok_or_else(|| Error::NotFound(format!("object {object:?}")))?;
     if let Some(file) = model.hurray() {
         if part == hurray::objects::DATA && o.part(part).is_none() && !raw {
             let i = m
@@ -665,7 +690,10 @@ fn manifest(file: &Path) -> Result<()> {
 }
 
 fn mount_cmd(m: MountCmd) -> Result<()> {
-    init_log(m.log_level.as_deref(), m.log_file.as_deref(), m.foreground)?;
+    // A background daemon logs where the user can find it.
+    let log_file =
+        (m.log_file.clone()).or_else(|| (!m.foreground).then(default_log_file).flatten());
+    init_log(m.log_level.as_deref(), log_file.as_deref(), m.foreground)?;
     let options = Options {
         view: if m.tree {
             View::Nested { sep: m.separator }
@@ -697,6 +725,8 @@ fn mount_cmd(m: MountCmd) -> Result<()> {
         },
     };
     mount::mount(MountArgs {
+        nonempty: m.nonempty,
+        log_file,
         file: m.file,
         mountpoint: m.mountpoint,
         foreground: m.foreground,
@@ -708,13 +738,54 @@ fn mount_cmd(m: MountCmd) -> Result<()> {
     })
 }
 
+/// The log of background daemons: `ztfs.log` in the user's state
+/// directory (`$XDG_STATE_HOME/ztfs`, else `~/.local/state/ztfs`), else
+/// the runtime directory; `None` when none can be made.
+fn default_log_file() -> Option<PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let uid = crate::sys::uid();
+    let dirs = [
+        env("XDG_STATE_HOME").map(|d| d.join("ztfs")),
+        env("HOME").map(|h| h.join(".local/state/ztfs")),
+        env("XDG_RUNTIME_DIR").map(|d| d.join("ztfs")),
+        Some(std::env::temp_dir().join(format!("ztfs-{uid}"))),
+    ];
+    dirs.into_iter().flatten().find_map(|d| {
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&d);
+        // Ours and writable: another user's directory of that name is not.
+        let log = d.join("ztfs.log");
+        let ok = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .is_ok();
+        ok.then_some(log)
+    })
+}
+
 /// One logger for ztfs and fuser: level from the flag, else `ZTFS_LOG`,
-/// else warnings; to a file when asked.
+/// else info (mounted, unmounting, each failing part once); to a file
+/// when asked.
 fn init_log(level: Option<&str>, file: Option<&Path>, foreground: bool) -> Result<()> {
+    // Info goes to a file or a foreground terminal; a background daemon
+    // with nowhere to log says only warnings, on stderr until it detaches.
+    let default = if file.is_some() || foreground {
+        "info"
+    } else {
+        "warn"
+    };
     let spec = level
         .map(str::to_string)
         .or_else(|| std::env::var("ZTFS_LOG").ok())
-        .unwrap_or_else(|| "warn".into());
+        .unwrap_or_else(|| default.into());
     let mut b = env_logger::Builder::new();
     b.parse_filters(&spec);
     if let Some(f) = file {

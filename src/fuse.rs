@@ -316,8 +316,12 @@ impl Filesystem for ZtFs {
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        let (blocks, files, namelen) = self.tree.statfs();
-        reply.statfs(blocks, 0, 0, files, 0, 4096, namelen, 4096);
+        // No blocks, as pseudo filesystems report: `df` lists the mount
+        // only when asked (`df -a`, `df MNT`), and disk-full alerts, which
+        // divide by the size, stay quiet (a model's size as total with
+        // nothing free would read as 100% used).
+        let (_, files, namelen) = self.tree.statfs();
+        reply.statfs(0, 0, 0, files, 0, 4096, namelen, 4096);
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {

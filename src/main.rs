@@ -18,7 +18,10 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             if !matches!(e, Error::Reported(_)) {
-                eprintln!("ztfs: {file}{e}");
+                // An error about the file itself names it already.
+                let text = e.to_string();
+                let file = if text.starts_with(&file) { "" } else { &file };
+                eprintln!("ztfs: {file}{text}");
             }
             ExitCode::from(e.exit_code() as u8)
         }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fuser::{Config, MountOption, SessionACL};
+use std::os::unix::ffi::OsStringExt;
 
 use crate::error::{Error, Result};
 use crate::fuse::ZtFs;
@@ -46,6 +47,10 @@ pub struct MountArgs {
     pub shards: Vec<(String, PathBuf)>,
     /// Serve shards without checking their whole-file digests.
     pub trust_shards: bool,
+    /// Mount on a directory that is not empty (hiding what is in it).
+    pub nonempty: bool,
+    /// Where the daemon logs, to say at mount.
+    pub log_file: Option<PathBuf>,
     /// Tree and serving options.
     pub options: Options,
 }
@@ -57,28 +62,94 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
 
 /// Checks that `mnt` is a directory we can mount on, and explains a stale
 /// mount left by a dead daemon.
-pub fn check_mountpoint(mnt: &Path) -> Result<()> {
+pub fn check_mountpoint(mnt: &Path, nonempty: bool) -> Result<()> {
+    let say = |what: String| {
+        Err(Error::Usage(format!(
+            "mount point {}: {what}",
+            mnt.display()
+        )))
+    };
     // Listing, not stat: a dead FUSE daemon's root attributes may still be
     // cached by the kernel, but opening the directory asks the daemon.
-    match std::fs::read_dir(mnt) {
-        Ok(_) => Ok(()),
+    let entries = match std::fs::read_dir(mnt) {
+        Ok(entries) => entries,
         Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
-            Err(Error::Usage(format!("{}: not a directory", mnt.display())))
+            return say("not a directory; mount on an empty directory".into())
         }
-        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => Err(Error::Usage(format!(
-            "{}: a stale FUSE mount is there (its daemon is gone: {e}); run `ztfs unmount {}` to clean it up",
-            mnt.display(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return say(format!("does not exist; create it first (mkdir -p {})", mnt.display()))
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
+            return say(format!(
+                "a stale FUSE mount is there (its daemon is gone: {e}); run `ztfs unmount {}` to clean it up",
+                mnt.display()
+            ))
+        }
+        Err(e) => return Err(Error::io(format!("mount point {}", mnt.display()), e)),
+    };
+    if let Some((fstype, _)) = mounted_at(mnt) {
+        return say(format!(
+            "a {fstype} filesystem is mounted there already; unmount it first (`ztfs unmount {}`) or choose another directory",
             mnt.display()
-        ))),
-        Err(e) => Err(Error::io(mnt.display().to_string(), e)),
+        ));
     }
+    let n = entries.count();
+    if n > 0 && !nonempty {
+        return say(format!(
+            "not empty ({n} {}); a mount would hide them: use an empty directory, or --nonempty",
+            if n == 1 { "entry" } else { "entries" }
+        ));
+    }
+    Ok(())
+}
+
+/// The type and source of what is mounted at `mnt`, if anything (from
+/// /proc/self/mountinfo, whose paths escape space, tab, newline and
+/// backslash as octal).
+fn mounted_at(mnt: &Path) -> Option<(String, String)> {
+    let real = std::fs::canonicalize(mnt).ok()?;
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let unescape = |f: &str| {
+        let b = f.as_bytes();
+        let mut out = Vec::with_capacity(b.len());
+        let mut i = 0;
+        while i < b.len() {
+            let octal = b
+                .get(i + 1..i + 4)
+                .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+            match (b[i], octal) {
+                (b'\\', Some(d)) => {
+                    out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                    i += 4;
+                }
+                (c, _) => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        }
+        std::ffi::OsString::from_vec(out)
+    };
+    info.lines().rev().find_map(|line| {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let point = unescape(fields.get(4)?);
+        if Path::new(&point) != real {
+            return None;
+        }
+        let dash = fields.iter().position(|&f| f == "-")?;
+        let fstype = fields.get(dash + 1)?.to_string();
+        let source = unescape(fields.get(dash + 2)?)
+            .to_string_lossy()
+            .into_owned();
+        Some((fstype, source))
+    })
 }
 
 /// Validates, builds and mounts; returns when the daemon is ready
 /// (background) or when the filesystem is unmounted (foreground).
 pub fn mount(args: MountArgs) -> Result<()> {
     let model = Model::open_with(&args.file, args.shards.clone())?.trust_shards(args.trust_shards);
-    check_mountpoint(&args.mountpoint)?;
+    check_mountpoint(&args.mountpoint, args.nonempty)?;
     prove_shards(&model);
     let tree = Arc::new(Tree::build(model, args.options.clone())?);
     tree.check_encodings();
@@ -91,7 +162,7 @@ pub fn mount(args: MountArgs) -> Result<()> {
     }
     let (mut parent_end, child_end) = UnixStream::pair().map_err(io_err("socketpair"))?;
     match sys::fork().map_err(io_err("fork"))? {
-        Forked::Parent(_) => {
+        Forked::Parent(pid) => {
             drop(child_end);
             let mut msg = String::new();
             let _ = parent_end.read_to_string(&mut msg);
@@ -100,6 +171,15 @@ pub fn mount(args: MountArgs) -> Result<()> {
                     if !note.trim().is_empty() {
                         eprintln!("ztfs: {}", note.trim());
                     }
+                    let log = (args.log_file.as_ref())
+                        .map(|l| format!(", log {}", l.display()))
+                        .unwrap_or_default();
+                    println!(
+                        "ztfs: mounted {} on {} (daemon pid {pid}{log}); unmount with: ztfs unmount {}",
+                        args.file.display(),
+                        args.mountpoint.display(),
+                        args.mountpoint.display()
+                    );
                     Ok(())
                 }
                 None if msg.is_empty() => Err(Error::Usage(

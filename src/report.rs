@@ -70,15 +70,19 @@ pub fn summary(m: &Manifest) -> String {
             .flat_map(|o| &o.parts)
             .map(|p| p.decoded_size()),
     );
-    let shards = m
-        .shards
-        .as_ref()
-        .map_or(String::new(), |s| format!(", {} shards", s.len()));
+    let shards =
+        (m.shards.as_ref()).map_or(String::new(), |s| format!(", {}", count(s.len(), "shard")));
     format!(
-        "{} objects, {parts} parts, {}{shards}",
-        m.objects.len(),
+        "{}, {}, {}{shards}",
+        count(m.objects.len(), "object"),
+        count(parts, "part"),
         human(bytes)
     )
+}
+
+/// `n` and `noun`, plural unless `n` is 1 (`1 object`, `2 objects`).
+pub fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 /// One line about an opened model: [`summary`] for zTensor, tensors, KV
@@ -96,8 +100,8 @@ pub fn summary_of(model: &Model, m: &Manifest) -> String {
     let n = file.tensors.len();
     let kv = file.kv.len();
     format!(
-        "Hurray container, {n} tensor{}, {kv} KV entr{}, {} of buffers",
-        if n == 1 { "" } else { "s" },
+        "Hurray container, {}, {kv} KV entr{}, {} of buffers",
+        count(n, "tensor"),
         if kv == 1 { "y" } else { "ies" },
         human(bytes)
     )
@@ -418,5 +422,71 @@ mod tests {
             }
         }
         assert!(checked >= 50, "corpus too small: {checked}");
+    }
+}
+
+/// Up to three of `names` near `wanted`, nearest first: within an edit
+/// distance of a quarter of its length (at least 2), or containing it, or
+/// equal to it ignoring case. For "did you mean" after an unknown name;
+/// linear in the names, each compared within a band, so a million names
+/// take a moment.
+pub fn near_names<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let w: Vec<char> = wanted.chars().collect();
+    let max = (w.len() / 4).max(2);
+    let lower = wanted.to_lowercase();
+    let mut near: Vec<(usize, &str)> = names
+        .filter_map(|n| {
+            if n.to_lowercase() == lower {
+                return Some((0, n));
+            }
+            if let Some(d) = edit_distance_within(&w, n, max) {
+                return Some((d, n));
+            }
+            (w.len() >= 3 && n.contains(wanted)).then_some((max + 1, n))
+        })
+        .collect();
+    near.sort();
+    near.into_iter().take(3).map(|(_, n)| n).collect()
+}
+
+/// The edit distance between `a` and `b` if it is at most `max`.
+fn edit_distance_within(a: &[char], b: &str, max: usize) -> Option<usize> {
+    let b: Vec<char> = b.chars().collect();
+    if a.len().abs_diff(b.len()) > max {
+        return None;
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, &ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        if cur.iter().min().is_some_and(|&m| m > max) {
+            return None;
+        }
+        prev = cur;
+    }
+    let d = prev[b.len()];
+    (d <= max).then_some(d)
+}
+
+#[cfg(test)]
+mod near_tests {
+    use super::near_names;
+
+    #[test]
+    fn suggests_typos_case_and_containing_names() {
+        let names = [
+            "lm_head.weight",
+            "model.norm.weight",
+            "model.embed_tokens.weight",
+            "x",
+        ];
+        let near = |w: &str| near_names(w, names.iter().copied());
+        assert_eq!(near("lm_haed.weight"), ["lm_head.weight"]);
+        assert_eq!(near("LM_HEAD.WEIGHT"), ["lm_head.weight"]);
+        assert_eq!(near("embed_tokens"), ["model.embed_tokens.weight"]);
+        assert!(near("something.else.entirely").is_empty());
     }
 }

@@ -129,6 +129,12 @@ pub fn fusermount_unmount(path: &Path, lazy: bool) -> io::Result<()> {
     })
 }
 
+/// The real user id.
+pub fn uid() -> u32 {
+    // SAFETY: getuid has no preconditions.
+    unsafe { libc::getuid() }
+}
+
 /// The effective user is root.
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
