@@ -266,10 +266,16 @@ fn parse_shard(s: &str) -> std::result::Result<(String, PathBuf), String> {
 }
 
 fn parse_mode(s: &str) -> std::result::Result<u16, String> {
-    u16::from_str_radix(s.trim_start_matches("0o"), 8)
+    let m = u16::from_str_radix(s.trim_start_matches("0o"), 8)
         .ok()
         .filter(|m| *m <= 0o7777)
-        .ok_or_else(|| format!("{s:?} is not an octal mode such as 444"))
+        .ok_or_else(|| format!("{s:?} is not an octal mode such as 444"))?;
+    if m & 0o7333 != 0 {
+        return Err(format!(
+            "{s}: the files of a read-only mount are never written or run, so only read bits may be given (e.g. 444 or 440; directories add x where r is set)"
+        ));
+    }
+    Ok(m)
 }
 
 impl Command {

@@ -322,3 +322,10 @@ fn ls_safetensors_says_where_each_object_goes() {
     );
     assert_eq!(text.lines().count(), 12, "{text}");
 }
+
+#[test]
+fn mode_takes_read_bits_only() {
+    let out = ztfs(&["mount", &corpus("samples/tiny-llama.zt"), "/nonexistent", "--mode", "755"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("only read bits"), "{}", stderr(&out));
+}
