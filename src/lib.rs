@@ -11,6 +11,7 @@ pub mod decode;
 pub mod digest;
 pub mod error;
 pub mod format;
+pub mod fstab;
 pub mod fuse;
 pub mod model;
 pub mod mount;

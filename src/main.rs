@@ -5,7 +5,20 @@ use ztfs::cli::{self, Cli};
 use ztfs::error::Error;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // mount(8) and /etc/fstab, through mount.fuse3: `ztfs SOURCE MNT -o OPTS`.
+    let args = if ztfs::fstab::is_helper_call(&args) {
+        match ztfs::fstab::to_mount_args(&args) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("ztfs: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        args
+    };
+    let cli = Cli::parse_from(args);
     let file = cli
         .command
         .file()

@@ -260,6 +260,9 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
     // Starting the session (its threads, their arenas) left freed memory
     // behind; give it back before the mount is reported ready.
     sys::trim_heap();
+    if answered.is_ok() {
+        notify_ready();
+    }
     match (&answered, ready.take()) {
         (Ok(_), Some(mut r)) => {
             // Init has run: the note says whether passthrough is off, and why.
@@ -281,6 +284,25 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
     let end = wait_for_end(mnt, session);
     tree.log_failure_counts();
     end
+}
+
+/// Tells systemd the mount is ready when run as a `Type=notify` service
+/// (`$NOTIFY_SOCKET`: a path, or an abstract name after `@`).
+fn notify_ready() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixDatagram};
+    let Some(target) = std::env::var_os("NOTIFY_SOCKET") else {
+        return;
+    };
+    let bytes = target.as_encoded_bytes();
+    let addr = match bytes.strip_prefix(b"@") {
+        Some(name) => SocketAddr::from_abstract_name(name),
+        None => SocketAddr::from_pathname(&target),
+    };
+    let sent = addr.and_then(|a| UnixDatagram::unbound()?.send_to_addr(b"READY=1", &a));
+    if let Err(e) = sent {
+        log::warn!("sd_notify to {}: {e}", target.to_string_lossy());
+    }
 }
 
 /// Waits for a stop signal (then unmounts lazily, so readers in flight

@@ -325,7 +325,13 @@ fn ls_safetensors_says_where_each_object_goes() {
 
 #[test]
 fn mode_takes_read_bits_only() {
-    let out = ztfs(&["mount", &corpus("samples/tiny-llama.zt"), "/nonexistent", "--mode", "755"]);
+    let out = ztfs(&[
+        "mount",
+        &corpus("samples/tiny-llama.zt"),
+        "/nonexistent",
+        "--mode",
+        "755",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("only read bits"), "{}", stderr(&out));
 }

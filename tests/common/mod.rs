@@ -527,7 +527,9 @@ pub fn daemon_pid(mnt: &Path) -> Option<i32> {
         let pid: i32 = e.ok()?.file_name().to_str()?.parse().ok()?;
         let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
         let args: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();
-        let ours = args.contains(&b"mount".as_slice()) && args.contains(&want);
+        // `ztfs mount ... MNT`, or as mount.fuse3 runs it, `ztfs SRC MNT -o ..`.
+        let ztfs = args.first().is_some_and(|a| a.ends_with(b"ztfs"));
+        let ours = (ztfs || args.contains(&b"mount".as_slice())) && args.contains(&want);
         (pid != me && ours && is_alive(pid)).then_some(pid)
     })
 }
