@@ -5,7 +5,8 @@
 #   bash scripts/demo.sh corpus/samples/tiny-llama.hrry
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet
+echo "demo.sh: building ztfs (release; the first build takes a few minutes)"
+cargo build --release
 ztfs=target/release/ztfs
 model=${1:-corpus/samples/tiny-llama.zt}
 mnt=$(mktemp -d /tmp/ztfs-demo.XXXXXX)
@@ -22,10 +23,14 @@ else # a Hurray file has no content digest
     run head -c 400 "$mnt/manifest.json"
     echo
 fi
-first=$(ls "$mnt" | grep -v -e '^manifest.json$' -e '^digest$' | head -n 1)
+first=$(find "$mnt" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort | head -n 1)
 run ls -l "$mnt/$first"
 run head -c 256 "$mnt/$first/meta.json"
 echo
 printf '\n$ od -A x -t x1z %s | head -n 4\n' "$mnt/$first/data"
 od -A x -t x1z "$mnt/$first/data" | head -n 4 || true
 run $ztfs unmount "$mnt"
+echo
+echo "demo.sh: finished. Next: mount it yourself (target/release/ztfs mount $model DIR),"
+echo "load DIR/<object>/data.npy with numpy or DIR/model.safetensors with safetensors,"
+echo "and run the tests with: bash scripts/test.sh"
