@@ -117,6 +117,14 @@ pub enum Command {
         /// The mount point.
         mountpoint: PathBuf,
     },
+    /// Print a shell completion script (e.g. `ztfs completions bash >
+    /// /etc/bash_completion.d/ztfs`).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff; e.g. `ztfs man > /usr/local/share/man/man1/ztfs.1`).
+    Man,
 }
 
 /// Options of `ztfs mount`.
@@ -288,7 +296,7 @@ impl Command {
             | Command::Digest { file, .. }
             | Command::Manifest { file } => Some(file),
             Command::Mount(m) => Some(&m.file),
-            Command::Unmount { .. } => None,
+            Command::Unmount { .. } | Command::Completions { .. } | Command::Man => None,
         }
     }
 }
@@ -335,6 +343,20 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Manifest { file } => manifest(&file),
         Command::Mount(m) => mount_cmd(m),
         Command::Unmount { mountpoint } => mount::unmount(&mountpoint),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut out = std::io::stdout().lock();
+            clap_complete::generate(shell, &mut Cli::command(), "ztfs", &mut out);
+            Ok(())
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut page)
+                .map_err(|e| Error::io("man page", e))?;
+            stdout_write(&mut std::io::stdout().lock(), &page)
+        }
     }
 }
 

@@ -75,7 +75,16 @@ pub fn is_helper_call(args: &[OsString]) -> bool {
         return false;
     };
     const SUBCOMMANDS: &[&str] = &[
-        "check", "ls", "cat", "digest", "manifest", "mount", "unmount", "help",
+        "check",
+        "ls",
+        "cat",
+        "digest",
+        "manifest",
+        "mount",
+        "unmount",
+        "completions",
+        "man",
+        "help",
     ];
     // The helper passes an existing mount point: a mistyped subcommand
     // (`ztfs chek model.zt`) is left to the parser to name.
