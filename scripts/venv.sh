@@ -105,13 +105,33 @@ if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -m pip --version >/dev/nu
 fi
 
 log "installing ${pins[*]}"
+pip_log=$(mktemp)
 if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/python" -m pip install -q \
-    --only-binary=:all: "${pins[@]}" >&2; then
-    log "pip could not install the pins into a Python $("$venv/bin/python" -c \
-        'import sys; print("%d.%d" % sys.version_info[:2])'); ztensor 2.1.2 ships" \
-        "a CPython 3.11 wheel: set ZTFS_PYTHON to a python3.11 (and ZTFS_VENV to a new dir)"
+    --only-binary=:all: "${pins[@]}" 2>"$pip_log"; then
+    cat "$pip_log" >&2
+    ver=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    # Name the cause pip's own output shows, rather than guess.
+    if grep -qiE 'no space left|errno 28' "$pip_log"; then
+        log "pip failed: no space left on the device holding $venv or the pip cache ($(df -h "$venv" | tail -n 1))"
+    elif grep -qiE 'network is unreachable|temporary failure in name resolution|connection (refused|reset|timed out)|max retries exceeded|proxyerror|ssl' "$pip_log"; then
+        log "pip failed: PyPI could not be reached (network, DNS or proxy); the interop check needs it"
+    elif grep -qiE 'no matching distribution|could not find a version' "$pip_log" &&
+        ! "$venv/bin/python" -c 'import os, sys, urllib.request
+url = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/") + "/ztensor/"
+try:
+    urllib.request.urlopen(url, timeout=15).read(1)
+except Exception as e:
+    sys.exit(f"{url}: {e}")' >&2; then
+        log "pip failed: the package index could not be reached (network, DNS or proxy; with pip -q it says only 'no matching distribution'); the interop check needs PyPI"
+    elif grep -qiE 'no matching distribution|could not find a version' "$pip_log"; then
+        log "pip failed: no wheel of a pin for Python $ver here (ztensor 2.1.2 ships CPython 3.11 wheels only): set ZTFS_PYTHON to a python3.11 (apt install python3.11) and ZTFS_VENV to a new directory"
+    else
+        log "pip failed (its output is above)"
+    fi
+    rm -f "$pip_log"
     exit 1
 fi
+rm -f "$pip_log"
 "$venv/bin/python" -c 'import ztensor, numpy, xxhash, hurray, safetensors, ml_dtypes' >&2
 echo "$want" >"$marker"
 echo "$venv"
