@@ -342,12 +342,22 @@ fn completions_and_man_page() {
         let out = ztfs(&["completions", shell]);
         assert!(out.status.success(), "{shell}: {}", stderr(&out));
         let text = String::from_utf8(out.stdout).unwrap();
-        assert!(text.contains("unmount") && text.contains("--passthrough"), "{shell}");
+        assert!(
+            text.contains("unmount") && text.contains("--passthrough"),
+            "{shell}"
+        );
     }
     let (_dir, script) = temp_file("ztfs.bash", &ztfs(&["completions", "bash"]).stdout);
-    let check = Command::new("bash").arg("-n").arg(&script).status().unwrap();
+    let check = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .status()
+        .unwrap();
     assert!(check.success(), "bash -n rejects the completion script");
     let man = ztfs(&["man"]);
     let page = String::from_utf8(man.stdout).unwrap();
-    assert!(page.contains(".TH ztfs 1") && page.contains("mount"), "{page}");
+    assert!(
+        page.contains(".TH ztfs 1") && page.contains("mount"),
+        "{page}"
+    );
 }

@@ -42,26 +42,6 @@ fn read_three_ways(path: &Path) -> Vec<u8> {
     whole
 }
 
-fn mmap_read(f: &fs::File, len: usize) -> Vec<u8> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: a private read-only map of a file we hold open, copied out
-    // and unmapped before return.
-    unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_PRIVATE,
-            f.as_raw_fd(),
-            0,
-        );
-        assert_ne!(p, libc::MAP_FAILED, "mmap");
-        let v = std::slice::from_raw_parts(p as *const u8, len).to_vec();
-        libc::munmap(p, len);
-        v
-    }
-}
-
 /// Mounts `file` and checks every tensor's files against the CLI.
 fn check_hurray_mount(file: &Path) {
     let m = Mount::new(file, &[]);

@@ -119,24 +119,8 @@ fn daemon_reads(m: &Mount, ino: u64) -> usize {
 }
 
 fn mmap_all(path: &Path) -> Vec<u8> {
-    use std::os::fd::AsRawFd;
     let f = fs::File::open(path).unwrap();
-    let len = f.metadata().unwrap().len() as usize;
-    // SAFETY: a private read-only map of a file held open, copied and unmapped.
-    unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            f.as_raw_fd(),
-            0,
-        );
-        assert_ne!(p, libc::MAP_FAILED);
-        let v = std::slice::from_raw_parts(p as *const u8, len).to_vec();
-        libc::munmap(p, len);
-        v
-    }
+    mmap_read(&f, f.metadata().unwrap().len() as usize)
 }
 
 /// Every file of `m` against `cat`, read whole and mapped; for each file

@@ -827,6 +827,27 @@ impl Lcg {
     }
 }
 
+/// The first `len` bytes of `f` through a private read-only `mmap`.
+pub fn mmap_read(f: &std::fs::File, len: usize) -> Vec<u8> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a private read-only map of a file we hold open, copied out
+    // and unmapped before return.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED, "mmap");
+        let v = std::slice::from_raw_parts(p as *const u8, len).to_vec();
+        libc::munmap(p, len);
+        v
+    }
+}
+
 // ---------------------------------------------------------------------------
 // A user without privileges
 
