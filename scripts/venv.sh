@@ -48,6 +48,16 @@ if ready; then
     exit 0
 fi
 
+# The pinned wheels are for CPython 3.11: use it, installing it where
+# root can (Debian and Ubuntu ship python3.11), else the machine's python3
+# (pip then says whether the pins have wheels for it).
+if [[ -z ${ZTFS_PYTHON:-} ]] && ! command -v python3.11 >/dev/null 2>&1 &&
+    [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    log "no python3.11: installing it with apt-get"
+    apt-get update -qq >&2 || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3.11 python3.11-venv >&2 ||
+        log "apt-get could not install python3.11; trying python3"
+fi
 if [[ -n ${ZTFS_PYTHON:-} ]]; then
     python=$ZTFS_PYTHON
 elif command -v python3.11 >/dev/null 2>&1; then

@@ -361,3 +361,11 @@ fn completions_and_man_page() {
         "{page}"
     );
 }
+
+#[test]
+fn counts_are_plural_only_when_they_should_be() {
+    let one = ztfs(&["check", &corpus("valid/shape-scalar.zt")]);
+    assert!(String::from_utf8_lossy(&one.stdout).contains(": 1 object, 1 part, "));
+    let many = ztfs(&["check", &corpus("samples/tiny-llama.zt")]);
+    assert!(String::from_utf8_lossy(&many.stdout).contains(": 12 objects, 12 parts, "));
+}

@@ -1236,3 +1236,30 @@ fn cat_suggests_near_names() {
     assert!(e.contains("did you mean \"lm_head.weight\""), "{e}");
     assert_eq!(e.matches(&*file.to_string_lossy()).count(), 1, "{e}");
 }
+
+#[test]
+fn a_background_daemon_logs_where_the_mount_line_says() {
+    let home = tempfile::tempdir().unwrap();
+    let m = Mount::unmounted();
+    let file = sample("tiny-llama.zt");
+    let out = std::process::Command::new(BIN)
+        .args([OsStr::new("mount"), file.as_os_str(), m.path().as_os_str()])
+        .env("HOME", home.path())
+        .env_remove("XDG_STATE_HOME")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = home.path().join(".local/state/ztfs/ztfs.log");
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(line.contains(&format!("log {}", log.display())), "{line}");
+    let _ = fs::read(m.join("model.norm.weight/data")).unwrap();
+    let pid = daemon_pid(m.path()).expect("the daemon");
+    cleanup(m.path());
+    assert!(wait_until(FIVE_S, || !is_alive(pid)), "the daemon outlived its mount");
+    let text = fs::read_to_string(&log).expect("the log");
+    assert!(text.contains("INFO") && text.contains("unmount"), "{text}");
+}
