@@ -1259,7 +1259,10 @@ fn a_background_daemon_logs_where_the_mount_line_says() {
     let _ = fs::read(m.join("model.norm.weight/data")).unwrap();
     let pid = daemon_pid(m.path()).expect("the daemon");
     cleanup(m.path());
-    assert!(wait_until(FIVE_S, || !is_alive(pid)), "the daemon outlived its mount");
+    assert!(
+        wait_until(FIVE_S, || !is_alive(pid)),
+        "the daemon outlived its mount"
+    );
     let text = fs::read_to_string(&log).expect("the log");
     assert!(text.contains("INFO") && text.contains("unmount"), "{text}");
 }

@@ -420,22 +420,22 @@ fn without_cap_sys_admin_the_mount_says_once_that_passthrough_is_off() {
     fs::write(&file, model()).unwrap();
     fs::create_dir(&mnt).unwrap();
     for p in [dir.path(), &file, &mnt] {
-        std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+        give_to_test_user(p);
     }
     let _fuse = FuseOpen::new();
-    let out = as_nobody(&[
+    let out = as_test_user(&[
         OsStr::new(BIN),
         OsStr::new("mount"),
         file.as_os_str(),
         mnt.as_os_str(),
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let unmount = || as_nobody(&[OsStr::new("fusermount3"), OsStr::new("-u"), mnt.as_os_str()]);
+    let unmount = || as_test_user(&[OsStr::new("fusermount3"), OsStr::new("-u"), mnt.as_os_str()]);
     let r = std::panic::catch_unwind(|| {
         assert!(out.status.success(), "{stderr}");
         assert_eq!(stderr.matches("passthrough is off").count(), 1, "{stderr}");
         assert!(stderr.contains("CAP_SYS_ADMIN"), "{stderr}");
-        let read = as_nobody(&[OsStr::new("cat"), mnt.join("a/data").as_os_str()]);
+        let read = as_test_user(&[OsStr::new("cat"), mnt.join("a/data").as_os_str()]);
         assert!(
             read.status.success(),
             "{}",

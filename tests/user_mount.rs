@@ -1,4 +1,4 @@
-//! Mounts by a user who is not root, as user nobody through the real
+//! Mounts by a user who is not root, as a test user (ztfs-test, made by the tests) through the real
 //! `fusermount3` (package fuse3, which .ci/run installs): mount, read,
 //! `ztfs unmount` (falling back to `fusermount3 -u`, and `-z` when busy),
 //! SIGTERM, SIGINT and SIGHUP to the daemon; and what a failing user
@@ -20,8 +20,8 @@ use common::*;
 /// The tests change /dev/fuse's mode: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// A model and a mount point, both owned by nobody, in a temporary
-/// directory nobody may enter.
+/// A model and a mount point, both owned by the test user, in a temporary
+/// directory it may enter.
 struct Place {
     dir: tempfile::TempDir,
 }
@@ -33,7 +33,7 @@ impl Place {
         fs::copy(sample("tiny-llama.zt"), &file).unwrap();
         fs::create_dir(dir.path().join("mnt")).unwrap();
         for p in [dir.path(), &file, &dir.path().join("mnt")] {
-            std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+            give_to_test_user(p);
         }
         Place { dir }
     }
@@ -46,13 +46,13 @@ impl Place {
         self.dir.path().join("mnt")
     }
 
-    /// `ztfs mount` as nobody, with `flags`.
+    /// `ztfs mount` as the test user, with `flags`.
     fn mount(&self, flags: &[&str]) -> std::process::Output {
         let (file, mnt) = (self.file(), self.mnt());
         let mut argv: Vec<&OsStr> = vec![OsStr::new(BIN), OsStr::new("mount")];
         argv.extend([file.as_os_str(), mnt.as_os_str()]);
         argv.extend(flags.iter().map(OsStr::new));
-        as_nobody(&argv)
+        as_test_user(&argv)
     }
 }
 
@@ -68,8 +68,8 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn unmount_as_nobody(mnt: &Path) -> std::process::Output {
-    as_nobody(&[OsStr::new(BIN), OsStr::new("unmount"), mnt.as_os_str()])
+fn unmount_as_test_user(mnt: &Path) -> std::process::Output {
+    as_test_user(&[OsStr::new(BIN), OsStr::new("unmount"), mnt.as_os_str()])
 }
 
 #[test]
@@ -81,14 +81,14 @@ fn a_user_mounts_reads_and_unmounts_through_fusermount3() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(is_mounted(&p.mnt()));
     let data = p.mnt().join("model.norm.weight/data");
-    let read = as_nobody(&[OsStr::new("cat"), data.as_os_str()]);
+    let read = as_test_user(&[OsStr::new("cat"), data.as_os_str()]);
     let want = cat(&p.file(), "model.norm.weight", "data", false).unwrap();
     assert!(
         read.status.success() && read.stdout == want,
         "{}",
         text(&read.stderr)
     );
-    let out = unmount_as_nobody(&p.mnt());
+    let out = unmount_as_test_user(&p.mnt());
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!is_mounted(&p.mnt()), "still mounted");
 }
@@ -102,16 +102,8 @@ fn a_busy_user_mount_is_detached() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let data = p.mnt().join("model.norm.weight/data");
     let script = format!("exec 3< '{}' && echo open && sleep 30", data.display());
-    let mut holder: Child = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ])
+    let mut holder: Child = as_test_user_cmd()
+        .args(["sh", "-c", &script])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -119,7 +111,7 @@ fn a_busy_user_mount_is_detached() {
     let stdout = holder.stdout.take().unwrap();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
     assert_eq!(line.trim(), "open");
-    let out = unmount_as_nobody(&p.mnt());
+    let out = unmount_as_test_user(&p.mnt());
     let _ = holder.kill();
     let _ = holder.wait();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -169,8 +161,7 @@ fn a_failing_user_mount_says_what_to_fix() {
     let _fuse = FuseOpen::new();
     // No fusermount3 (FUSERMOUNT_PATH names the helper, for fuser too).
     let (file, mnt) = (p.file(), p.mnt());
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+    let out = as_test_user_cmd()
         .arg(BIN)
         .args([OsStr::new("mount"), file.as_os_str(), mnt.as_os_str()])
         .env("FUSERMOUNT_PATH", "/nonexistent/fusermount3")

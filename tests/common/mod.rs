@@ -851,11 +851,68 @@ pub fn mmap_read(f: &std::fs::File, len: usize) -> Vec<u8> {
 // ---------------------------------------------------------------------------
 // A user without privileges
 
-/// Runs `argv` as user nobody (uid 65534), as a user without privileges
-/// mounts: through `fusermount3` (package fuse3, which .ci/run installs).
-pub fn as_nobody(argv: &[&OsStr]) -> std::process::Output {
-    std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+/// The user the tests run as when they must not be root: `ztfs-test`, a
+/// system user without a home or a shell, made here (`useradd`) the first
+/// time it is needed and kept. Its (uid, gid).
+pub fn test_user() -> (u32, u32) {
+    static USER: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+    *USER.get_or_init(|| {
+        let id = |flag: &str| {
+            let out = std::process::Command::new("id")
+                .args([flag, "ztfs-test"])
+                .output()
+                .ok()?;
+            String::from_utf8(out.stdout)
+                .ok()?
+                .trim()
+                .parse::<u32>()
+                .ok()
+        };
+        if id("-u").is_none() {
+            let made = std::process::Command::new("useradd")
+                .args([
+                    "--system",
+                    "--no-create-home",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                    "ztfs-test",
+                ])
+                .status()
+                .expect("useradd");
+            // Another test binary may have made it meanwhile.
+            assert!(
+                made.success() || id("-u").is_some(),
+                "useradd ztfs-test failed"
+            );
+        }
+        (
+            id("-u").expect("uid of ztfs-test"),
+            id("-g").expect("gid of ztfs-test"),
+        )
+    })
+}
+
+/// Gives `path` to the test user.
+pub fn give_to_test_user(path: &Path) {
+    let (uid, gid) = test_user();
+    std::os::unix::fs::chown(path, Some(uid), Some(gid)).unwrap();
+}
+
+/// A command that runs as the test user (`setpriv`), as a user without
+/// privileges mounts: through `fusermount3` (package fuse3, which .ci/run
+/// installs).
+pub fn as_test_user_cmd() -> std::process::Command {
+    let (uid, gid) = test_user();
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={gid}"))
+        .args(["--clear-groups", "--"]);
+    cmd
+}
+
+/// Runs `argv` as the test user.
+pub fn as_test_user(argv: &[&OsStr]) -> std::process::Output {
+    as_test_user_cmd()
         .args(argv)
         .output()
         .expect("setpriv (util-linux)")
