@@ -460,8 +460,9 @@ def print_tables(ctx, out=sys.stdout):
     bm = ctx.bm
     print(f"**passthrough** (blob {ctx.n / 2**30:.3g} GiB, medians of {ctx.a.reps} [min–max]; "
           "clone: a backing file of the same kind made by the benchmark, read natively; pt: the "
-          "passthrough mount; ratios are speed ratios, as above; memory clones are memfds, "
-          f"shmem THP {shmem_thp()!r})", file=out)
+          "passthrough mount; ratios are speed ratios, as above; ztfs makes its memory clones in a "
+          "huge-page tmpfs of its own where it can (its log says when they are memfds); the "
+          f"clone column's memfd follows the machine's shmem THP setting, {shmem_thp()!r})", file=out)
     for note in ctx.notes:
         print(f"\n{note}", file=out)
     print(file=out)

@@ -301,6 +301,93 @@ pub fn memfd(name: &str, len: u64) -> io::Result<std::fs::File> {
     Ok(file)
 }
 
+/// A tmpfs of `size` bytes backed by huge pages (`huge=always`), mounted
+/// nowhere: a detached mount (`fsopen`, `fsconfig`, `fsmount`) that lives
+/// as long as the returned descriptor, so a crash leaves no mount behind.
+/// Files in it read as fast as the page cache's large folios, where a
+/// memfd's 4 KiB pages read at about half that. Needs CAP_SYS_ADMIN.
+pub fn huge_tmpfs(size: u64) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    const FSOPEN_CLOEXEC: libc::c_uint = 1;
+    const FSCONFIG_SET_STRING: libc::c_uint = 1;
+    const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+    const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+    let check = |r: libc::c_long| {
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r as i32)
+        }
+    };
+    // SAFETY: fsopen takes a NUL-terminated type name; the descriptor is ours.
+    let fs = check(unsafe { libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) })?;
+    // SAFETY: a fresh descriptor owned by no one else.
+    let fs = unsafe { std::os::fd::OwnedFd::from_raw_fd(fs) };
+    let set = |key: &std::ffi::CStr, value: &str| {
+        let value =
+            CString::new(value).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        // SAFETY: key and value are NUL-terminated strings that outlive the call.
+        check(unsafe {
+            libc::syscall(
+                libc::SYS_fsconfig,
+                std::os::fd::AsRawFd::as_raw_fd(&fs),
+                FSCONFIG_SET_STRING,
+                key.as_ptr(),
+                value.as_ptr(),
+                0,
+            )
+        })
+    };
+    set(c"huge", "always")?;
+    set(c"size", &size.max(1 << 21).to_string())?;
+    set(c"mode", "0700")?;
+    // SAFETY: no pointers; the descriptor is valid.
+    check(unsafe {
+        let null = std::ptr::null::<libc::c_char>();
+        libc::syscall(
+            libc::SYS_fsconfig,
+            std::os::fd::AsRawFd::as_raw_fd(&fs),
+            FSCONFIG_CMD_CREATE,
+            null,
+            null,
+            0,
+        )
+    })?;
+    // SAFETY: no pointers; the descriptor is valid.
+    let mnt = check(unsafe {
+        libc::syscall(
+            libc::SYS_fsmount,
+            std::os::fd::AsRawFd::as_raw_fd(&fs),
+            FSMOUNT_CLOEXEC,
+            0,
+        )
+    })?;
+    // SAFETY: a fresh descriptor owned by no one else.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(mnt) })
+}
+
+/// An unnamed read-write file of `len` bytes in the filesystem whose root
+/// `dir` is (a descriptor, as [`huge_tmpfs`] gives).
+pub fn unnamed_file_at(dir: &std::os::fd::OwnedFd, len: u64) -> io::Result<std::fs::File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: "." is NUL-terminated; the descriptor is valid.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c".".as_ptr(),
+            libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor owned by no one else.
+    let file = unsafe { std::fs::File::from_raw_fd(fd) };
+    file.set_len(len)?;
+    Ok(file)
+}
+
 /// An unnamed file (`O_TMPFILE`) in directory `dir`, read-write: it has no
 /// name to leave behind after a crash.
 pub fn unnamed_file_in(dir: &Path) -> io::Result<std::fs::File> {

@@ -172,8 +172,8 @@ impl Tree {
 
     /// A memory clone of `node`: its bytes as the tree serves them.
     fn copy(&self, ino: Ino, node: Node, len: u64, cancel: &Cancel) -> Result<Backing> {
-        let file =
-            crate::sys::memfd(&format!("ztfs-{ino}"), len).map_err(|e| Error::io("memfd", e))?;
+        let file = (self.clones.memory_file(&format!("ztfs-{ino}"), len))
+            .map_err(|e| Error::io("memory clone", e))?;
         let mut at = 0;
         while at < len {
             cancel.keep_going()?;
@@ -187,7 +187,7 @@ impl Tree {
                 )));
             }
             file.write_all_at(&data, at)
-                .map_err(|e| Error::io("memfd", e))?;
+                .map_err(|e| Error::io("memory clone", e))?;
             at += data.len() as u64;
         }
         Ok(Backing {
