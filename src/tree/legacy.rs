@@ -265,6 +265,12 @@ impl Tree {
         Ok((forms::safetensors(o, elem, len)?, len))
     }
 
+    /// What a safetensors header says of object `o`: its name and shape.
+    fn name_and_shape(&self, o: u32) -> (&str, &[u64]) {
+        let o = self.object(o);
+        (&o.name, &o.shape)
+    }
+
     /// Plans the model's safetensors files (at mount). `None` for a model
     /// of no objects (a data shard), and, logged, when a single tensor's
     /// header entry passes the limit.
@@ -286,10 +292,7 @@ impl Tree {
             }
         }
         let metadata = self.safetensors_metadata(&left_out);
-        let describe = |o: u32| {
-            let o = self.object(o);
-            (&*o.name, &*o.shape)
-        };
+        let describe = |o: u32| self.name_and_shape(o);
         let max = self.opts.safetensors_max;
         match Plan::new(&tensors, &describe, &metadata, max) {
             Ok(plan) => Some(plan),
@@ -375,10 +378,7 @@ impl Tree {
         let Some(plan) = &self.safetensors else {
             return Err(FsError::NotFound);
         };
-        let describe = |o: u32| {
-            let o = self.object(o);
-            (&*o.name, &*o.shape)
-        };
+        let describe = |o: u32| self.name_and_shape(o);
         let Node::Safetensors { shard } = *node else {
             return Ok(Data::Owned(plan.read_index(
                 offset,

@@ -127,9 +127,12 @@ impl Tree {
             return Ok(());
         }
         let len = self.size(&node);
+        // A raw blob's range: cloned as it is, or after a memory copy
+        // dropped from the page cache.
+        let src = self.reflink_source(node);
         if self.clones.may_reflink() {
-            if let Some(src) = self.reflink_source(node) {
-                match Self::map_read(|| self.reflink(&src, len)) {
+            if let Some(src) = &src {
+                match Self::map_read(|| self.reflink(src, len)) {
                     Ok(b) => {
                         self.clones.reflink_result(true, &"");
                         log::debug!("passthrough: inode {ino}: reflink clone of {len} bytes");
@@ -151,7 +154,7 @@ impl Tree {
             Ok(b) => {
                 log::debug!("passthrough: inode {ino}: memory clone of {len} bytes");
                 self.clones.insert(ino, b);
-                if let Some(src) = self.reflink_source(node) {
+                if let Some(src) = &src {
                     // The bytes live in the clone now; the model's pages
                     // for them need not stay cached twice.
                     crate::sys::drop_cache(src.store.file(), src.offset, src.len);
