@@ -39,6 +39,7 @@ for t in "${targets[@]}"; do
     # libFuzzer writes new inputs into the first corpus directory, so that is
     # a scratch one; the committed seeds come after it, read only.
     mkdir -p "$work/$t" "fuzz/artifacts/$t"
+    touch "$work/$t.start"
     seeds=()
     [[ -d fuzz/corpus/$t ]] && seeds+=("fuzz/corpus/$t")
     # Whole files are what `container` and `tree_views` take: the golden
@@ -47,16 +48,23 @@ for t in "${targets[@]}"; do
     # rss_limit bounds what stays resident; malloc_limit takes effect only
     # under a sanitizer (see fuzz_targets/common); timeout turns a hang into
     # a finding instead of a stall.
+    # The output is kept so that a finding's cause can be printed again
+    # at the end, where a CI log's tail shows it.
     if ! cargo fuzz run "${flags[@]}" "$t" "$work/$t" "${seeds[@]}" -- \
         -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=512 \
-        -timeout=10 -print_final_stats=1; then
+        -timeout=10 -print_final_stats=1 2>&1 | tee "$work/$t.log"; then
         failed+=("$t")
-        # Only what this run found, not older artifacts.
-        find "fuzz/artifacts/$t" -type f -newer "$work/$t" | while read -r f; do
-            echo "-- reproducer $f ($(stat -c %s "$f") bytes):"
-            od -A d -t x1z -v "$f" | head -n 32
-        done
     fi
+done
+
+for t in "${failed[@]}"; do
+    echo "== finding in $t: what it printed, without libFuzzer's progress lines"
+    grep -v -E '^#[0-9]+|^"|Uses: [0-9]+' "$work/$t.log" | tail -n 40
+    # Only what this run found, not older artifacts.
+    find "fuzz/artifacts/$t" -type f -newer "$work/$t.start" | while read -r f; do
+        echo "-- reproducer $f ($(stat -c %s "$f") bytes):"
+        od -A d -t x1z -v "$f" | head -n 32
+    done
 done
 
 if [[ ${#failed[@]} -gt 0 ]]; then
