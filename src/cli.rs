@@ -440,7 +440,11 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
             progress.add(n);
             Ok(())
         };
-        let r = hurray::data_rules::check_data(f, model.root().bytes(), &mut tick);
+        let r = hurray::data_rules::check_data(
+            f,
+            model.root().whole("checking a Hurray file")?,
+            &mut tick,
+        );
         progress.clear();
         r?;
         println!(
@@ -669,7 +673,7 @@ fn cat_hurray_view(model: &Model, file: &hurray::File, i: usize) -> Result<()> {
             )));
         }
     };
-    let bytes = model.root().bytes();
+    let bytes = model.root().whole("a Hurray tensor's data")?;
     let mut out = std::io::stdout().lock();
     let mut buf = vec![0; 1 << 20];
     let mut offset = 0;

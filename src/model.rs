@@ -5,6 +5,7 @@
 //! shard is missing (notes §4 item 10). A shard that cannot be resolved is
 //! remembered, and every part in it fails with the same explanation.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -46,17 +47,18 @@ impl Model {
     /// Opens `path`, resolving the named shards to the given files first.
     pub fn open_with(path: &Path, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
         let root = Store::open(path)?;
-        let bytes = root.bytes();
-        if bytes.starts_with(&hurray::FILE_MAGIC) {
+        // Enough of the beginning to tell the format (and name a foreign one).
+        let head = root.slice(0, root.len().min(64))?;
+        if head.starts_with(&hurray::FILE_MAGIC) {
             return Model::open_hurray(root, overrides);
         }
-        let container = format::read_container(bytes).map_err(|e| match e.rule() {
+        let container = format::read_container_from(&root).map_err(|e| match e.rule() {
             Some(Rule::FileTooSmall | Rule::HeaderMagic | Rule::FooterMagic) => {
-                format::sniff_foreign(bytes).map_or(e, Error::Foreign)
+                format::sniff_foreign(&head, root.len()).map_or(e, Error::Foreign)
             }
             _ => e,
         })?;
-        let footer = Footer::parse(bytes)?;
+        let footer = Footer::parse_from(&root)?;
         let manifest = match container {
             Container::Model(m) => Some(m),
             Container::DataShard => None,
@@ -92,7 +94,7 @@ impl Model {
                 "--shard {name}: a Hurray file has no shards"
             )));
         }
-        let file = hurray::read_file(root.bytes())?;
+        let file = hurray::read_file(root.whole("a Hurray file")?)?;
         let objects = hurray::objects::objects(&file);
         Ok(Model {
             root,
@@ -128,18 +130,26 @@ impl Model {
         self.manifest.as_ref()
     }
 
+    /// True when some of the model's bytes are read by range requests:
+    /// the root, or a shard named by URL.
+    pub fn is_remote(&self) -> bool {
+        self.root.is_remote()
+            || (self.overrides.iter()).any(|(_, p)| crate::store::remote::url_of(p).is_some())
+    }
+
     /// The root file.
     pub fn root(&self) -> &Store {
         &self.root
     }
 
     /// The raw manifest bytes (empty for a data shard and a Hurray file).
-    pub fn manifest_bytes(&self) -> &[u8] {
+    pub fn manifest_bytes(&self) -> Cow<'_, [u8]> {
         let Some(footer) = &self.footer else {
-            return &[];
+            return Cow::Borrowed(&[]);
         };
         let (off, len) = (footer.manifest_offset, footer.manifest_length);
-        // Validated at open.
+        // Validated at open (a remote object's manifest was read then and
+        // is read again from the cache).
         self.root.slice(off, len).unwrap_or_default()
     }
 
@@ -154,16 +164,29 @@ impl Model {
         };
         let (off, len) = (footer.manifest_offset, footer.manifest_length);
         // Validated at open: the manifest lies within the file as it was.
+        let Some(file) = self.root.file() else {
+            return self.root.slice(off, len).map(|b| Some(b.into_owned()));
+        };
         let mut buf = vec![0; len as usize];
-        std::os::unix::fs::FileExt::read_exact_at(self.root.file(), &mut buf, off)
+        std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, off)
             .map_err(|e| Error::io(self.root.path().display().to_string(), e))?;
         Ok(Some(buf))
     }
 
-    /// The stored bytes of a part, from the root or its shard.
-    pub fn stored(&self, part: &Part) -> Result<&[u8]> {
+    /// The stored bytes of a part, from the root or its shard: borrowed
+    /// from the map, or fetched whole from a remote object.
+    pub fn stored(&self, part: &Part) -> Result<Cow<'_, [u8]>> {
         self.store_of(part)?
             .slice(part.blob.offset, part.blob.length)
+    }
+
+    /// A part's stored bytes, to be read by range.
+    pub fn blob(&self, part: &Part) -> Result<crate::store::Blob<'_>> {
+        Ok(crate::store::Blob {
+            store: self.store_of(part)?,
+            offset: part.blob.offset,
+            len: part.blob.length,
+        })
     }
 
     /// The file holding a part's stored bytes. A shard is proven to be the

@@ -30,14 +30,14 @@ pub fn decoded(
     sink: &mut dyn FnMut(&[u8]) -> Result<()>,
 ) -> Result<()> {
     check_interpretable(object, part)?;
-    let stored = model.stored(part)?;
-    let enc = Encoding::of(part, stored)?;
+    let stored = model.blob(part)?;
+    let enc = Encoding::of_from(part, &stored)?;
     let mut rules = ContentCheck::new(object, part);
     if rules.applies() {
-        enc.stream(stored, &mut |c| rules.update(c))?;
+        enc.stream_from(&stored, &mut |c| rules.update(c))?;
         rules.finish()?;
     }
-    enc.stream(stored, sink)
+    enc.stream_from(&stored, sink)
 }
 
 /// Largest part decoded whole into memory (for layout data rules and
@@ -110,8 +110,7 @@ pub fn has_data_rules(object: &Object) -> bool {
 
 /// Streams the stored bytes of a part: structural access, no interpretation.
 pub fn stored(model: &Model, part: &Part, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
-    let bytes = model.stored(part)?;
-    bytes.chunks(8 << 20).try_for_each(sink)
+    Encoding::Raw.stream_from(&model.blob(part)?, sink)
 }
 
 /// Verifies one part: decodes it, applies its content rules and checks its
@@ -139,13 +138,13 @@ pub fn verify(
     }
     let stored_digest = part.digest.as_ref().map(ToString::to_string);
     let algo = stored_digest.as_deref().map(Algo::of).transpose()?;
-    let stored = model.stored(part)?;
-    let enc = Encoding::of(part, stored)?;
+    let stored = model.blob(part)?;
+    let enc = Encoding::of_from(part, &stored)?;
     let mut hasher = algo.map(Hasher::new);
     let mut rules = ContentCheck::new(object, part);
     let check_rules = object.layout == "dense" && rules.applies();
     let mut n = 0u64;
-    enc.stream(stored, &mut |chunk| {
+    enc.stream_from(&stored, &mut |chunk| {
         if check_rules {
             rules.update(chunk)?;
         }

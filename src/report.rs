@@ -19,7 +19,7 @@ pub fn manifest_json(model: &Model) -> Result<String> {
     if let Some(file) = model.hurray() {
         return Ok(crate::format::hurray::json::manifest(file));
     }
-    manifest_json_of(model.manifest().map(|_| model.manifest_bytes()))
+    manifest_json_of(model.manifest().map(|_| model.manifest_bytes()).as_deref())
 }
 
 /// The same, from the manifest bytes (`None` for a data shard).
@@ -416,6 +416,7 @@ mod tests {
                     continue;
                 };
                 let bytes = model.manifest().map(|_| model.manifest_bytes());
+                let bytes = bytes.as_deref();
                 let want = manifest_json_of(bytes).map(|s| s.len() as u64);
                 assert_eq!(manifest_json_len(bytes).ok(), want.ok(), "{}", p.display());
                 checked += 1;

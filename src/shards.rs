@@ -108,7 +108,7 @@ fn open_checked(path: &Path, shard: &Shard) -> Result<Store> {
             ),
         ));
     }
-    format::read_container(store.bytes())?;
+    format::read_container_from(&store)?;
     Ok(store)
 }
 
@@ -132,7 +132,7 @@ fn find_by_identity(root: &Path, shard: &Shard) -> Result<Option<Store>> {
         let Ok(store) = open_checked(&path, shard) else {
             continue;
         };
-        if file_digest(&store, algo, &mut |_| {}) == shard.digest {
+        if file_digest(&store, algo, &mut |_| {})? == shard.digest {
             return Ok(Some(store));
         }
     }
@@ -147,19 +147,19 @@ fn folder(root: &Path) -> &Path {
 }
 
 /// The whole-file digest of a store, reporting progress in bytes.
-pub fn file_digest(store: &Store, algo: Algo, progress: &mut dyn FnMut(u64)) -> String {
+pub fn file_digest(store: &Store, algo: Algo, progress: &mut dyn FnMut(u64)) -> Result<String> {
     let mut h = Hasher::new(algo);
-    for chunk in store.bytes().chunks(8 << 20) {
+    store.for_each_chunk(8 << 20, &mut |chunk| {
         h.update(chunk);
         progress(chunk.len() as u64);
-    }
-    h.finish()
+    })?;
+    Ok(h.finish())
 }
 
 /// Checks a resolved shard's whole-file digest (§7.3 rung 3).
 pub fn verify_digest(store: &Store, shard: &Shard, progress: &mut dyn FnMut(u64)) -> Result<()> {
     let algo = Algo::of(&shard.digest)?;
-    let got = file_digest(store, algo, progress);
+    let got = file_digest(store, algo, progress)?;
     digest::check(
         &shard.digest,
         &got,

@@ -135,6 +135,12 @@ pub fn uid() -> u32 {
     unsafe { libc::getuid() }
 }
 
+/// The real group id.
+pub fn gid() -> u32 {
+    // SAFETY: getgid has no preconditions.
+    unsafe { libc::getgid() }
+}
+
 /// The effective user is root.
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -532,7 +538,7 @@ mod tests {
         f.write_all(&vec![7u8; 3 * 4096]).unwrap();
         let store = crate::store::Store::open(f.path()).unwrap();
         f.as_file().set_len(4096).unwrap();
-        let bytes = store.bytes();
+        let bytes = store.map().unwrap();
         assert_eq!(super::guarded(|| bytes[0]), Some(7), "a page still backed");
         let past = super::guarded(|| bytes[2 * 4096 + 1]);
         assert_eq!(past, None, "the vanished page is reported");

@@ -32,9 +32,15 @@ impl Encoding {
     /// Resolves the part's encoding against its stored bytes: an unknown
     /// profile is refused, a seek table is validated.
     pub fn of(part: &Part, stored: &[u8]) -> Result<Encoding> {
+        Encoding::of_from(part, &stored)
+    }
+
+    /// [`Encoding::of`] a blob read by range: a raw part reads nothing, a
+    /// compressed one its seek table.
+    pub fn of_from(part: &Part, stored: &dyn crate::format::Ranges) -> Result<Encoding> {
         match part.encoding.as_deref() {
             None => Ok(Encoding::Raw),
-            Some(zstd_seekable::ID) => Ok(Encoding::ZstdSeekable(SeekTable::parse(
+            Some(zstd_seekable::ID) => Ok(Encoding::ZstdSeekable(SeekTable::parse_from(
                 stored,
                 part.decoded_size(),
             )?)),
@@ -47,9 +53,24 @@ impl Encoding {
 
     /// Feeds the decoded bytes to `sink` in order.
     pub fn stream(&self, stored: &[u8], sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        self.stream_from(&stored, sink)
+    }
+
+    /// [`Encoding::stream`] of a blob read by range, a chunk or a frame
+    /// at a time.
+    pub fn stream_from(
+        &self,
+        stored: &dyn crate::format::Ranges,
+        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
         match self {
-            Encoding::Raw => stored.chunks(RAW_CHUNK).try_for_each(sink),
-            Encoding::ZstdSeekable(t) => t.decode_all(stored, sink),
+            Encoding::Raw => {
+                let (n, step) = (stored.size(), RAW_CHUNK as u64);
+                (0..n.div_ceil(step))
+                    .try_for_each(|i| sink(&stored.get(i * step, step.min(n - i * step))?))
+            }
+            Encoding::ZstdSeekable(t) => (0..t.frames.len())
+                .try_for_each(|i| sink(&t.decode_frame_from(stored, i, Vec::new())?)),
         }
     }
 }

@@ -8,6 +8,7 @@
 //! descriptor bits 6..2 are reserved; bits 1..0 are ignored.
 
 use crate::error::{Error, Result, Rule};
+use crate::format::Ranges;
 
 /// The profile id.
 pub const ID: &str = "zt.zstd-seekable/1";
@@ -60,20 +61,32 @@ impl SeekTable {
     /// Parses and validates the seek table of a stored blob whose decoded
     /// length must be `decoded_length`.
     pub fn parse(stored: &[u8], decoded_length: u64) -> Result<SeekTable> {
-        let n = stored.len() as u64;
-        if n < TABLE_FIXED || u32_at(stored, n - 4) != SEEKABLE_MAGIC {
+        SeekTable::parse_from(&stored, decoded_length)
+    }
+
+    /// [`SeekTable::parse`] of a blob read by range: its last 9 bytes,
+    /// then the table they announce.
+    pub fn parse_from(stored: &dyn Ranges, decoded_length: u64) -> Result<SeekTable> {
+        let n = stored.size();
+        if n < TABLE_FIXED {
             return Err(bad(format!(
                 "stored blob of {n} bytes does not end with the seekable magic"
             )));
         }
-        let descriptor = stored[(n - 5) as usize];
+        let end = stored.get(n - 9, 9)?;
+        if u32_at(&end, 5) != SEEKABLE_MAGIC {
+            return Err(bad(format!(
+                "stored blob of {n} bytes does not end with the seekable magic"
+            )));
+        }
+        let descriptor = end[4];
         if descriptor & 0x7C != 0 {
             return Err(bad(format!(
                 "seek table descriptor {descriptor:#04x} sets reserved bits"
             )));
         }
         let entry_len: u64 = if descriptor & 0x80 != 0 { 12 } else { 8 };
-        let count = u64::from(u32_at(stored, n - 9));
+        let count = u64::from(u32_at(&end, 0));
         // count * entry_len cannot overflow: count < 2^32, entry_len <= 12.
         let table_len = count * entry_len + TABLE_FIXED;
         let Some(table_start) = n.checked_sub(table_len) else {
@@ -81,8 +94,10 @@ impl SeekTable {
                 "seek table of {count} frames does not fit in {n} bytes"
             )));
         };
-        if u32_at(stored, table_start) != SKIPPABLE_MAGIC
-            || u64::from(u32_at(stored, table_start + 4)) != count * entry_len + 9
+        // Within the blob, so its size bounds the read.
+        let table = stored.get(table_start, table_len)?;
+        if u32_at(&table, 0) != SKIPPABLE_MAGIC
+            || u64::from(u32_at(&table, 4)) != count * entry_len + 9
         {
             return Err(bad(format!(
                 "seek table of {count} frames has a bad skippable header at {table_start}"
@@ -91,12 +106,12 @@ impl SeekTable {
         let mut frames = Vec::with_capacity(count as usize); // bounded by n / 8
         let (mut c, mut d) = (0u64, 0u64);
         for i in 0..count {
-            let at = table_start + 8 + i * entry_len;
+            let at = 8 + i * entry_len;
             let (cs, ds) = (
-                u64::from(u32_at(stored, at)),
-                u64::from(u32_at(stored, at + 4)),
+                u64::from(u32_at(&table, at)),
+                u64::from(u32_at(&table, at + 4)),
             );
-            let checksum = (entry_len == 12).then(|| u32_at(stored, at + 8));
+            let checksum = (entry_len == 12).then(|| u32_at(&table, at + 8));
             if ds > MAX_FRAME_LEN {
                 return Err(bad(format!(
                     "frame {i} decodes to {ds} bytes, above {MAX_FRAME_LEN}"
@@ -139,9 +154,21 @@ impl SeekTable {
 
     /// [`SeekTable::decode_frame`] into `out`, whose old contents are
     /// discarded and whose allocation is reused when large enough.
-    pub fn decode_frame_into(&self, stored: &[u8], i: usize, mut out: Vec<u8>) -> Result<Vec<u8>> {
+    pub fn decode_frame_into(&self, stored: &[u8], i: usize, out: Vec<u8>) -> Result<Vec<u8>> {
+        self.decode_frame_from(&stored, i, out)
+    }
+
+    /// [`SeekTable::decode_frame_into`] of a blob read by range: only the
+    /// frame's stored bytes are read.
+    pub fn decode_frame_from(
+        &self,
+        stored: &dyn Ranges,
+        i: usize,
+        mut out: Vec<u8>,
+    ) -> Result<Vec<u8>> {
         let f = self.frames[i];
-        let src = &stored[f.stored_offset as usize..(f.stored_offset + f.stored_len) as usize];
+        let src = stored.get(f.stored_offset, f.stored_len)?;
+        let src = &src[..];
         let fail = |why: String| bad(format!("frame {i}: {why}"));
         if src.len() < 6 || src[..4] != ZSTD_MAGIC {
             return Err(fail("not a zstd frame".into()));

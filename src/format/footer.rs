@@ -29,20 +29,28 @@ impl Footer {
     /// Checks size, both magics and the version, and decodes the footer.
     /// The reserved word is never read (§2.3).
     pub fn parse(file: &[u8]) -> Result<Footer> {
-        let len = file.len() as u64;
+        Footer::parse_from(&file)
+    }
+
+    /// [`Footer::parse`] of a file read by range: its first 8 bytes and
+    /// its last 40.
+    pub fn parse_from(file: &dyn super::Ranges) -> Result<Footer> {
+        let len = file.size();
         if len < MIN_FILE_LEN {
             return Err(Error::reject(
                 Rule::FileTooSmall,
                 format!("file of {len} bytes is shorter than {MIN_FILE_LEN}"),
             ));
         }
-        if file[..8] != MAGIC {
+        let head = file.get(0, 8)?;
+        if head[..] != MAGIC {
             return Err(Error::reject(
                 Rule::HeaderMagic,
-                format!("header magic {:02x?} is not {:02x?}", &file[..8], MAGIC),
+                format!("header magic {:02x?} is not {:02x?}", &head[..], MAGIC),
             ));
         }
-        let foot = &file[file.len() - FOOTER_LEN as usize..];
+        let foot = file.get(len - FOOTER_LEN, FOOTER_LEN)?;
+        let foot = &foot[..];
         if foot[32..40] != MAGIC {
             return Err(Error::reject(
                 Rule::FooterMagic,

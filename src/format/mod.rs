@@ -52,23 +52,61 @@ pub enum Container {
     DataShard,
 }
 
+/// A file's bytes by range: a whole file in memory, or a source that
+/// fetches what is asked (a remote object). Parsing reads only the ranges
+/// it needs (magic, footer, manifest), so a remote file opens with a few
+/// requests.
+pub trait Ranges {
+    /// The file's length in bytes.
+    fn size(&self) -> u64;
+    /// `len` bytes at `offset`; an error when the range is outside the
+    /// file or cannot be read.
+    fn get(&self, offset: u64, len: u64) -> Result<std::borrow::Cow<'_, [u8]>>;
+}
+
+impl Ranges for &[u8] {
+    fn size(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn get(&self, offset: u64, len: u64) -> Result<std::borrow::Cow<'_, [u8]>> {
+        let range = (offset.checked_add(len))
+            .filter(|&end| end <= self.size())
+            .map(|end| offset as usize..end as usize);
+        match range {
+            Some(r) => Ok(std::borrow::Cow::Borrowed(&self[r])),
+            None => Err(Error::Unsupported(format!(
+                "range [{offset}, +{len}) is outside the file ({} bytes)",
+                self.len()
+            ))),
+        }
+    }
+}
+
 /// Validates a whole file held in memory: footer, manifest bounds, hash,
 /// strict CBOR, schema and every §3.6 check (§8 steps 1–6).
 pub fn read_container(file: &[u8]) -> Result<Container> {
-    let footer = Footer::parse(file)?;
-    let Some(range) = footer.manifest_range(file.len() as u64)? else {
+    read_container_from(&file)
+}
+
+/// [`read_container`] of a file read by range.
+pub fn read_container_from(file: &dyn Ranges) -> Result<Container> {
+    let footer = Footer::parse_from(file)?;
+    let Some(range) = footer.manifest_range(file.size())? else {
         return Ok(Container::DataShard);
     };
     // The range was checked against the file length by manifest_range.
-    let bytes = &file[range.start as usize..range.end as usize];
-    footer.check_hash(bytes)?;
-    let manifest = Manifest::parse(bytes)?;
-    validate::check_manifest(&manifest, file.len() as u64, &footer)?;
+    let bytes = file.get(range.start, range.end - range.start)?;
+    footer.check_hash(&bytes)?;
+    let manifest = Manifest::parse(&bytes)?;
+    validate::check_manifest(&manifest, file.size(), &footer)?;
     Ok(Container::Model(manifest))
 }
 
-/// Says what a file that is not zTensor v2 looks like, when it is recognisable.
-pub fn sniff_foreign(file: &[u8]) -> Option<String> {
+/// Says what a file that is not zTensor v2 looks like, when it is
+/// recognisable: `file` is its beginning (a few bytes are enough), `len`
+/// its whole length.
+pub fn sniff_foreign(file: &[u8], len: u64) -> Option<String> {
     if file.starts_with(&MAGIC) {
         return None;
     }
@@ -82,7 +120,7 @@ pub fn sniff_foreign(file: &[u8]) -> Option<String> {
         );
     } else if file.starts_with(b"ZTEN") {
         "an older zTensor (v1) file"
-    } else if looks_like_safetensors(file) {
+    } else if looks_like_safetensors(file, len) {
         "a safetensors file"
     } else if file.starts_with(b"PK\x03\x04") {
         "a zip archive (a PyTorch checkpoint?)"
@@ -98,12 +136,12 @@ pub fn sniff_foreign(file: &[u8]) -> Option<String> {
     ))
 }
 
-fn looks_like_safetensors(file: &[u8]) -> bool {
-    let Some(len) = file.get(..8) else {
+fn looks_like_safetensors(file: &[u8], len: u64) -> bool {
+    let Some(head) = file.get(..8) else {
         return false;
     };
-    let n = u64::from_le_bytes(len.try_into().unwrap_or([0; 8]));
-    n >= 2 && n <= (file.len() as u64).saturating_sub(8) && file.get(8) == Some(&b'{')
+    let n = u64::from_le_bytes(head.try_into().unwrap_or([0; 8]));
+    n >= 2 && n <= len.saturating_sub(8) && file.get(8) == Some(&b'{')
 }
 
 /// Checks a name against §3.5: non-empty, at most 1024 bytes, no U+0000.

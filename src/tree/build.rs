@@ -552,9 +552,10 @@ fn place(root: &mut DirBuild, name: &str, i: u32, view: View) {
 }
 
 fn base_of(model: &Model, opts: &Options) -> Result<Base> {
-    let meta = model
-        .root()
-        .file()
+    let Some(file) = model.root().file() else {
+        return Ok(remote_base(opts));
+    };
+    let meta = file
         .metadata()
         .map_err(|e| Error::io(model.root().path().display().to_string(), e))?;
     let time = |s: i64, ns: i64| {
@@ -578,4 +579,20 @@ fn base_of(model: &Model, opts: &Options) -> Result<Base> {
         mtime: time(meta.mtime(), meta.mtime_nsec()),
         ctime: time(meta.ctime(), meta.ctime_nsec()),
     })
+}
+
+/// Owner, mode and times of a remote model's files: the mounting user's,
+/// readable by all unless `--mode` says otherwise, and the mount's time.
+fn remote_base(opts: &Options) -> Base {
+    let file_perm = opts.mode.unwrap_or(0o444) & 0o7777;
+    let now = std::time::SystemTime::now();
+    Base {
+        uid: crate::sys::uid(),
+        gid: crate::sys::gid(),
+        file_perm,
+        dir_perm: file_perm | ((file_perm & 0o444) >> 2),
+        atime: now,
+        mtime: now,
+        ctime: now,
+    }
 }

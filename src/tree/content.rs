@@ -150,8 +150,8 @@ impl Tree {
             first = true;
             let (o, p) = self.part(object, part);
             let state = Self::map_read(|| {
-                let stored = self.live_stored(p)?;
-                Encoding::of(p, stored)
+                let blob = self.live_blob(p)?;
+                Encoding::of_from(p, &blob)
             })
             .map_err(|e| {
                 self.fail((key, "open"), o, p, &e);
@@ -188,14 +188,14 @@ impl Tree {
         FsError::Io
     }
 
-    /// The stored bytes of a part, after checking that the backing file
-    /// still holds them: a map read past the end of a file truncated in
-    /// place would fault. (A truncation racing this check is caught by
-    /// [`Tree::map_read`].)
-    pub(super) fn live_stored(&self, p: &Part) -> crate::error::Result<&[u8]> {
-        let store = self.model.store_of(p)?;
-        check_live(store, p.blob.offset, p.blob.length)?;
-        store.slice(p.blob.offset, p.blob.length)
+    /// A part's stored bytes, to be read by range, after checking that
+    /// the backing file still holds them: a map read past the end of a
+    /// file truncated in place would fault. (A truncation racing this
+    /// check is caught by [`Tree::map_read`].)
+    pub(super) fn live_blob(&self, p: &Part) -> crate::error::Result<crate::store::Blob<'_>> {
+        let blob = self.model.blob(p)?;
+        check_live(blob.store, p.blob.offset, p.blob.length)?;
+        Ok(blob)
     }
 
     /// Runs `f`, which reads the backing file's map in user space, so that
@@ -274,16 +274,18 @@ impl Tree {
         let bytes = (|| {
             let store = self.model.store_of(p)?;
             check_live(store, p.blob.offset, r.end as u64)?;
-            let stored = store.slice(p.blob.offset, p.blob.length)?;
-            Ok(&stored[r.clone()])
+            store.slice(p.blob.offset + r.start as u64, r.len() as u64)
         })()
         .map_err(|e: crate::error::Error| self.fail((key, "read"), o, p, &e))?;
         let rules = ContentCheck::new(o, p);
         if decoded && rules.applies() {
-            Self::map_read(|| rules.check_range(r.start as u64, bytes))
+            Self::map_read(|| rules.check_range(r.start as u64, &bytes))
                 .map_err(|e| self.fail((key, "content"), o, p, &e))?;
         }
-        Ok(Data::Borrowed(bytes))
+        Ok(match bytes {
+            std::borrow::Cow::Borrowed(b) => Data::Borrowed(b),
+            std::borrow::Cow::Owned(v) => Data::Owned(v),
+        })
     }
 
     fn read_frames(
@@ -300,9 +302,9 @@ impl Tree {
         let r = clip(p.decoded_size(), offset, size);
         let mut pieces = Vec::new();
         let key = self.part_base[object as usize] + part;
-        let stored = self
+        let blob = self
             .model
-            .stored(p)
+            .blob(p)
             .map_err(|e| self.fail((key, "read"), o, p, &e))?;
         let rules = ContentCheck::new(o, p);
         let mut pos = r.start as u64;
@@ -312,7 +314,7 @@ impl Tree {
             let frame = self
                 .frames
                 .get_or_decode((key, i as u32), |buf| {
-                    decode_checked(self, p, &rules, table, stored, i, buf)
+                    decode_checked(self, p, &rules, table, &blob, i, buf)
                 })
                 .map_err(|e| {
                     let e = format!("frame {i}: {e}");
@@ -350,13 +352,13 @@ impl Tree {
                 if p.encoding.is_none() {
                     continue;
                 }
-                let Ok(stored) = self.model.stored(p) else {
+                let Ok(blob) = self.model.blob(p) else {
                     continue;
                 };
                 // Kept for the part's first open, which then does no work
                 // in proportion to the part on a FUSE worker thread.
                 let key = self.part_base[i] + j as u32;
-                let state = Encoding::of(p, stored).map_err(|e| {
+                let state = Encoding::of_from(p, &blob).map_err(|e| {
                     self.fail((key, "open"), o, p, &e);
                     bad += 1;
                 });
@@ -401,14 +403,14 @@ impl Tree {
             self.frames.forget((key, passed as u32));
         }
         let next = table.frame_at(end - 1) + 1;
-        let Ok(stored) = self.model.stored(p) else {
+        let Ok(blob) = self.model.blob(p) else {
             return;
         };
         let (o, p) = self.part(object, part);
         let rules = ContentCheck::new(o, p);
         if next < table.frames.len() {
             self.frames.prefetch((key, next as u32), |buf| {
-                decode_checked(self, p, &rules, table, stored, next, buf)
+                decode_checked(self, p, &rules, table, &blob, next, buf)
             });
         }
     }
@@ -694,12 +696,12 @@ fn decode_checked(
     p: &Part,
     rules: &ContentCheck<'_>,
     table: &crate::decode::zstd_seekable::SeekTable,
-    stored: &[u8],
+    stored: &dyn crate::format::Ranges,
     i: usize,
     buf: Vec<u8>,
 ) -> crate::error::Result<Vec<u8>> {
-    tree.live_stored(p)?;
-    let frame = Tree::map_read(|| table.decode_frame_into(stored, i, buf))?;
+    tree.live_blob(p)?;
+    let frame = Tree::map_read(|| table.decode_frame_from(stored, i, buf))?;
     if rules.applies() {
         rules.check_range(table.frames[i].decoded_offset, &frame)?;
     }

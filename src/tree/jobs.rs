@@ -43,6 +43,8 @@ pub enum JobKey {
     RenderManifest,
     /// Make an inode's backing file for passthrough.
     Clone(u64),
+    /// Read a range of an inode of a remote model (inode, offset, size).
+    Read(u64, u64, u32),
 }
 
 /// Where a request's answer goes once the work has ended.

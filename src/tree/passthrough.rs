@@ -24,6 +24,8 @@ const SEND_CHUNK: u64 = 64 << 20;
 /// by the kernel into a memory clone.
 struct RawSource<'a> {
     store: &'a crate::store::Store,
+    /// The store's file: only a local file has blobs to clone.
+    file: &'a std::fs::File,
     offset: u64,
     len: u64,
     header: Vec<u8>,
@@ -173,7 +175,7 @@ impl Tree {
                 if let Some(src) = &src {
                     // The bytes live in the clone now; the model's pages
                     // for them need not stay cached twice.
-                    crate::sys::drop_cache(src.store.file(), src.offset, src.len);
+                    crate::sys::drop_cache(src.file, src.offset, src.len);
                 }
                 Ok(())
             }
@@ -235,8 +237,7 @@ impl Tree {
         while at < src.len {
             cancel.keep_going()?;
             let n = (src.len - at).min(SEND_CHUNK);
-            crate::sys::send_range(src.store.file(), src.offset + at, n, &file, h + at)
-                .map_err(io)?;
+            crate::sys::send_range(src.file, src.offset + at, n, &file, h + at).map_err(io)?;
             at += n;
         }
         debug_assert_eq!(h + src.len, len);
@@ -252,7 +253,8 @@ impl Tree {
     /// kernel serves a clone unchecked.
     fn checked<'a>(src: &RawSource<'a>) -> Result<&'a [u8]> {
         super::content::check_live(src.store, src.offset, src.len)?;
-        let bytes = src.store.slice(src.offset, src.len)?;
+        let map = src.store.whole("a clone")?;
+        let bytes = &map[src.offset as usize..(src.offset + src.len) as usize];
         if let Some(rules) = &src.rules {
             rules.check_range(0, bytes)?;
         }
@@ -278,9 +280,11 @@ impl Tree {
         }
         let (o, p) = self.part(object, part);
         let store = self.model.store_of(p).ok()?;
+        let file = store.file()?;
         let rules = ContentCheck::new(o, p);
         Some(RawSource {
             store,
+            file,
             offset: p.blob.offset,
             len: p.blob.length,
             header,
@@ -317,7 +321,7 @@ impl Tree {
             src.len / BLOCK * BLOCK
         };
         if shared > 0 {
-            crate::sys::clone_range(src.store.file(), src.offset, shared, &dst, h).map_err(io)?;
+            crate::sys::clone_range(src.file, src.offset, shared, &dst, h).map_err(io)?;
         }
         dst.write_all_at(&bytes[shared as usize..], h + shared)
             .map_err(io)?;

@@ -55,7 +55,7 @@ impl Tree {
             Node::Raw { object, part } => {
                 let (o, p) = self.part(object, part);
                 let key = self.part_base[object as usize] + part;
-                if let Err(e) = self.model.stored(p) {
+                if let Err(e) = self.model.blob(p) {
                     return reply(Err(self.fail((key, "open"), o, p, &e)));
                 }
                 // A Hurray tensor's buffers are its bytes, served only raw:
@@ -103,6 +103,9 @@ impl Tree {
             .ok()
             .and_then(|n| self.waits(n, offset, size));
         let Some(wait) = wait else {
+            if self.fetches(ino) {
+                return self.read_fetched(ino, offset, size, tid, reply);
+            }
             reply(self.read_now(ino, offset, size));
             return self.read_ahead(ino, offset, size);
         };
@@ -117,6 +120,45 @@ impl Tree {
             Wait::Manifest => self.when_manifest_ready(tid, again),
             Wait::Verified(object, part) => self.when_verified(object, part, tid, again),
         }
+    }
+
+    /// True when a read of `ino` may wait on a remote server: a file made
+    /// of stored bytes, in a model read by range requests.
+    fn fetches(&self, ino: Ino) -> bool {
+        self.model.is_remote()
+            && matches!(
+                self.node(ino),
+                Ok(Node::Raw { .. }
+                    | Node::Part { .. }
+                    | Node::Npy { .. }
+                    | Node::View { .. }
+                    | Node::Safetensors { .. })
+            )
+    }
+
+    /// A read of a remote model's bytes: made by a job, which fills the
+    /// block and frame caches, then answered from them. The FUSE worker
+    /// never waits on the network.
+    fn read_fetched(
+        self: &Arc<Self>,
+        ino: Ino,
+        offset: u64,
+        size: u32,
+        tid: u32,
+        reply: ReadReply,
+    ) {
+        let tree = self.clone();
+        let done = Box::new(move |r: Result<(), FsError>| match r {
+            Ok(()) => {
+                reply(tree.read_now(ino, offset, size));
+                tree.read_ahead(ino, offset, size);
+            }
+            Err(e) => reply(Err(e)),
+        });
+        let tree = self.clone();
+        let work: Work = Arc::new(move |_: &Cancel| tree.read_now(ino, offset, size).map(drop));
+        self.jobs
+            .submit(JobKey::Read(ino, offset, size), tid, done, work);
     }
 
     /// [`Tree::open`], waiting for the answer.
@@ -170,10 +212,10 @@ impl Tree {
         }
         let (o, p) = self.part(object, part);
         let r = Self::map_read(|| {
-            self.live_stored(p)?;
+            self.live_blob(p)?;
             read::verify(&self.model, o, p, &mut |_| cancel.keep_going())?;
             if let Some(f) = self.model.hurray() {
-                let bytes = self.model.root().bytes();
+                let bytes = self.model.root().whole("checking a Hurray file")?;
                 crate::format::hurray::data_rules::check_tensor_data(
                     f,
                     object as usize,

@@ -123,7 +123,7 @@ impl Tree {
         let mut out = vec![0; len];
         Self::map_read(|| {
             super::content::check_live(root, 0, root.len())?;
-            v.read_into(root.bytes(), offset, &mut out)
+            v.read_into(root.whole("a Hurray tensor's data")?, offset, &mut out)
                 .map_err(crate::error::Error::Unsupported)
         })
         .map_err(|e| {

@@ -1,0 +1,169 @@
+//! The block cache of remote objects: fixed-size blocks of an object,
+//! fetched once however many readers want one at the same time, and kept
+//! within a byte budget, the least recently used block going first.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::error::Result;
+
+/// Cached blocks of one object.
+pub struct Blocks {
+    inner: Mutex<Inner>,
+    budget: u64,
+}
+
+#[derive(Default)]
+struct Inner {
+    slots: HashMap<u64, Arc<Slot>>,
+    /// Bytes held by filled slots.
+    held: u64,
+    clock: u64,
+}
+
+#[derive(Default)]
+struct Slot {
+    /// Locked while the block is fetched: a second reader waits for the
+    /// first one's request instead of making its own.
+    data: Mutex<Option<Arc<Vec<u8>>>>,
+    used: AtomicU64,
+}
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Blocks {
+    /// An empty cache that keeps at most `budget` bytes (and always the
+    /// block just fetched).
+    pub fn new(budget: u64) -> Blocks {
+        Blocks {
+            inner: Mutex::new(Inner::default()),
+            budget,
+        }
+    }
+
+    /// Block `index`, from the cache or from `fetch`. A failed fetch is
+    /// not remembered: the next reader tries again.
+    pub fn get(&self, index: u64, fetch: impl FnOnce() -> Result<Vec<u8>>) -> Result<Arc<Vec<u8>>> {
+        let slot = {
+            let mut inner = locked(&self.inner);
+            inner.clock += 1;
+            let slot = inner.slots.entry(index).or_default().clone();
+            slot.used.store(inner.clock, Ordering::Relaxed);
+            slot
+        };
+        let mut data = locked(&slot.data);
+        if let Some(d) = &*data {
+            return Ok(d.clone());
+        }
+        match fetch() {
+            Ok(bytes) => {
+                let bytes = Arc::new(bytes);
+                *data = Some(bytes.clone());
+                drop(data);
+                self.account(index, bytes.len() as u64);
+                Ok(bytes)
+            }
+            Err(e) => {
+                drop(data);
+                let mut inner = locked(&self.inner);
+                let empty = (inner.slots.get(&index))
+                    .is_some_and(|s| Arc::ptr_eq(s, &slot) && locked(&s.data).is_none());
+                if empty {
+                    inner.slots.remove(&index);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Counts a filled block, then drops the least recently used filled
+    /// blocks other than `keep` until the cache is within its budget. A
+    /// reader holding a dropped block keeps its bytes until it is done.
+    fn account(&self, keep: u64, len: u64) {
+        let mut inner = locked(&self.inner);
+        inner.held += len;
+        while inner.held > self.budget {
+            let victim = (inner.slots.iter())
+                .filter(|(&i, _)| i != keep)
+                .filter_map(|(&i, s)| {
+                    // A slot being fetched holds its lock; it is not counted yet.
+                    let len = s.data.try_lock().ok()?.as_ref()?.len() as u64;
+                    Some((s.used.load(Ordering::Relaxed), i, len))
+                })
+                .min();
+            let Some((_, i, len)) = victim else {
+                break;
+            };
+            inner.slots.remove(&i);
+            inner.held -= len;
+        }
+    }
+
+    /// Bytes held now.
+    #[cfg(test)]
+    pub fn held(&self) -> u64 {
+        locked(&self.inner).held
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_is_fetched_once_and_the_least_recently_used_goes_first() {
+        let blocks = Blocks::new(3 * 10);
+        let fetches = AtomicU64::new(0);
+        let get = |i: u64| {
+            blocks
+                .get(i, || {
+                    fetches.fetch_add(1, Ordering::Relaxed);
+                    Ok(vec![i as u8; 10])
+                })
+                .unwrap()
+        };
+        for i in 0..3 {
+            assert_eq!(*get(i), vec![i as u8; 10]);
+        }
+        get(0); // 1 is now the least recently used
+        assert_eq!(fetches.load(Ordering::Relaxed), 3);
+        get(3);
+        assert_eq!(blocks.held(), 30);
+        get(0);
+        get(2);
+        assert_eq!(fetches.load(Ordering::Relaxed), 4, "0 and 2 stayed");
+        get(1);
+        assert_eq!(fetches.load(Ordering::Relaxed), 5, "1 was dropped");
+    }
+
+    #[test]
+    fn a_failed_fetch_is_tried_again() {
+        let blocks = Blocks::new(100);
+        let e = blocks.get(7, || Err(crate::error::Error::Unsupported("down".into())));
+        assert!(e.is_err());
+        assert_eq!(*blocks.get(7, || Ok(vec![1])).unwrap(), vec![1]);
+    }
+
+    #[test]
+    fn concurrent_readers_of_one_block_make_one_fetch() {
+        let blocks = Blocks::new(100);
+        let fetches = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    blocks
+                        .get(1, || {
+                            fetches.fetch_add(1, Ordering::Relaxed);
+                            std::thread::sleep(std::time::Duration::from_millis(50));
+                            Ok(vec![9; 4])
+                        })
+                        .unwrap()
+                });
+            }
+        });
+        assert_eq!(fetches.load(Ordering::Relaxed), 1);
+    }
+}

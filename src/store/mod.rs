@@ -1,0 +1,249 @@
+//! The only file access: open, map or fetch, and hand out bounded ranges.
+//!
+//! A [`Store`] is one open file: a local file, mapped read-only, or a
+//! remote object (HTTP(S) or S3, see [`remote`]) read by range requests.
+//! A mapping of a file that is later replaced by rename keeps the old
+//! bytes, which is what a mount wants; a remote object is pinned at open
+//! by its ETag. The one mmap `unsafe` of the crate is here.
+
+mod blocks;
+pub mod remote;
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+
+use memmap2::Mmap;
+
+use crate::error::{Error, Result};
+
+/// What a file that is not a regular file is, for messages.
+fn kind_of(t: &std::fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
+    } else {
+        "special file"
+    }
+}
+
+/// One open file: mapped, or fetched by range.
+pub struct Store {
+    path: PathBuf,
+    kind: Kind,
+}
+
+enum Kind {
+    Local { file: File, bytes: Bytes },
+    Remote(Box<remote::Remote>),
+}
+
+enum Bytes {
+    Map(Mmap),
+    // An empty file cannot be mapped.
+    Empty,
+}
+
+impl Store {
+    /// Opens `path`: a URL (`http://`, `https://`, `s3://`) as a remote
+    /// object, anything else as a local file, mapped.
+    pub fn open(path: &Path) -> Result<Store> {
+        if let Some(url) = remote::url_of(path) {
+            return Ok(Store {
+                path: path.to_path_buf(),
+                kind: Kind::Remote(Box::new(remote::Remote::open(url)?)),
+            });
+        }
+        let ctx = || format!("{}", path.display());
+        // O_NONBLOCK: opening a FIFO (or a symlink to one) for reading
+        // would otherwise wait for a writer forever; the type is checked on
+        // the open handle, so nothing can be swapped in between. The flag
+        // changes nothing for a regular file, which is all we map.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+            .map_err(|e| Error::io(ctx(), e))?;
+        let meta = file.metadata().map_err(|e| Error::io(ctx(), e))?;
+        if !meta.is_file() {
+            return Err(Error::Usage(format!(
+                "{}: not a regular file (a {})",
+                path.display(),
+                kind_of(&meta.file_type())
+            )));
+        }
+        let bytes = if meta.len() == 0 {
+            Bytes::Empty
+        } else {
+            // SAFETY: the map is read-only and private to this process. The
+            // file may still change underneath (truncation, in-place writes);
+            // ztfs treats the file as immutable, as the format says it is
+            // (§2.5), and a reader of a truncated file may fault. Callers that
+            // must survive truncation (the mount) check the length first.
+            #[allow(unsafe_code)]
+            let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(ctx(), e))?;
+            Bytes::Map(map)
+        };
+        Ok(Store {
+            path: path.to_path_buf(),
+            kind: Kind::Local { file, bytes },
+        })
+    }
+
+    /// The whole file, mapped; `None` for a remote object.
+    pub fn map(&self) -> Option<&[u8]> {
+        match &self.kind {
+            Kind::Local {
+                bytes: Bytes::Map(m),
+                ..
+            } => Some(m),
+            Kind::Local {
+                bytes: Bytes::Empty,
+                ..
+            } => Some(&[]),
+            Kind::Remote(_) => None,
+        }
+    }
+
+    /// The whole file, mapped, for work that needs all of it at once; an
+    /// error naming `what` for a remote object.
+    pub fn whole(&self, what: &str) -> Result<&[u8]> {
+        self.map().ok_or_else(|| {
+            Error::Unsupported(format!(
+                "{}: {what} needs a local file for now; download it first",
+                self.path.display()
+            ))
+        })
+    }
+
+    /// True for a remote object.
+    pub fn is_remote(&self) -> bool {
+        matches!(self.kind, Kind::Remote(_))
+    }
+
+    /// Length in bytes at open time.
+    pub fn len(&self) -> u64 {
+        match &self.kind {
+            Kind::Local { .. } => self.map().map_or(0, |m| m.len() as u64),
+            Kind::Remote(r) => r.len(),
+        }
+    }
+
+    /// True for an empty file.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The file's length now, which may be less than at open if it was
+    /// truncated in place (a read of the map past the new end would fault).
+    /// A remote object is pinned at open: its reads fail if it changes.
+    pub fn live_len(&self) -> Result<u64> {
+        match &self.kind {
+            Kind::Local { file, .. } => crate::sys::file_len(file)
+                .map_err(|e| Error::io(self.path.display().to_string(), e)),
+            Kind::Remote(r) => Ok(r.len()),
+        }
+    }
+
+    /// The path (or URL) it was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The open local file; `None` for a remote object.
+    pub fn file(&self) -> Option<&File> {
+        match &self.kind {
+            Kind::Local { file, .. } => Some(file),
+            Kind::Remote(_) => None,
+        }
+    }
+
+    /// `len` bytes at `offset`: borrowed from the map, or fetched. An
+    /// error if the range is outside the file or cannot be read.
+    pub fn slice(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+        let end = offset.checked_add(len).filter(|&e| e <= self.len());
+        let Some(end) = end else {
+            return Err(Error::io(
+                self.path.display().to_string(),
+                std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "range [{offset}, +{len}) is outside the file ({} bytes)",
+                        self.len()
+                    ),
+                ),
+            ));
+        };
+        match &self.kind {
+            Kind::Local { .. } => {
+                let map = self.map().unwrap_or_default();
+                Ok(Cow::Borrowed(&map[offset as usize..end as usize]))
+            }
+            Kind::Remote(r) => {
+                let n = usize::try_from(len).map_err(|_| {
+                    Error::Unsupported(format!("a range of {len} bytes is too large to fetch"))
+                })?;
+                let mut buf = vec![0; n];
+                r.read_at(offset, &mut buf)?;
+                Ok(Cow::Owned(buf))
+            }
+        }
+    }
+
+    /// Hands the whole file to `f` in order, `chunk` bytes at a time (the
+    /// last may be shorter): from the map, or streamed by range requests
+    /// that bypass the block cache.
+    pub fn for_each_chunk(&self, chunk: u64, f: &mut dyn FnMut(&[u8])) -> Result<()> {
+        match &self.kind {
+            Kind::Local { .. } => {
+                for c in self.map().unwrap_or_default().chunks(chunk as usize) {
+                    f(c);
+                }
+                Ok(())
+            }
+            Kind::Remote(r) => r.stream(0, r.len(), chunk, f),
+        }
+    }
+}
+
+impl crate::format::Ranges for Store {
+    fn size(&self) -> u64 {
+        self.len()
+    }
+
+    fn get(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+        self.slice(offset, len)
+    }
+}
+
+/// A range of a store (a part's blob), read by range relative to its start.
+pub struct Blob<'a> {
+    pub store: &'a Store,
+    pub offset: u64,
+    pub len: u64,
+}
+
+impl crate::format::Ranges for Blob<'_> {
+    fn size(&self) -> u64 {
+        self.len
+    }
+
+    fn get(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => self.store.slice(self.offset + offset, len),
+            _ => Err(Error::Unsupported(format!(
+                "range [{offset}, +{len}) is outside the blob ({} bytes)",
+                self.len
+            ))),
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! Remote objects read by range requests: `http://`, `https://` and
+//! `s3://` URLs, through the Arrow project's `object_store` client (request
+//! signing, retries with backoff, timeouts).
+//!
+//! Opening costs one request: a suffix range of the object's last
+//! [`TAIL`] bytes, whose answer also gives the object's size and ETag.
+//! The model's footer, and for most models its manifest, are in it. Every
+//! later request is conditional on that ETag (`If-Match`; the modification
+//! time where a server gives no ETag), so an object replaced under a mount
+//! fails its reads instead of mixing two versions' bytes. Reads go through
+//! a block cache ([`super::blocks`]): a 4 KiB read costs one block request.
+//!
+//! The requests run on a tokio runtime of this module's own, made on
+//! first use in each process: `ztfs mount` opens the model, then forks its
+//! daemon, which has none of its parent's threads and so makes a new
+//! runtime and new connections.
+
+use std::ops::Range;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use object_store::path::Path as Key;
+use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
+
+use super::blocks::Blocks;
+use crate::error::{Error, Result};
+
+/// Bytes read from the end of the object at open.
+pub const TAIL: u64 = 1 << 20;
+/// Bytes per cached block: what a small read fetches.
+pub const BLOCK: u64 = 1 << 20;
+/// Bytes of blocks kept per object.
+const CACHE: u64 = 256 << 20;
+/// How long one request may take, connecting included.
+const TIMEOUT: Duration = Duration::from_secs(20);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Retries of a failed request (connection refused or reset, 5xx,
+/// timeout), with exponential backoff, all within [`RETRY_TIME`].
+const RETRIES: usize = 3;
+const RETRY_TIME: Duration = Duration::from_secs(30);
+
+/// The URL `path` spells, when it is one this module reads.
+pub fn url_of(path: &Path) -> Option<&str> {
+    let s = path.to_str()?;
+    ["http://", "https://", "s3://"]
+        .iter()
+        .any(|scheme| s.starts_with(scheme))
+        .then_some(s)
+}
+
+/// One remote object, pinned at open.
+pub struct Remote {
+    url: String,
+    server: Server,
+    key: Key,
+    len: u64,
+    pin: Pin,
+    /// The client of the process that made it (see the module's note).
+    client: Mutex<Option<(u32, Arc<dyn ObjectStore>)>>,
+    tail: (u64, Vec<u8>),
+    blocks: Blocks,
+}
+
+/// Where the object lives.
+#[derive(Clone)]
+enum Server {
+    /// An HTTP(S) server: scheme, host and port.
+    Http(String),
+    /// An S3 bucket; endpoint, region and credentials from the `AWS_*`
+    /// environment.
+    S3(String),
+}
+
+/// What every request after the first must match.
+struct Pin {
+    etag: Option<String>,
+    modified: object_store::ObjectMeta,
+}
+
+impl Remote {
+    /// Opens `url`: one request for the object's tail, size and ETag.
+    pub fn open(url: &str) -> Result<Remote> {
+        let (server, key) = parse(url)?;
+        let client = connect(&server).map_err(|e| fail(url, e))?;
+        let opts = GetOptions {
+            range: Some(GetRange::Suffix(TAIL)),
+            ..GetOptions::default()
+        };
+        let (meta, range, bytes) = runtime()?
+            .block_on(async {
+                let r = client.get_opts(&key, opts).await?;
+                let (meta, range) = (r.meta.clone(), r.range.clone());
+                let bytes = body(r.into_stream(), range.end - range.start).await?;
+                Ok::<_, object_store::Error>((meta, range, bytes))
+            })
+            .map_err(|e| fail(url, e))?;
+        let len = meta.size;
+        if range.end != len || range.end - range.start != TAIL.min(len) {
+            return Err(bad_answer(url, &range, len - TAIL.min(len)..len));
+        }
+        log::debug!(
+            "{url}: opened with 1 request: {len} bytes, ETag {:?}, the last {} bytes read",
+            meta.e_tag,
+            bytes.len()
+        );
+        Ok(Remote {
+            url: url.to_string(),
+            server,
+            key,
+            len,
+            pin: Pin {
+                etag: meta.e_tag.clone(),
+                modified: meta,
+            },
+            client: Mutex::new(Some((std::process::id(), client))),
+            tail: (range.start, bytes),
+            blocks: Blocks::new(CACHE),
+        })
+    }
+
+    /// The object's size at open.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True for an empty object.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Fills `buf` from `offset`: from the tail read at open, else from
+    /// the block cache, fetching what it lacks.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let end = (offset.checked_add(buf.len() as u64))
+            .filter(|&e| e <= self.len)
+            .ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "{}: range [{offset}, +{}) is outside the object ({} bytes)",
+                    self.url,
+                    buf.len(),
+                    self.len
+                ))
+            })?;
+        let (start, tail) = (self.tail.0, &self.tail.1);
+        if offset >= start {
+            let at = (offset - start) as usize;
+            buf.copy_from_slice(&tail[at..at + buf.len()]);
+            return Ok(());
+        }
+        let mut pos = offset;
+        while pos < end {
+            let index = pos / BLOCK;
+            let from = index * BLOCK;
+            let to = (from + BLOCK).min(self.len);
+            let block = self.blocks.get(index, || self.fetch(from..to))?;
+            let n = (to.min(end) - pos) as usize;
+            let at = (pos - offset) as usize;
+            let b = (pos - from) as usize;
+            buf[at..at + n].copy_from_slice(&block[b..b + n]);
+            pos += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Hands `[offset, offset + len)` to `f` in pieces of `chunk` bytes,
+    /// one request each, past the block cache (a whole-file digest would
+    /// only wash it out).
+    pub fn stream(
+        &self,
+        offset: u64,
+        len: u64,
+        chunk: u64,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<()> {
+        let mut pos = offset;
+        while pos < offset + len {
+            let to = (pos + chunk).min(offset + len);
+            f(&self.fetch(pos..to)?);
+            pos = to;
+        }
+        Ok(())
+    }
+
+    /// One conditional range request.
+    fn fetch(&self, range: Range<u64>) -> Result<Vec<u8>> {
+        let client = self.client()?;
+        let opts = GetOptions {
+            range: Some(GetRange::Bounded(range.clone())),
+            if_match: self.pin.etag.clone(),
+            if_unmodified_since: match self.pin.etag {
+                None => Some(self.pin.modified.last_modified),
+                Some(_) => None,
+            },
+            ..GetOptions::default()
+        };
+        let want = range.end - range.start;
+        let (meta, got, bytes) = runtime()?
+            .block_on(async {
+                let r = client.get_opts(&self.key, opts).await?;
+                let (meta, got) = (r.meta.clone(), r.range.clone());
+                let bytes = body(r.into_stream(), want).await?;
+                Ok::<_, object_store::Error>((meta, got, bytes))
+            })
+            .map_err(|e| fail(&self.url, e))?;
+        // A server that ignores If-Match still names the version it sent.
+        if meta.size != self.len || (self.pin.etag.is_some() && meta.e_tag != self.pin.etag) {
+            return Err(changed(&self.url));
+        }
+        if got != range {
+            return Err(bad_answer(&self.url, &got, range));
+        }
+        log::debug!("{}: fetched [{}, {})", self.url, range.start, range.end);
+        Ok(bytes)
+    }
+
+    /// The client of this process, made again after a fork.
+    fn client(&self) -> Result<Arc<dyn ObjectStore>> {
+        let pid = std::process::id();
+        let mut c = self.client.lock().unwrap_or_else(|e| e.into_inner());
+        match &*c {
+            Some((p, client)) if *p == pid => Ok(client.clone()),
+            _ => {
+                // The parent's client holds connections of a runtime whose
+                // threads are not in this process: leave it be.
+                std::mem::forget(c.take());
+                let client = connect(&self.server).map_err(|e| fail(&self.url, e))?;
+                *c = Some((pid, client.clone()));
+                Ok(client)
+            }
+        }
+    }
+}
+
+/// Reads a response body of exactly `want` bytes, refusing more: the
+/// allocation is sized by the range asked for, never by the server.
+async fn body(
+    mut stream: futures::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>,
+    want: u64,
+) -> object_store::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(want as usize);
+    while let Some(piece) = stream.next().await {
+        let piece = piece?;
+        if (out.len() + piece.len()) as u64 > want {
+            return Err(object_store::Error::Generic {
+                store: "ztfs",
+                source: format!("the server sent more than the {want} bytes asked for").into(),
+            });
+        }
+        out.extend_from_slice(&piece);
+    }
+    if out.len() as u64 != want {
+        return Err(object_store::Error::Generic {
+            store: "ztfs",
+            source: format!("the server sent {} of {want} bytes", out.len()).into(),
+        });
+    }
+    Ok(out)
+}
+
+/// Splits a URL into its server and the object's key.
+fn parse(text: &str) -> Result<(Server, Key)> {
+    let usage = |why: &str| Error::Usage(format!("{text}: {why}"));
+    let url = url::Url::parse(text).map_err(|e| usage(&format!("not a URL ({e})")))?;
+    let host = url.host_str().ok_or_else(|| usage("no host"))?;
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(usage("a query or fragment is not part of an object's name"));
+    }
+    let key = Key::from_url_path(url.path()).map_err(|e| usage(&e.to_string()))?;
+    if key.as_ref().is_empty() {
+        return Err(usage("no object named after the host"));
+    }
+    let server = match url.scheme() {
+        "s3" => Server::S3(host.to_string()),
+        _ => Server::Http(url[..url::Position::BeforePath].to_string()),
+    };
+    Ok((server, key))
+}
+
+/// A client for `server`, with ztfs's timeouts and retries.
+fn connect(server: &Server) -> object_store::Result<Arc<dyn ObjectStore>> {
+    let options = ClientOptions::new()
+        .with_timeout(TIMEOUT)
+        .with_connect_timeout(CONNECT_TIMEOUT)
+        .with_allow_http(true);
+    let retry = RetryConfig {
+        backoff: BackoffConfig::default(),
+        max_retries: RETRIES,
+        retry_timeout: RETRY_TIME,
+    };
+    Ok(match server {
+        Server::Http(base) => Arc::new(
+            object_store::http::HttpBuilder::new()
+                .with_url(base)
+                .with_client_options(options)
+                .with_retry(retry)
+                .build()?,
+        ),
+        Server::S3(bucket) => Arc::new(
+            object_store::aws::AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .with_client_options(options)
+                .with_retry(retry)
+                .build()?,
+        ),
+    })
+}
+
+/// The process's runtime for requests (see the module's note).
+fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
+    static RUNTIME: Mutex<Option<(u32, Arc<tokio::runtime::Runtime>)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut rt = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((p, r)) = &*rt {
+        if *p == pid {
+            return Ok(r.clone());
+        }
+    }
+    // Made before a fork: its threads are not in this process.
+    std::mem::forget(rt.take());
+    let r = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("ztfs-remote")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("the runtime for remote requests", e))?;
+    let r = Arc::new(r);
+    *rt = Some((pid, r.clone()));
+    Ok(r)
+}
+
+/// A failed request, as the error a reader gets.
+fn fail(url: &str, e: object_store::Error) -> Error {
+    match e {
+        object_store::Error::Precondition { .. } => changed(url),
+        object_store::Error::NotFound { .. } => Error::io(
+            url.to_string(),
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no such object"),
+        ),
+        e => Error::io(url.to_string(), std::io::Error::other(e.to_string())),
+    }
+}
+
+fn changed(url: &str) -> Error {
+    Error::io(
+        url.to_string(),
+        std::io::Error::other(
+            "the object changed since it was opened (its ETag differs); remount to read the new one",
+        ),
+    )
+}
+
+fn bad_answer(url: &str, got: &Range<u64>, asked: Range<u64>) -> Error {
+    Error::io(
+        url.to_string(),
+        std::io::Error::other(format!(
+            "the server answered bytes [{}, {}) for [{}, {})",
+            got.start, got.end, asked.start, asked.end
+        )),
+    )
+}
