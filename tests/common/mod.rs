@@ -946,6 +946,8 @@ impl Drop for FuseOpen {
     }
 }
 
+pub mod http;
+
 /// Just enough JSON: what `ztfs ls --json` and `meta.json` contain.
 pub mod json {
     use std::ops::Index;
