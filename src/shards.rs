@@ -74,6 +74,19 @@ pub fn resolve(root: &Path, shard: &Shard, overrides: &[(String, PathBuf)]) -> R
         }
         Err(e) => e,
     };
+    // A server lists nothing: a remote root's shards are found by name only.
+    if crate::store::remote::url_of(root).is_some() {
+        let detail = format!(
+            "shard {:?} is unavailable: {} ({})",
+            shard.name,
+            pos.display(),
+            first.detail()
+        );
+        return Err(match first.rule() {
+            Some(rule) => Error::reject(rule, detail),
+            None => Error::Unsupported(detail),
+        });
+    }
     if let Some(store) = find_by_identity(root, shard)? {
         return Ok(Resolved {
             store,

@@ -4,6 +4,9 @@
 //! mount, and a changed object or a dead server fails reads with EIO
 //! without hanging the mount.
 
+#[allow(dead_code)]
+#[path = "corpus/builder.rs"]
+mod builder;
 mod common;
 
 use std::ffi::OsStr;
@@ -11,8 +14,47 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use builder::{dense, part, root, zstd_seekable, Fields, FileBuilder, Lcg};
 use common::http::Nginx;
 use common::{corpus, ztfs, Mount};
+
+const MIB: usize = 1 << 20;
+
+/// A model larger than the tail read at open: raw parts of 3 MiB and
+/// 2 MiB + 1234 bytes, and a compressed part of 2 MiB in frames of 512 KiB.
+fn model(zstd: bool) -> Vec<u8> {
+    let mut rng = Lcg::new(0x7E40);
+    let a = rng.bytes(3 * MIB);
+    let b = rng.bytes(2 * MIB + 1234);
+    let mut f = FileBuilder::new();
+    let (ba, bb) = (f.blob(&a), f.blob(&b));
+    let mut objects = Fields::new()
+        .set("a", dense(&[a.len() as u64], part("u8", ba)))
+        .set("b", dense(&[b.len() as u64], part("u8", bb)));
+    if zstd {
+        let z: Vec<u8> = (0..2 * MIB).map(|i| (i / 4096) as u8).collect();
+        let bz = f.blob(&zstd_seekable(&z, MIB / 2));
+        let zpart = part("u8", bz)
+            .set("encoding", "zt.zstd-seekable/1")
+            .set("decoded_length", z.len() as u64);
+        objects = objects.set("z", dense(&[z.len() as u64], zpart));
+    }
+    f.finish(&root(objects).sorted().encode())
+}
+
+/// A directory served by nginx holding `model.zt`, and the URL of it.
+fn served(bytes: &[u8]) -> (tempfile::TempDir, Nginx, String) {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("model.zt"), bytes).unwrap();
+    let server = Nginx::serve(dir.path());
+    let url = server.url("model.zt");
+    (dir, server, url)
+}
+
+/// Range requests a debug log names.
+fn fetches(log: &str) -> usize {
+    log.matches(": fetched [").count()
+}
 
 /// The corpus file at `rel` (below `corpus/`) and its URL.
 fn both(server: &Nginx, path: &Path) -> (PathBuf, String) {
@@ -20,12 +62,26 @@ fn both(server: &Nginx, path: &Path) -> (PathBuf, String) {
     (path.to_path_buf(), server.url(&rel.to_string_lossy()))
 }
 
-/// What a command printed and how it ended, with the file's path spelled
-/// as `name`, so a local run and a URL run compare equal.
-fn outcome(args: &[&OsStr], path: &str, name: &str) -> (Option<i32>, String, String) {
+/// What a command printed and how it ended, with `prefix` (the corpus
+/// directory or the server's URL) spelled `CORPUS/`, so a local run and a
+/// URL run compare equal.
+fn outcome(args: &[&OsStr], prefix: &str) -> (Option<i32>, String, String) {
     let out = ztfs(args);
-    let text = |b: &[u8]| String::from_utf8_lossy(b).replace(path, name);
+    let text = |b: &[u8]| without_identity(&String::from_utf8_lossy(b).replace(prefix, "CORPUS/"));
     (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+/// `text` without the clauses about the search for a shard by identity,
+/// which a remote root does not make (a server lists nothing).
+fn without_identity(text: &str) -> String {
+    let mut out = text.to_string();
+    while let Some(i) = out.find(", and no file in ") {
+        let Some(j) = out[i..].find(" and digest") else {
+            break;
+        };
+        out.replace_range(i..i + j + " and digest".len(), "");
+    }
+    out
 }
 
 fn is_hurray(path: &Path) -> bool {
@@ -35,6 +91,7 @@ fn is_hurray(path: &Path) -> bool {
 #[test]
 fn every_corpus_file_has_the_same_outcome_by_url() {
     let server = Nginx::serve(&corpus());
+    let (base, local) = (server.url(""), format!("{}/", corpus().display()));
     let mut compared = 0;
     for row in common::rows() {
         let (path, url) = both(&server, &row.path());
@@ -42,15 +99,29 @@ fn every_corpus_file_has_the_same_outcome_by_url() {
         if is_hurray(&path) {
             let out = ztfs(&["check", url.as_str()]);
             let err = String::from_utf8_lossy(&out.stderr);
-            assert!(!out.status.success() && err.contains("needs a local file"), "{url}: {err}");
+            assert!(
+                !out.status.success() && err.contains("needs a local file"),
+                "{url}: {err}"
+            );
             continue;
         }
-        for cmd in [&["check", "--verify"][..], &["digest"], &["ls"], &["manifest"]] {
-            let run = |file: &str| {
+        for cmd in [
+            &["check", "--verify"][..],
+            &["digest"],
+            &["ls"],
+            &["manifest"],
+        ] {
+            let run = |file: &str, prefix: &str| {
                 let args: Vec<&OsStr> = cmd.iter().chain([&file]).map(OsStr::new).collect();
-                outcome(&args, file, "FILE")
+                outcome(&args, prefix)
             };
-            assert_eq!(run(&url), run(&p), "{cmd:?} {url}");
+            let (remote, here) = (run(&url, &base), run(&p, &local));
+            if here.2.contains("found by identity") {
+                // A server lists nothing: no search by identity by URL.
+                assert!(remote.2.contains("is unavailable"), "{cmd:?} {url}: {remote:?}");
+                continue;
+            }
+            assert_eq!(remote, here, "{cmd:?} {url}");
         }
         compared += 1;
     }
@@ -60,6 +131,7 @@ fn every_corpus_file_has_the_same_outcome_by_url() {
 #[test]
 fn cat_by_url_gives_every_part_s_local_bytes() {
     let server = Nginx::serve(&corpus());
+    let (base, dir) = (server.url(""), format!("{}/", corpus().display()));
     for path in common::mountable_files() {
         let (path, url) = both(&server, &path);
         let listing = common::ls(&path);
@@ -68,10 +140,9 @@ fn cat_by_url_gives_every_part_s_local_bytes() {
                 for raw in [false, true] {
                     let local = common::cat(&path, &o.name, &p.name, raw);
                     let remote = common::cat(Path::new(&url), &o.name, &p.name, raw);
-                    let p_ = path.to_string_lossy();
                     assert_eq!(
-                        remote.map_err(|e| e.replace(&url, "FILE")),
-                        local.map_err(|e| e.replace(p_.as_ref(), "FILE")),
+                        remote.map_err(|e| without_identity(&e.replace(&base, "CORPUS/"))),
+                        local.map_err(|e| without_identity(&e.replace(&dir, "CORPUS/"))),
                         "{url} {} {} raw={raw}",
                         o.name,
                         p.name
@@ -112,7 +183,12 @@ fn a_mount_by_url_serves_what_a_local_mount_serves() {
     ];
     let zstd = common::mountable_files()
         .into_iter()
-        .find(|f| common::ls(f).objects.iter().any(|o| o.parts.iter().any(|p| p.encoding.is_some())))
+        .find(|f| {
+            common::ls(f)
+                .objects
+                .iter()
+                .any(|o| o.parts.iter().any(|p| p.encoding.is_some()))
+        })
         .expect("a corpus file with a compressed part");
     for path in files.iter().chain([&zstd]) {
         let (path, url) = both(&server, path);
@@ -129,39 +205,68 @@ fn a_mount_by_url_serves_what_a_local_mount_serves() {
 }
 
 #[test]
+fn a_mount_by_url_of_a_model_past_the_tail_reads_by_range() {
+    let bytes = model(true);
+    let (dir, _server, url) = served(&bytes);
+    let local = Mount::new(&dir.path().join("model.zt"), &[]);
+    let remote = Mount::new(Path::new(&url), &["--log-level", "debug"]);
+    let opened = remote.log();
+    assert!(opened.contains("opened with 1 request"), "{opened}");
+    // The first block (header magic) and the seek table's block.
+    assert!(fetches(&opened) <= 2, "{opened}");
+    assert_eq!(read_tree(local.path()), read_tree(remote.path()));
+}
+
+#[test]
+fn a_small_read_costs_one_block_request() {
+    use std::os::unix::fs::FileExt;
+    let (_dir, _server, url) = served(&model(false));
+    let m = Mount::new(Path::new(&url), &["--log-level", "debug"]);
+    let before = fetches(&m.log());
+    assert!(before <= 1, "opening: {}", m.log());
+    let f = fs::File::open(m.join("a/data")).unwrap();
+    let mut buf = [0; 4096];
+    f.read_exact_at(&mut buf, 1_500_000).unwrap();
+    assert!(
+        common::wait_until(Duration::from_secs(5), || fetches(&m.log()) == before + 1),
+        "{}",
+        m.log()
+    );
+    // Same block again: the cache (and the kernel's) answer.
+    f.read_exact_at(&mut buf, 1_200_000).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(fetches(&m.log()), before + 1, "{}", m.log());
+}
+
+#[test]
 fn an_object_replaced_under_a_mount_fails_its_reads_and_says_why() {
-    let dir = tempfile::tempdir().unwrap();
-    let big = common::sample("tiny-llama.zt");
+    let bytes = model(false);
+    let (dir, _server, url) = served(&bytes);
+    let m = Mount::new(Path::new(&url), &["--log-level", "debug"]);
+    assert!(fs::read(m.join("b/data")).is_ok());
+    // A new version under the same name, of another length (nginx's ETag
+    // is its modification second and length).
     let file = dir.path().join("model.zt");
-    fs::copy(&big, &file).unwrap();
-    let server = Nginx::serve(dir.path());
-    let m = Mount::new(Path::new(&server.url("model.zt")), &["--log-level", "debug"]);
-    let listing = common::ls(&file);
-    let parts: Vec<PathBuf> = (listing.objects.iter())
-        .map(|o| common::part_file(&m.join(&o.name), &o.parts[0].name, false))
-        .collect();
-    assert!(fs::read(&parts[0]).is_ok());
-    // A new version under the same name (a new inode, so a new ETag).
     let next = dir.path().join("next.zt");
-    let mut bytes = fs::read(&big).unwrap();
-    bytes.extend_from_slice(&[0; 4096]);
-    fs::write(&next, &bytes).unwrap();
+    let mut longer = bytes.clone();
+    longer.extend_from_slice(&[0; 4096]);
+    fs::write(&next, &longer).unwrap();
     fs::rename(&next, &file).unwrap();
-    let last = parts.last().unwrap();
-    let e = fs::read(last).expect_err("a read of the replaced object");
+    let e = fs::read(m.join("a/data")).expect_err("a read of the replaced object");
     assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
-    assert!(m.log().contains("changed since it was opened"), "{}", m.log());
+    assert!(
+        m.log().contains("changed since it was opened"),
+        "{}",
+        m.log()
+    );
 }
 
 #[test]
 fn a_dead_server_fails_reads_in_bounded_time_and_a_live_one_serves_again() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::copy(common::sample("tiny-llama.zt"), dir.path().join("model.zt")).unwrap();
-    let mut server = Nginx::serve(dir.path());
-    let m = Mount::new(Path::new(&server.url("model.zt")), &[]);
-    let listing = common::ls(&dir.path().join("model.zt"));
-    let o = listing.objects.last().unwrap();
-    let part = common::part_file(&m.join(&o.name), &o.parts[0].name, false);
+    let bytes = model(false);
+    let (dir, mut server, url) = served(&bytes);
+    let m = Mount::new(Path::new(&url), &[]);
+    let part = m.join("a/data");
     server.stop();
     let t = Instant::now();
     let e = fs::read(&part).expect_err("no server, no bytes");
@@ -169,8 +274,8 @@ fn a_dead_server_fails_reads_in_bounded_time_and_a_live_one_serves_again() {
     assert!(t.elapsed() < Duration::from_secs(40), "{:?}", t.elapsed());
     // Virtual files need no server.
     assert!(fs::read(m.join("manifest.json")).is_ok());
-    assert!(fs::read(m.join(&o.name).join("meta.json")).is_ok());
+    assert!(fs::read(m.join("a/meta.json")).is_ok());
     server.start_again();
-    let local = common::cat(&dir.path().join("model.zt"), &o.name, &o.parts[0].name, false).unwrap();
+    let local = common::cat(&dir.path().join("model.zt"), "a", "data", false).unwrap();
     assert_eq!(fs::read(&part).unwrap(), local);
 }

@@ -22,7 +22,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use object_store::path::Path as Key;
-use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
+use object_store::{
+    BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig,
+};
 
 use super::blocks::Blocks;
 use crate::error::{Error, Result};
@@ -90,7 +92,15 @@ impl Remote {
         };
         let (meta, range, bytes) = runtime()?
             .block_on(async {
-                let r = client.get_opts(&key, opts).await?;
+                let r = match client.get_opts(&key, opts).await {
+                    Ok(r) => r,
+                    // An empty object has no range to ask for (416): it
+                    // is refused as a file too small, like a local one.
+                    Err(e) => match client.head(&key).await {
+                        Ok(meta) if meta.size == 0 => return Ok((meta, 0..0, Vec::new())),
+                        _ => return Err(e),
+                    },
+                };
                 let (meta, range) = (r.meta.clone(), r.range.clone());
                 let bytes = body(r.into_stream(), range.end - range.start).await?;
                 Ok::<_, object_store::Error>((meta, range, bytes))
@@ -334,9 +344,10 @@ fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
 fn fail(url: &str, e: object_store::Error) -> Error {
     match e {
         object_store::Error::Precondition { .. } => changed(url),
+        // Said as a missing local file is.
         object_store::Error::NotFound { .. } => Error::io(
             url.to_string(),
-            std::io::Error::new(std::io::ErrorKind::NotFound, "no such object"),
+            std::io::Error::from_raw_os_error(libc::ENOENT),
         ),
         e => Error::io(url.to_string(), std::io::Error::other(e.to_string())),
     }
