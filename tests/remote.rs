@@ -118,7 +118,10 @@ fn every_corpus_file_has_the_same_outcome_by_url() {
             let (remote, here) = (run(&url, &base), run(&p, &local));
             if here.2.contains("found by identity") {
                 // A server lists nothing: no search by identity by URL.
-                assert!(remote.2.contains("is unavailable"), "{cmd:?} {url}: {remote:?}");
+                assert!(
+                    remote.2.contains("is unavailable"),
+                    "{cmd:?} {url}: {remote:?}"
+                );
                 continue;
             }
             assert_eq!(remote, here, "{cmd:?} {url}");
@@ -278,4 +281,23 @@ fn a_dead_server_fails_reads_in_bounded_time_and_a_live_one_serves_again() {
     server.start_again();
     let local = common::cat(&dir.path().join("model.zt"), "a", "data", false).unwrap();
     assert_eq!(fs::read(&part).unwrap(), local);
+}
+
+#[test]
+fn renamed_shards_are_named_by_url_with_shard() {
+    let server = Nginx::serve(&corpus());
+    let dir = "families/renamed";
+    let root = server.url(&format!("{dir}/model.zt"));
+    let out = ztfs(&["check", "--verify", root.as_str()]);
+    assert_eq!(out.status.code(), Some(1), "by position only: unavailable");
+    let a = format!("00001={}", server.url(&format!("{dir}/a.zt")));
+    let b = format!("00002={}", server.url(&format!("{dir}/weights.bin")));
+    let args = ["check", "--verify", "--shard", &a, "--shard", &b, &root];
+    let out = ztfs(&args);
+    assert!(out.status.success(), "{}", common::describe(&args, &out));
+    // A local root may name its shards by URL too, and a mount serves them.
+    let local = corpus().join(dir).join("model.zt");
+    let m = Mount::new(&local, &["--shard", &a, "--shard", &b]);
+    let want = common::cat(&local, "layers.1.weight", "data", false).unwrap();
+    assert_eq!(fs::read(m.join("layers.1.weight/data")).unwrap(), want);
 }
