@@ -6,7 +6,13 @@
 //! bytes, which is what a mount wants; a remote object is pinned at open
 //! by its ETag. The one mmap `unsafe` of the crate is here.
 
+#[cfg(feature = "remote")]
 mod blocks;
+#[cfg(feature = "remote")]
+pub mod remote;
+/// Built without the `remote` feature: URLs are told, and refused.
+#[cfg(not(feature = "remote"))]
+#[path = "no_remote.rs"]
 pub mod remote;
 
 use std::borrow::Cow;
@@ -246,4 +252,14 @@ impl crate::format::Ranges for Blob<'_> {
             ))),
         }
     }
+}
+
+/// The URL `path` spells, when it is one [`remote`] reads (`http://`,
+/// `https://`, `s3://`).
+pub fn url_of(path: &Path) -> Option<&str> {
+    let s = path.to_str()?;
+    ["http://", "https://", "s3://"]
+        .iter()
+        .any(|scheme| s.starts_with(scheme))
+        .then_some(s)
 }

@@ -8,7 +8,7 @@
 //! later request is conditional on that ETag (`If-Match`; the modification
 //! time where a server gives no ETag), so an object replaced under a mount
 //! fails its reads instead of mixing two versions' bytes. Reads go through
-//! a block cache ([`super::blocks`]): a 4 KiB read costs one block request.
+//! a block cache (`blocks.rs`): a 4 KiB read costs one block request.
 //!
 //! The requests run on a tokio runtime of this module's own, made on
 //! first use in each process: `ztfs mount` opens the model, then forks its
@@ -16,7 +16,6 @@
 //! runtime and new connections.
 
 use std::ops::Range;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -43,14 +42,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const RETRIES: usize = 3;
 const RETRY_TIME: Duration = Duration::from_secs(30);
 
-/// The URL `path` spells, when it is one this module reads.
-pub fn url_of(path: &Path) -> Option<&str> {
-    let s = path.to_str()?;
-    ["http://", "https://", "s3://"]
-        .iter()
-        .any(|scheme| s.starts_with(scheme))
-        .then_some(s)
-}
+pub use super::url_of;
 
 /// One remote object, pinned at open.
 pub struct Remote {

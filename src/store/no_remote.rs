@@ -1,0 +1,34 @@
+//! The remote source of a build without the `remote` feature (the fuzz
+//! targets' build): a URL is told from a path, and opening one says why it
+//! cannot be read. No value of [`Remote`] can exist.
+
+use crate::error::{Error, Result};
+
+pub use super::url_of;
+
+/// A remote object; never made in this build.
+pub enum Remote {}
+
+impl Remote {
+    pub fn open(url: &str) -> Result<Remote> {
+        Err(Error::Usage(format!(
+            "{url}: this ztfs was built without the `remote` feature"
+        )))
+    }
+
+    pub fn len(&self) -> u64 {
+        match *self {}
+    }
+
+    pub fn is_empty(&self) -> bool {
+        match *self {}
+    }
+
+    pub fn read_at(&self, _: u64, _: &mut [u8]) -> Result<()> {
+        match *self {}
+    }
+
+    pub fn stream(&self, _: u64, _: u64, _: u64, _: &mut dyn FnMut(&[u8])) -> Result<()> {
+        match *self {}
+    }
+}
