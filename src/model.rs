@@ -173,13 +173,6 @@ impl Model {
         Ok(Some(buf))
     }
 
-    /// The stored bytes of a part, from the root or its shard: borrowed
-    /// from the map, or fetched whole from a remote object.
-    pub fn stored(&self, part: &Part) -> Result<Cow<'_, [u8]>> {
-        self.store_of(part)?
-            .slice(part.blob.offset, part.blob.length)
-    }
-
     /// A part's stored bytes, to be read by range.
     pub fn blob(&self, part: &Part) -> Result<crate::store::Blob<'_>> {
         Ok(crate::store::Blob {

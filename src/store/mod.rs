@@ -194,14 +194,7 @@ impl Store {
                 let map = self.map().unwrap_or_default();
                 Ok(Cow::Borrowed(&map[offset as usize..end as usize]))
             }
-            Kind::Remote(r) => {
-                let n = usize::try_from(len).map_err(|_| {
-                    Error::Unsupported(format!("a range of {len} bytes is too large to fetch"))
-                })?;
-                let mut buf = vec![0; n];
-                r.read_at(offset, &mut buf)?;
-                Ok(Cow::Owned(buf))
-            }
+            Kind::Remote(r) => r.read_vec(offset, len).map(Cow::Owned),
         }
     }
 

@@ -166,6 +166,22 @@ impl Remote {
         Ok(())
     }
 
+    /// `[offset, offset + len)` as a new buffer that grows block by block
+    /// as bytes arrive: a length the server's size claims is never
+    /// allocated before the server has sent it.
+    pub fn read_vec(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(len.min(BLOCK) as usize);
+        let mut pos = offset;
+        while pos < offset + len {
+            let n = (offset + len - pos).min(BLOCK - pos % BLOCK);
+            let at = out.len();
+            out.resize(at + n as usize, 0);
+            self.read_at(pos, &mut out[at..])?;
+            pos += n;
+        }
+        Ok(out)
+    }
+
     /// Hands `[offset, offset + len)` to `f` in pieces of `chunk` bytes,
     /// one request each, past the block cache (a whole-file digest would
     /// only wash it out).
@@ -241,7 +257,9 @@ async fn body(
     mut stream: futures::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>,
     want: u64,
 ) -> object_store::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(want as usize);
+    // Grown as the body arrives: `want` may come from the server's own
+    // size claim (the open's suffix range).
+    let mut out = Vec::with_capacity(want.min(BLOCK) as usize);
     while let Some(piece) = stream.next().await {
         let piece = piece?;
         if (out.len() + piece.len()) as u64 > want {
