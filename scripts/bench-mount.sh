@@ -4,7 +4,7 @@
 #
 #   scripts/bench-mount.sh [--size 1G] [--reps 5] [--slow-reps 3]
 #                          [--objects 1000,100000,1000000] [--ls-objects 100000,1000000]
-#                          [--only default,views,direct,random,metadata,passthrough]
+#                          [--only default,views,direct,random,metadata,passthrough,remote]
 #                          [--format zt|hurray]
 #
 # Needs root (FUSE mounts, /sys/class/bdi), dd, ls and python3 (standard
@@ -23,6 +23,10 @@
 # scripts/venv.sh on first use). It is not in the default set: about 3
 # minutes at --size 1G and 5 reps (2 with 3 reps, 1 at 512M), about 2 x size
 # more disk, and up to 2 x size of memfds at once beside the page cache.
+#
+# `--only remote` reads the big file by URL from nginx on 127.0.0.1
+# (bench_remote.py; apt nginx-light, curl) beside curl fetching the same
+# range and a local mount of the same file.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

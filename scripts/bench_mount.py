@@ -46,6 +46,7 @@ import time
 
 import bench_hurray
 import bench_passthrough
+import bench_remote
 import bench_views
 
 MAGIC = b"\x89ZT2\r\n\x1a\n"
@@ -693,7 +694,7 @@ def main():
                     help="object counts whose root is listed with ls -l")
     ap.add_argument("--only", default="default,direct,random,metadata",
                     help="sections, comma-separated: default (with views), views, direct, "
-                         "random, metadata, passthrough")
+                         "random, metadata, passthrough, remote")
     ap.add_argument("--format", choices=("zt", "hurray"), default="zt",
                     help="the big file's container (default zt)")
     a = ap.parse_args()
@@ -748,6 +749,8 @@ def main():
     # the exit path below unmounts.
     pt = (bench_passthrough.bench(a, bins, sys.modules[__name__], big, n)
           if "passthrough" in only else None)
+    remote = (bench_remote.bench(a, bins, sys.modules[__name__], big, n)
+              if "remote" in only else None)
 
     cpu = os.cpu_count()
     uname = os.uname()
@@ -761,6 +764,9 @@ def main():
     if pt:
         print()
         bench_passthrough.print_tables(pt)
+    if remote:
+        print()
+        bench_remote.print_tables(sys.modules[__name__], remote, n, a.reps)
     if meta:
         print()
         print("**metadata** (ztfs only; baselines: validation alone, and the bare server's mount; "
