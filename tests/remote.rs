@@ -301,3 +301,22 @@ fn renamed_shards_are_named_by_url_with_shard() {
     let want = common::cat(&local, "layers.1.weight", "data", false).unwrap();
     assert_eq!(fs::read(m.join("layers.1.weight/data")).unwrap(), want);
 }
+
+#[test]
+fn a_sequential_reader_gets_the_blocks_ahead_in_growing_requests() {
+    let data = Lcg::new(0x5E0).bytes(16 * MIB);
+    let mut f = FileBuilder::new();
+    let b = f.blob(&data);
+    let objects = Fields::new().set("w", dense(&[data.len() as u64], part("u8", b)));
+    let (_dir, _server, url) = served(&f.finish(&root(objects).sorted().encode()));
+    let m = Mount::new(Path::new(&url), &["--log-level", "debug"]);
+    let before = fetches(&m.log());
+    assert_eq!(fs::read(m.join("w/data")).unwrap(), data);
+    // 16 blocks: the first read fetches one, then windows of 2, 4, 8...
+    let made = fetches(&m.log()) - before;
+    assert!(
+        (2..=8).contains(&made),
+        "{made} requests for 16 blocks:\n{}",
+        m.log()
+    );
+}

@@ -79,6 +79,66 @@ impl Blocks {
         }
     }
 
+    /// Fetches the run of blocks from `first` on, up to `max` of them,
+    /// that no one holds or fetches, with one call of `fetch(count)`,
+    /// which returns their bytes back to back (the last block of the
+    /// object may be short: `block` is the others' size). Readers of those
+    /// blocks wait for it instead of asking themselves. For read-ahead:
+    /// a failure leaves the blocks to their readers.
+    pub fn fill_run(
+        &self,
+        first: u64,
+        max: u64,
+        block: u64,
+        fetch: impl FnOnce(u64) -> Result<Vec<u8>>,
+    ) {
+        let slots: Vec<Arc<Slot>> = {
+            let mut inner = locked(&self.inner);
+            inner.clock += 1;
+            let clock = inner.clock;
+            (first..first + max)
+                .map(|i| {
+                    let s = inner.slots.entry(i).or_default().clone();
+                    s.used.store(clock, Ordering::Relaxed);
+                    s
+                })
+                .collect()
+        };
+        // The free prefix of the run, locked.
+        let mut guards = Vec::new();
+        for s in &slots {
+            match s.data.try_lock() {
+                Ok(g) if g.is_none() => guards.push(g),
+                _ => break,
+            }
+        }
+        if guards.is_empty() {
+            return;
+        }
+        let n = guards.len() as u64;
+        let Ok(bytes) = fetch(n) else {
+            drop(guards);
+            let mut inner = locked(&self.inner);
+            for (i, s) in (first..).zip(&slots) {
+                let empty = (inner.slots.get(&i)).is_some_and(|x| {
+                    Arc::ptr_eq(x, s) && s.data.try_lock().is_ok_and(|d| d.is_none())
+                });
+                if empty {
+                    inner.slots.remove(&i);
+                }
+            }
+            return;
+        };
+        let mut filled = 0;
+        for (k, mut g) in guards.into_iter().enumerate() {
+            let at = (k as u64 * block) as usize;
+            let piece = &bytes[at.min(bytes.len())..(at + block as usize).min(bytes.len())];
+            *g = Some(Arc::new(piece.to_vec()));
+            filled += piece.len() as u64;
+        }
+        self.account(first + n - 1, filled);
+    }
+
     /// Counts a filled block, then drops the least recently used filled
     /// blocks other than `keep` until the cache is within its budget. A
     /// reader holding a dropped block keeps its bytes until it is done.
@@ -137,6 +197,31 @@ mod tests {
         assert_eq!(fetches.load(Ordering::Relaxed), 4, "0 and 2 stayed");
         get(1);
         assert_eq!(fetches.load(Ordering::Relaxed), 5, "1 was dropped");
+    }
+
+    #[test]
+    fn a_run_is_fetched_in_one_call_and_stops_at_a_block_already_held() {
+        let blocks = Blocks::new(100);
+        blocks.get(3, || Ok(vec![3; 4])).unwrap();
+        let mut asked = None;
+        blocks.fill_run(0, 5, 4, |n| {
+            asked = Some(n);
+            Ok((0..n * 4).map(|i| (i / 4) as u8).collect())
+        });
+        assert_eq!(asked, Some(3), "blocks 0, 1, 2: block 3 is held");
+        for i in 0..4u64 {
+            let b = blocks.get(i, || panic!("block {i} fetched again")).unwrap();
+            assert_eq!(*b, vec![i as u8; 4]);
+        }
+        blocks.fill_run(4, 2, 4, |n| {
+            assert_eq!(n, 2);
+            Err(crate::error::Error::Unsupported("down".into()))
+        });
+        assert_eq!(
+            *blocks.get(4, || Ok(vec![7])).unwrap(),
+            vec![7],
+            "left to the reader"
+        );
     }
 
     #[test]

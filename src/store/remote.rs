@@ -34,6 +34,11 @@ pub const TAIL: u64 = 1 << 20;
 pub const BLOCK: u64 = 1 << 20;
 /// Bytes of blocks kept per object.
 const CACHE: u64 = 256 << 20;
+/// Most blocks fetched ahead of a sequential reader (one request).
+const AHEAD: u64 = 32;
+/// Sequential readers followed per object, and read-ahead requests at once.
+const STREAMS: usize = 8;
+const AHEAD_THREADS: usize = 2;
 /// How long one request may take, connecting included.
 const TIMEOUT: Duration = Duration::from_secs(20);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -44,8 +49,18 @@ const RETRY_TIME: Duration = Duration::from_secs(30);
 
 pub use super::url_of;
 
-/// One remote object, pinned at open.
-pub struct Remote {
+/// One remote object, pinned at open; shared with its read-ahead threads.
+pub struct Remote(Arc<Object>);
+
+impl std::ops::Deref for Remote {
+    type Target = Object;
+    fn deref(&self) -> &Object {
+        &self.0
+    }
+}
+
+/// What a [`Remote`] holds.
+pub struct Object {
     url: String,
     server: Server,
     key: Key,
@@ -55,6 +70,19 @@ pub struct Remote {
     client: Mutex<Option<(u32, Arc<dyn ObjectStore>)>>,
     tail: (u64, Vec<u8>),
     blocks: Blocks,
+    /// Sequential readers seen lately, for read-ahead.
+    streams: Mutex<Vec<Stream>>,
+    /// Read-ahead threads running now.
+    ahead: std::sync::atomic::AtomicUsize,
+}
+
+/// A sequential reader: the last block it read, how far ahead of it to
+/// fetch, and where fetching ahead has got to.
+#[derive(Clone, Copy)]
+struct Stream {
+    last: u64,
+    window: u64,
+    ahead_to: u64,
 }
 
 /// Where the object lives.
@@ -107,7 +135,7 @@ impl Remote {
             meta.e_tag,
             bytes.len()
         );
-        Ok(Remote {
+        Ok(Remote(Arc::new(Object {
             url: url.to_string(),
             server,
             key,
@@ -119,7 +147,9 @@ impl Remote {
             client: Mutex::new(Some((std::process::id(), client))),
             tail: (range.start, bytes),
             blocks: Blocks::new(CACHE),
-        })
+            streams: Mutex::new(Vec::new()),
+            ahead: Default::default(),
+        })))
     }
 
     /// The object's size at open.
@@ -151,6 +181,7 @@ impl Remote {
             buf.copy_from_slice(&tail[at..at + buf.len()]);
             return Ok(());
         }
+        self.read_ahead(offset / BLOCK, (end - 1) / BLOCK);
         let mut pos = offset;
         while pos < end {
             let index = pos / BLOCK;
@@ -201,6 +232,70 @@ impl Remote {
         Ok(())
     }
 
+    /// Notes a read of blocks `first..=last`; a reader continuing where
+    /// it left off gets the blocks after it fetched in the background, a
+    /// window that doubles with each read up to [`AHEAD`] blocks (as
+    /// mountpoint-s3 and hf-mount do). Others fetch only what they read.
+    fn read_ahead(&self, first: u64, last: u64) {
+        let blocks = self.len.div_ceil(BLOCK);
+        let todo = {
+            let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+            match streams
+                .iter()
+                .position(|s| first == s.last || first == s.last + 1)
+            {
+                Some(i) => {
+                    let s = &mut streams[i];
+                    if first == s.last + 1 {
+                        s.window = (s.window * 2).clamp(2, AHEAD);
+                    }
+                    s.last = last;
+                    let from = s.ahead_to.max(last + 1);
+                    let to = (last + 1 + s.window).min(blocks);
+                    s.ahead_to = s.ahead_to.max(to);
+                    let s = *s;
+                    streams.remove(i);
+                    streams.push(s); // most recent last
+                    (from < to).then_some((from, to - from))
+                }
+                None => {
+                    if streams.len() >= STREAMS {
+                        streams.remove(0);
+                    }
+                    streams.push(Stream {
+                        last,
+                        window: 0,
+                        ahead_to: last + 1,
+                    });
+                    None
+                }
+            }
+        };
+        let Some((from, count)) = todo else {
+            return;
+        };
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.ahead.fetch_add(1, Relaxed) >= AHEAD_THREADS {
+            self.ahead.fetch_sub(1, Relaxed);
+            return;
+        }
+        let object = self.0.clone();
+        let spawned = std::thread::Builder::new()
+            .name("ztfs-ahead".into())
+            .spawn(move || {
+                let len = object.len;
+                object.blocks.fill_run(from, count, BLOCK, |n| {
+                    object.fetch(from * BLOCK..((from + n) * BLOCK).min(len))
+                });
+                object.ahead.fetch_sub(1, Relaxed);
+            });
+        if spawned.is_err() {
+            self.ahead.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+impl Object {
     /// One conditional range request.
     fn fetch(&self, range: Range<u64>) -> Result<Vec<u8>> {
         let client = self.client()?;
