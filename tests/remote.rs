@@ -312,10 +312,12 @@ fn a_sequential_reader_gets_the_blocks_ahead_in_growing_requests() {
     let m = Mount::new(Path::new(&url), &["--log-level", "debug"]);
     let before = fetches(&m.log());
     assert_eq!(fs::read(m.join("w/data")).unwrap(), data);
-    // 16 blocks: the first read fetches one, then windows of 2, 4, 8...
+    // 16 blocks: three reads fetch one each, then windows of 2, 4, 8
+    // (6 requests on an idle machine; reads arriving out of order under
+    // load may cost a few more).
     let made = fetches(&m.log()) - before;
     assert!(
-        (2..=8).contains(&made),
+        (2..=10).contains(&made),
         "{made} requests for 16 blocks:\n{}",
         m.log()
     );

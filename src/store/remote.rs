@@ -232,31 +232,38 @@ impl Remote {
         Ok(())
     }
 
-    /// Notes a read of blocks `first..=last`; a reader continuing where
-    /// it left off gets the blocks after it fetched in the background, a
-    /// window that doubles with each read up to [`AHEAD`] blocks (as
-    /// mountpoint-s3 and hf-mount do). Others fetch only what they read.
+    /// Notes a read of blocks `first..=last`; a reader that has read three
+    /// blocks in a row gets the blocks after them fetched in the
+    /// background, a window that doubles with each block up to [`AHEAD`]
+    /// blocks (as mountpoint-s3 and hf-mount do). Others fetch only what
+    /// they read.
     fn read_ahead(&self, first: u64, last: u64) {
         let blocks = self.len.div_ceil(BLOCK);
         let todo = {
             let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
-            match streams
-                .iter()
-                .position(|s| first == s.last || first == s.last + 1)
-            {
+            // The kernel may send a reader's reads a little out of order.
+            let near = |s: &Stream| first + 1 >= s.last && first <= s.last + 1;
+            match streams.iter().position(near) {
                 Some(i) => {
                     let s = &mut streams[i];
+                    // A second block in a row may be chance (the model's
+                    // header, then a part's start); a third is a reader.
                     if first == s.last + 1 {
-                        s.window = (s.window * 2).clamp(2, AHEAD);
+                        s.window = (s.window * 2).clamp(1, AHEAD);
                     }
-                    s.last = last;
+                    s.last = s.last.max(last);
+                    let last = s.last;
                     let from = s.ahead_to.max(last + 1);
-                    let to = (last + 1 + s.window).min(blocks);
+                    let to = if s.window < 2 {
+                        s.ahead_to
+                    } else {
+                        (last + 1 + s.window).min(blocks)
+                    };
                     s.ahead_to = s.ahead_to.max(to);
                     let s = *s;
                     streams.remove(i);
                     streams.push(s); // most recent last
-                    (from < to).then_some((from, to - from))
+                    (from < to).then(|| (from, to - from))
                 }
                 None => {
                     if streams.len() >= STREAMS {
