@@ -92,43 +92,60 @@ fn is_hurray(path: &Path) -> bool {
 fn every_corpus_file_has_the_same_outcome_by_url() {
     let server = Nginx::serve(&corpus());
     let (base, local) = (server.url(""), format!("{}/", corpus().display()));
-    let mut compared = 0;
-    for row in common::rows() {
-        let (path, url) = both(&server, &row.path());
-        let p = path.to_string_lossy().into_owned();
-        if is_hurray(&path) {
-            let out = ztfs(&["check", url.as_str()]);
-            let err = String::from_utf8_lossy(&out.stderr);
+    let rows = common::rows();
+    // Two threads: a few thousand runs of a debug binary.
+    let compared: usize = std::thread::scope(|s| {
+        let halves: Vec<_> = (rows.chunks(rows.len().div_ceil(2)))
+            .map(|half| {
+                s.spawn(|| {
+                    half.iter()
+                        .filter(|r| same_by_url(r, &base, &local))
+                        .count()
+                })
+            })
+            .collect();
+        halves.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    assert!(compared >= 100, "only {compared} files compared");
+}
+
+/// Checks that `row`'s file gives the same outcomes by URL (`base` + its
+/// path below the corpus) as from `local`; false for a Hurray file, which
+/// is refused by URL.
+fn same_by_url(row: &common::Row, base: &str, local: &str) -> bool {
+    let p = row.path().to_string_lossy().into_owned();
+    let url = format!("{base}{}", &p[local.len()..]);
+    if is_hurray(&row.path()) {
+        let out = ztfs(&["check", url.as_str()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("needs a local file"),
+            "{url}: {err}"
+        );
+        return false;
+    }
+    for cmd in [
+        &["check", "--verify"][..],
+        &["digest"],
+        &["ls"],
+        &["manifest"],
+    ] {
+        let run = |file: &str, prefix: &str| {
+            let args: Vec<&OsStr> = cmd.iter().chain([&file]).map(OsStr::new).collect();
+            outcome(&args, prefix)
+        };
+        let (remote, here) = (run(&url, base), run(&p, local));
+        if here.2.contains("found by identity") {
+            // A server lists nothing: no search by identity by URL.
             assert!(
-                !out.status.success() && err.contains("needs a local file"),
-                "{url}: {err}"
+                remote.2.contains("is unavailable"),
+                "{cmd:?} {url}: {remote:?}"
             );
             continue;
         }
-        for cmd in [
-            &["check", "--verify"][..],
-            &["digest"],
-            &["ls"],
-            &["manifest"],
-        ] {
-            let run = |file: &str, prefix: &str| {
-                let args: Vec<&OsStr> = cmd.iter().chain([&file]).map(OsStr::new).collect();
-                outcome(&args, prefix)
-            };
-            let (remote, here) = (run(&url, &base), run(&p, &local));
-            if here.2.contains("found by identity") {
-                // A server lists nothing: no search by identity by URL.
-                assert!(
-                    remote.2.contains("is unavailable"),
-                    "{cmd:?} {url}: {remote:?}"
-                );
-                continue;
-            }
-            assert_eq!(remote, here, "{cmd:?} {url}");
-        }
-        compared += 1;
+        assert_eq!(remote, here, "{cmd:?} {url}");
     }
-    assert!(compared >= 100, "only {compared} files compared");
+    true
 }
 
 #[test]
