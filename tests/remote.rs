@@ -170,25 +170,6 @@ fn cat_by_url_gives_every_part_s_local_bytes() {
     }
 }
 
-/// Every file below `dir`, relative, with its bytes (or the error kind).
-fn read_tree(dir: &Path) -> Vec<(PathBuf, Result<Vec<u8>, std::io::ErrorKind>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let path = e.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path.strip_prefix(dir).unwrap().to_path_buf();
-                out.push((rel, fs::read(&path).map_err(|e| e.kind())));
-            }
-        }
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
-}
-
 #[test]
 fn a_mount_by_url_serves_what_a_local_mount_serves() {
     let server = Nginx::serve(&corpus());
@@ -211,7 +192,10 @@ fn a_mount_by_url_serves_what_a_local_mount_serves() {
         let (path, url) = both(&server, path);
         let local = Mount::new(&path, &[]);
         let remote = Mount::new(Path::new(&url), &[]);
-        let (a, b) = (read_tree(local.path()), read_tree(remote.path()));
+        let (a, b) = (
+            common::read_tree(local.path()),
+            common::read_tree(remote.path()),
+        );
         assert_eq!(a.len(), b.len(), "{url}");
         for ((pa, da), (pb, db)) in a.iter().zip(&b) {
             assert_eq!(pa, pb, "{url}");
@@ -231,7 +215,10 @@ fn a_mount_by_url_of_a_model_past_the_tail_reads_by_range() {
     assert!(opened.contains("opened with 1 request"), "{opened}");
     // The first block (header magic) and the seek table's block.
     assert!(fetches(&opened) <= 2, "{opened}");
-    assert_eq!(read_tree(local.path()), read_tree(remote.path()));
+    assert_eq!(
+        common::read_tree(local.path()),
+        common::read_tree(remote.path())
+    );
 }
 
 #[test]

@@ -209,25 +209,6 @@ impl Drop for S3Mount {
     }
 }
 
-/// Every file below `dir`, relative, with its bytes (or the error kind).
-fn read_tree(dir: &Path) -> Vec<(PathBuf, Result<Vec<u8>, std::io::ErrorKind>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let path = e.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path.strip_prefix(dir).unwrap().to_path_buf();
-                out.push((rel, fs::read(&path).map_err(|e| e.kind())));
-            }
-        }
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
-}
-
 #[test]
 fn a_mount_by_s3_url_serves_what_a_local_mount_serves() {
     let s3 = Seaweed::shared();
@@ -235,7 +216,10 @@ fn a_mount_by_s3_url_serves_what_a_local_mount_serves() {
     for (path, url) in upload(&s3, "mount", &built) {
         let local = Mount::new(&path, &[]);
         let remote = S3Mount::new(&s3, &url);
-        let (a, b) = (read_tree(local.path()), read_tree(remote.path()));
+        let (a, b) = (
+            common::read_tree(local.path()),
+            common::read_tree(remote.path()),
+        );
         assert!(a.len() > 3, "{}: {} files", path.display(), a.len());
         let names = |t: &[(PathBuf, _)]| t.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
         assert_eq!(names(&b), names(&a), "{url}");

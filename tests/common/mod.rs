@@ -1155,3 +1155,22 @@ pub mod json {
         }
     }
 }
+
+/// Every file below `dir`, relative, with its bytes (or the error kind).
+pub fn read_tree(dir: &Path) -> Vec<(PathBuf, Result<Vec<u8>, std::io::ErrorKind>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap().to_path_buf();
+                out.push((rel, std::fs::read(&path).map_err(|e| e.kind())));
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
