@@ -28,6 +28,10 @@ impl Remote {
         match *self {}
     }
 
+    pub fn read_vec(&self, _: u64, _: u64) -> Result<Vec<u8>> {
+        match *self {}
+    }
+
     pub fn stream(&self, _: u64, _: u64, _: u64, _: &mut dyn FnMut(&[u8])) -> Result<()> {
         match *self {}
     }
