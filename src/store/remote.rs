@@ -175,6 +175,9 @@ impl Remote {
                     self.len
                 ))
             })?;
+        if buf.is_empty() {
+            return Ok(());
+        }
         let (start, tail) = (self.tail.0, &self.tail.1);
         if offset >= start {
             let at = (offset - start) as usize;
