@@ -68,12 +68,7 @@ impl Blocks {
             }
             Err(e) => {
                 drop(data);
-                let mut inner = locked(&self.inner);
-                let empty = (inner.slots.get(&index))
-                    .is_some_and(|s| Arc::ptr_eq(s, &slot) && locked(&s.data).is_none());
-                if empty {
-                    inner.slots.remove(&index);
-                }
+                self.forget_empty(&mut locked(&self.inner), index, &slot);
                 Err(e)
             }
         }
@@ -120,12 +115,7 @@ impl Blocks {
             drop(guards);
             let mut inner = locked(&self.inner);
             for (i, s) in (first..).zip(&slots) {
-                let empty = (inner.slots.get(&i)).is_some_and(|x| {
-                    Arc::ptr_eq(x, s) && s.data.try_lock().is_ok_and(|d| d.is_none())
-                });
-                if empty {
-                    inner.slots.remove(&i);
-                }
+                self.forget_empty(&mut inner, i, s);
             }
             return;
         };
@@ -137,6 +127,17 @@ impl Blocks {
             filled += piece.len() as u64;
         }
         self.account(first + n - 1, filled);
+    }
+
+    /// Takes `slot` out of the map as block `index` if it is still there
+    /// and empty (its fetch failed): a failure is not remembered. A slot
+    /// locked by a fetch now is left to it.
+    fn forget_empty(&self, inner: &mut Inner, index: u64, slot: &Arc<Slot>) {
+        let empty = (inner.slots.get(&index))
+            .is_some_and(|s| Arc::ptr_eq(s, slot) && s.data.try_lock().is_ok_and(|d| d.is_none()));
+        if empty {
+            inner.slots.remove(&index);
+        }
     }
 
     /// Counts a filled block, then drops the least recently used filled

@@ -112,18 +112,15 @@ impl Remote {
         };
         let (meta, range, bytes) = runtime()?
             .block_on(async {
-                let r = match client.get_opts(&key, opts).await {
-                    Ok(r) => r,
+                match get(&*client, &key, opts, TAIL).await {
+                    Ok(answer) => Ok(answer),
                     // An empty object has no range to ask for (416): it
                     // is refused as a file too small, like a local one.
                     Err(e) => match client.head(&key).await {
-                        Ok(meta) if meta.size == 0 => return Ok((meta, 0..0, Vec::new())),
-                        _ => return Err(e),
+                        Ok(meta) if meta.size == 0 => Ok((meta, 0..0, Vec::new())),
+                        _ => Err(e),
                     },
-                };
-                let (meta, range) = (r.meta.clone(), r.range.clone());
-                let bytes = body(r.into_stream(), range.end - range.start).await?;
-                Ok::<_, object_store::Error>((meta, range, bytes))
+                }
             })
             .map_err(|e| fail(url, e))?;
         let len = meta.size;
@@ -320,12 +317,7 @@ impl Object {
         };
         let want = range.end - range.start;
         let (meta, got, bytes) = runtime()?
-            .block_on(async {
-                let r = client.get_opts(&self.key, opts).await?;
-                let (meta, got) = (r.meta.clone(), r.range.clone());
-                let bytes = body(r.into_stream(), want).await?;
-                Ok::<_, object_store::Error>((meta, got, bytes))
-            })
+            .block_on(get(&*client, &self.key, opts, want))
             .map_err(|e| fail(&self.url, e))?;
         // A server that ignores If-Match still names the version it sent.
         if meta.size != self.len || (self.pin.etag.is_some() && meta.e_tag != self.pin.etag) {
@@ -354,6 +346,27 @@ impl Object {
             }
         }
     }
+}
+
+/// One GET: the object as the answer describes it, the range it says it
+/// holds, and that range's bytes, refused past `limit` (what was asked).
+async fn get(
+    client: &dyn ObjectStore,
+    key: &Key,
+    opts: GetOptions,
+    limit: u64,
+) -> object_store::Result<(object_store::ObjectMeta, Range<u64>, Vec<u8>)> {
+    let r = client.get_opts(key, opts).await?;
+    let (meta, range) = (r.meta.clone(), r.range.clone());
+    let len = range.end.saturating_sub(range.start);
+    if len > limit {
+        return Err(object_store::Error::Generic {
+            store: "ztfs",
+            source: format!("the server answered {len} bytes for at most {limit} asked").into(),
+        });
+    }
+    let bytes = body(r.into_stream(), len).await?;
+    Ok((meta, range, bytes))
 }
 
 /// Reads a response body of exactly `want` bytes, refusing more: the
