@@ -75,18 +75,19 @@ impl Blocks {
     }
 
     /// Fetches the run of blocks from `first` on, up to `max` of them,
-    /// that no one holds or fetches, with one call of `fetch(count)`,
-    /// which returns their bytes back to back (the last block of the
-    /// object may be short: `block` is the others' size). Readers of those
-    /// blocks wait for it instead of asking themselves. For read-ahead:
-    /// a failure leaves the blocks to their readers.
+    /// that no one holds or fetches, with one call of `fetch(count, put)`,
+    /// which hands their bytes to `put` a block at a time, in order (the
+    /// last block of the object may be short). Each block is served as
+    /// soon as it is put: its readers wait for it, not for the whole run.
+    /// Returns how many blocks the call was asked for (0 when the first
+    /// was held or being fetched). For read-ahead: blocks a failure leaves
+    /// unfilled are left to their readers.
     pub fn fill_run(
         &self,
         first: u64,
         max: u64,
-        block: u64,
-        fetch: impl FnOnce(u64) -> Result<Vec<u8>>,
-    ) {
+        fetch: impl FnOnce(u64, &mut dyn FnMut(Vec<u8>)) -> Result<()>,
+    ) -> u64 {
         let slots: Vec<Arc<Slot>> = {
             let mut inner = locked(&self.inner);
             inner.clock += 1;
@@ -107,26 +108,45 @@ impl Blocks {
                 _ => break,
             }
         }
-        if guards.is_empty() {
-            return;
-        }
         let n = guards.len() as u64;
-        let Ok(bytes) = fetch(n) else {
-            drop(guards);
+        if n == 0 {
+            // Slots made for blocks nobody fetches are not kept.
             let mut inner = locked(&self.inner);
             for (i, s) in (first..).zip(&slots) {
                 self.forget_empty(&mut inner, i, s);
             }
-            return;
-        };
-        let mut filled = 0;
-        for (k, mut g) in guards.into_iter().enumerate() {
-            let at = (k as u64 * block) as usize;
-            let piece = &bytes[at.min(bytes.len())..(at + block as usize).min(bytes.len())];
-            *g = Some(Arc::new(piece.to_vec()));
-            filled += piece.len() as u64;
+            return 0;
         }
-        self.account(first + n - 1, filled);
+        let mut pending = guards.into_iter();
+        let mut index = first;
+        let _ = fetch(n, &mut |bytes| {
+            if let Some(mut g) = pending.next() {
+                let len = bytes.len() as u64;
+                *g = Some(Arc::new(bytes));
+                drop(g);
+                self.account(index, len);
+                index += 1;
+            }
+        });
+        drop(pending);
+        let mut inner = locked(&self.inner);
+        for (i, s) in (first..).zip(&slots) {
+            self.forget_empty(&mut inner, i, s);
+        }
+        n
+    }
+
+    /// Block `index` if it is held now: never waits, never fetches.
+    pub fn peek(&self, index: u64) -> Option<Arc<Vec<u8>>> {
+        let slot = {
+            let mut inner = locked(&self.inner);
+            inner.clock += 1;
+            let slot = inner.slots.get(&index)?.clone();
+            slot.used.store(inner.clock, Ordering::Relaxed);
+            slot
+        };
+        let data = slot.data.try_lock().ok()?;
+        data.clone()
     }
 
     /// Takes `slot` out of the map as block `index` if it is still there
@@ -204,25 +224,59 @@ mod tests {
     fn a_run_is_fetched_in_one_call_and_stops_at_a_block_already_held() {
         let blocks = Blocks::new(100);
         blocks.get(3, || Ok(vec![3; 4])).unwrap();
-        let mut asked = None;
-        blocks.fill_run(0, 5, 4, |n| {
-            asked = Some(n);
-            Ok((0..n * 4).map(|i| (i / 4) as u8).collect())
+        let n = blocks.fill_run(0, 5, |n, put| {
+            for i in 0..n {
+                put(vec![i as u8; 4]);
+            }
+            Ok(())
         });
-        assert_eq!(asked, Some(3), "blocks 0, 1, 2: block 3 is held");
+        assert_eq!(n, 3, "blocks 0, 1, 2: block 3 is held");
         for i in 0..4u64 {
             let b = blocks.get(i, || panic!("block {i} fetched again")).unwrap();
             assert_eq!(*b, vec![i as u8; 4]);
         }
-        blocks.fill_run(4, 2, 4, |n| {
+        assert_eq!(blocks.fill_run(3, 2, |_, _| panic!("3 is held")), 0);
+        // A failure after the first block: that one is served, the other
+        // is left to its reader.
+        blocks.fill_run(4, 2, |n, put| {
             assert_eq!(n, 2);
+            put(vec![4; 4]);
             Err(crate::error::Error::Unsupported("down".into()))
         });
+        assert_eq!(*blocks.get(4, || panic!("4 was put")).unwrap(), vec![4; 4]);
         assert_eq!(
-            *blocks.get(4, || Ok(vec![7])).unwrap(),
+            *blocks.get(5, || Ok(vec![7])).unwrap(),
             vec![7],
             "left to the reader"
         );
+    }
+
+    #[test]
+    fn a_run_serves_each_block_as_it_arrives() {
+        let blocks = Blocks::new(100);
+        let (first_read, go_on) = std::sync::mpsc::channel();
+        let run = &blocks;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                run.fill_run(0, 2, |_, put| {
+                    put(vec![0; 4]);
+                    // The rest of the run waits until block 0 was read.
+                    go_on.recv().unwrap();
+                    put(vec![1; 4]);
+                    Ok(())
+                })
+            });
+            let got = loop {
+                if let Some(b) = blocks.peek(0) {
+                    break b;
+                }
+                std::thread::yield_now();
+            };
+            assert_eq!(*got, vec![0; 4]);
+            assert!(blocks.peek(1).is_none(), "block 1 is still on its way");
+            first_read.send(()).unwrap();
+            assert_eq!(*blocks.get(1, || panic!("fetched twice")).unwrap(), vec![1; 4]);
+        });
     }
 
     #[test]

@@ -247,6 +247,43 @@ impl crate::format::Ranges for Blob<'_> {
     }
 }
 
+thread_local! {
+    /// Set while [`at_hand`] runs: whether a read missed.
+    static PROBE: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f`, whose remote reads (of this thread) take only what is held
+/// now and fail at once where they would wait on a server; `None` when one
+/// did. A FUSE worker answers from the cache this way, and hands the read
+/// to a job only when it must wait.
+pub fn at_hand<T>(f: impl FnOnce() -> T) -> Option<T> {
+    PROBE.with(|p| p.set(Some(false)));
+    let out = f();
+    match PROBE.with(|p| p.replace(None)) {
+        Some(true) => None,
+        _ => Some(out),
+    }
+}
+
+/// True while [`at_hand`] runs and one of its reads missed: the error it
+/// gave is no failure to report.
+pub fn missed_at_hand() -> bool {
+    PROBE.with(|p| p.get() == Some(true))
+}
+
+/// True while [`at_hand`] runs.
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+fn probing() -> bool {
+    PROBE.with(|p| p.get().is_some())
+}
+
+/// Notes a read that would wait, and gives the error it fails with.
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+fn missed() -> Error {
+    PROBE.with(|p| p.set(Some(true)));
+    Error::Interrupted
+}
+
 /// The URL `path` spells, when it is one [`remote`] reads (`http://`,
 /// `https://`, `s3://`).
 pub fn url_of(path: &Path) -> Option<&str> {

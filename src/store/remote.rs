@@ -34,11 +34,14 @@ pub const TAIL: u64 = 1 << 20;
 pub const BLOCK: u64 = 1 << 20;
 /// Bytes of blocks kept per object.
 const CACHE: u64 = 256 << 20;
-/// Most blocks fetched ahead of a sequential reader (one request).
-const AHEAD: u64 = 32;
+/// Most blocks a sequential reader is kept ahead by.
+const AHEAD: u64 = 64;
+/// Most blocks one read-ahead request asks for: a window is fetched by
+/// several requests at once, each served block by block as it arrives.
+const PIECE: u64 = 16;
 /// Sequential readers followed per object, and read-ahead requests at once.
 const STREAMS: usize = 8;
-const AHEAD_THREADS: usize = 2;
+const AHEAD_THREADS: usize = 4;
 /// How long one request may take, connecting included.
 const TIMEOUT: Duration = Duration::from_secs(20);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -182,12 +185,17 @@ impl Remote {
             return Ok(());
         }
         self.read_ahead(offset / BLOCK, (end - 1) / BLOCK);
+        let probing = super::probing();
         let mut pos = offset;
         while pos < end {
             let index = pos / BLOCK;
             let from = index * BLOCK;
             let to = (from + BLOCK).min(self.len);
-            let block = self.blocks.get(index, || self.fetch(from..to))?;
+            let block = if probing {
+                self.blocks.peek(index).ok_or_else(super::missed)?
+            } else {
+                self.blocks.get(index, || self.fetch(from..to))?
+            };
             let n = (to.min(end) - pos) as usize;
             let at = (pos - offset) as usize;
             let b = (pos - from) as usize;
@@ -233,78 +241,94 @@ impl Remote {
     }
 
     /// Notes a read of blocks `first..=last`; a reader that has read three
-    /// blocks in a row gets the blocks after them fetched in the
-    /// background, a window that doubles with each block up to [`AHEAD`]
-    /// blocks (as mountpoint-s3 and hf-mount do). Others fetch only what
-    /// they read.
+    /// blocks in a row is kept ahead by a window of blocks fetched in the
+    /// background, which doubles with each block up to [`AHEAD`] blocks (as
+    /// mountpoint-s3 and hf-mount do). The window is topped up when less
+    /// than half of it is left, by requests of at most [`PIECE`] blocks,
+    /// [`AHEAD_THREADS`] of them at once. Others fetch only what they read.
     fn read_ahead(&self, first: u64, last: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
         let blocks = self.len.div_ceil(BLOCK);
-        let todo = {
+        let mut todo = Vec::new();
+        {
             let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
             // The kernel may send a reader's reads a little out of order.
             let near = |s: &Stream| first + 1 >= s.last && first <= s.last + 1;
-            match streams.iter().position(near) {
-                Some(i) => {
-                    let s = &mut streams[i];
-                    // A second block in a row may be chance (the model's
-                    // header, then a part's start); a third is a reader.
-                    if first == s.last + 1 {
-                        s.window = (s.window * 2).clamp(1, AHEAD);
-                    }
-                    s.last = s.last.max(last);
-                    let last = s.last;
-                    let from = s.ahead_to.max(last + 1);
-                    let to = if s.window < 2 {
-                        s.ahead_to
-                    } else {
-                        (last + 1 + s.window).min(blocks)
-                    };
-                    s.ahead_to = s.ahead_to.max(to);
-                    let s = *s;
-                    streams.remove(i);
-                    streams.push(s); // most recent last
-                    (from < to).then(|| (from, to - from))
+            let Some(i) = streams.iter().position(near) else {
+                if streams.len() >= STREAMS {
+                    streams.remove(0);
                 }
-                None => {
-                    if streams.len() >= STREAMS {
-                        streams.remove(0);
-                    }
-                    streams.push(Stream {
-                        last,
-                        window: 0,
-                        ahead_to: last + 1,
-                    });
-                    None
+                streams.push(Stream {
+                    last,
+                    window: 0,
+                    ahead_to: last + 1,
+                });
+                return;
+            };
+            let mut s = streams.remove(i);
+            // A second block in a row may be chance (the model's header,
+            // then a part's start); a third is a reader.
+            if first == s.last + 1 {
+                s.window = (s.window * 2).clamp(1, AHEAD);
+            }
+            s.last = s.last.max(last);
+            s.ahead_to = s.ahead_to.max(s.last + 1);
+            let want = (s.last + 1 + s.window).min(blocks);
+            if s.window >= 2 && s.ahead_to - s.last - 1 <= s.window / 2 {
+                while s.ahead_to < want && self.ahead.fetch_add(1, Relaxed) < AHEAD_THREADS {
+                    let n = (want - s.ahead_to).min(PIECE);
+                    todo.push((s.ahead_to, n));
+                    s.ahead_to += n;
+                }
+                if s.ahead_to < want {
+                    // The loop's last count found every thread busy.
+                    self.ahead.fetch_sub(1, Relaxed);
                 }
             }
-        };
-        let Some((from, count)) = todo else {
-            return;
-        };
-        use std::sync::atomic::Ordering::Relaxed;
-        if self.ahead.fetch_add(1, Relaxed) >= AHEAD_THREADS {
-            self.ahead.fetch_sub(1, Relaxed);
-            return;
+            streams.push(s); // most recent last
         }
-        let object = self.0.clone();
-        let spawned = std::thread::Builder::new()
-            .name("ztfs-ahead".into())
-            .spawn(move || {
-                let len = object.len;
-                object.blocks.fill_run(from, count, BLOCK, |n| {
-                    object.fetch(from * BLOCK..((from + n) * BLOCK).min(len))
+        for (from, count) in todo {
+            let object = self.0.clone();
+            let spawned = std::thread::Builder::new()
+                .name("ztfs-ahead".into())
+                .spawn(move || {
+                    let len = object.len;
+                    object.blocks.fill_run(from, count, |n, put| {
+                        object.fetch_blocks(from * BLOCK..((from + n) * BLOCK).min(len), put)
+                    });
+                    object.ahead.fetch_sub(1, Relaxed);
                 });
-                object.ahead.fetch_sub(1, Relaxed);
-            });
-        if spawned.is_err() {
-            self.ahead.fetch_sub(1, Relaxed);
+            if spawned.is_err() {
+                self.ahead.fetch_sub(1, Relaxed);
+            }
         }
     }
 }
 
 impl Object {
-    /// One conditional range request.
+    /// One conditional range request, its bytes in one buffer.
     fn fetch(&self, range: Range<u64>) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let len = range.end - range.start;
+        self.fetch_in(range, len, &mut |piece| out = piece)?;
+        Ok(out)
+    }
+
+    /// One conditional range request, its bytes for a run of blocks handed
+    /// to `put` a block at a time as they arrive.
+    fn fetch_blocks(&self, range: Range<u64>, put: &mut dyn FnMut(Vec<u8>)) -> Result<()> {
+        self.fetch_in(range, BLOCK, put)
+    }
+
+    /// One conditional range request whose answer must be of this object
+    /// and range, its body handed to `put` in pieces of `piece` bytes (the
+    /// last may be shorter).
+    fn fetch_in(
+        &self,
+        range: Range<u64>,
+        piece: u64,
+        put: &mut dyn FnMut(Vec<u8>),
+    ) -> Result<()> {
         let client = self.client()?;
         let opts = GetOptions {
             range: Some(GetRange::Bounded(range.clone())),
@@ -315,19 +339,24 @@ impl Object {
             },
             ..GetOptions::default()
         };
-        let want = range.end - range.start;
-        let (meta, got, bytes) = runtime()?
-            .block_on(get(&*client, &self.key, opts, want))
-            .map_err(|e| fail(&self.url, e))?;
-        // A server that ignores If-Match still names the version it sent.
-        if meta.size != self.len || (self.pin.etag.is_some() && meta.e_tag != self.pin.etag) {
-            return Err(changed(&self.url));
-        }
-        if got != range {
-            return Err(bad_answer(&self.url, &got, range));
-        }
-        log::debug!("{}: fetched [{}, {})", self.url, range.start, range.end);
-        Ok(bytes)
+        let url = &self.url;
+        runtime()?.block_on(async {
+            let r = (client.get_opts(&self.key, opts).await).map_err(|e| fail(url, e))?;
+            // A server that ignores If-Match still names the version it sent.
+            if r.meta.size != self.len || (self.pin.etag.is_some() && r.meta.e_tag != self.pin.etag)
+            {
+                return Err(changed(url));
+            }
+            if r.range != range {
+                return Err(bad_answer(url, &r.range, range.clone()));
+            }
+            let want = range.end - range.start;
+            pieces(r.into_stream(), want, piece, put)
+                .await
+                .map_err(|e| fail(url, e))
+        })?;
+        log::debug!("{url}: fetched [{}, {})", range.start, range.end);
+        Ok(())
     }
 
     /// The client of this process, made again after a fork.
@@ -365,36 +394,53 @@ async fn get(
             source: format!("the server answered {len} bytes for at most {limit} asked").into(),
         });
     }
-    let bytes = body(r.into_stream(), len).await?;
+    let mut bytes = Vec::new();
+    pieces(r.into_stream(), len, len, &mut |all| bytes = all).await?;
     Ok((meta, range, bytes))
 }
 
-/// Reads a response body of exactly `want` bytes, refusing more: the
-/// allocation is sized by the range asked for, never by the server.
-async fn body(
+/// Reads a response body of exactly `want` bytes, refusing more, and hands
+/// it to `put` in pieces of `piece` bytes as they arrive (the last may be
+/// shorter; nothing for an empty body). Each buffer grows as bytes arrive:
+/// `want` may come from the server's own size claim (the open's suffix
+/// range), so it never sizes an allocation by itself.
+async fn pieces(
     mut stream: futures::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>,
     want: u64,
-) -> object_store::Result<Vec<u8>> {
-    // Grown as the body arrives: `want` may come from the server's own
-    // size claim (the open's suffix range).
-    let mut out = Vec::with_capacity(want.min(BLOCK) as usize);
-    while let Some(piece) = stream.next().await {
-        let piece = piece?;
-        if (out.len() + piece.len()) as u64 > want {
+    piece: u64,
+    put: &mut dyn FnMut(Vec<u8>),
+) -> object_store::Result<()> {
+    let fresh = |left: u64| Vec::with_capacity(left.min(piece).min(BLOCK) as usize);
+    let (mut got, mut out) = (0u64, fresh(want));
+    while let Some(bytes) = stream.next().await {
+        let bytes = bytes?;
+        if got + bytes.len() as u64 > want {
             return Err(object_store::Error::Generic {
                 store: "ztfs",
                 source: format!("the server sent more than the {want} bytes asked for").into(),
             });
         }
-        out.extend_from_slice(&piece);
+        got += bytes.len() as u64;
+        let mut rest = &bytes[..];
+        while !rest.is_empty() {
+            let n = (piece as usize - out.len()).min(rest.len());
+            out.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            if out.len() as u64 == piece {
+                put(std::mem::replace(&mut out, fresh(want - got)));
+            }
+        }
     }
-    if out.len() as u64 != want {
+    if got != want {
         return Err(object_store::Error::Generic {
             store: "ztfs",
-            source: format!("the server sent {} of {want} bytes", out.len()).into(),
+            source: format!("the server sent {got} of {want} bytes").into(),
         });
     }
-    Ok(out)
+    if !out.is_empty() {
+        put(out);
+    }
+    Ok(())
 }
 
 /// Splits a URL into its server and the object's key.

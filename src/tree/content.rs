@@ -177,6 +177,9 @@ impl Tree {
         p: &Part,
         e: &dyn std::fmt::Display,
     ) -> FsError {
+        if crate::store::missed_at_hand() {
+            return FsError::Io; // not a failure: the read is made again by a job
+        }
         self.failures.report(key, || {
             let file = self.model.root().path().display();
             let place = match &p.blob.shard {

@@ -13,6 +13,7 @@ use super::jobs::{Cancel, JobKey, Work};
 use super::legacy::Wait;
 use super::{Data, FsError, Ino, Node, OpenMode, Tree};
 use crate::error::Error;
+use crate::decode::Encoding;
 use crate::read;
 
 /// Where an open's answer goes.
@@ -136,6 +137,24 @@ impl Tree {
             )
     }
 
+    /// True when `ino`'s bytes are stored bytes of one part (its raw file,
+    /// a raw part, or such a part's `.npy`), whose reads keep no state: a
+    /// read that finds them missing from the cache can be made again. A
+    /// part counts once a job has found its encoding raw.
+    fn stored_bytes(&self, ino: Ino) -> bool {
+        let raw = |object: u32, part: u32| {
+            // A view's `.npy` has no part (`VIEW`): none is found.
+            let key = self.part_base[object as usize].checked_add(part);
+            let state = key.and_then(|k| self.parts.get(k as usize)?.get());
+            matches!(state.map(|s| s.as_ref()), Some(Ok(Encoding::Raw)))
+        };
+        match self.node(ino) {
+            Ok(Node::Raw { .. }) => true,
+            Ok(Node::Part { object, part } | Node::Npy { object, part }) => raw(object, part),
+            _ => false,
+        }
+    }
+
     /// A read of a remote model's bytes: made by a job, which fills the
     /// block and frame caches, then answered from them. The FUSE worker
     /// never waits on the network.
@@ -147,6 +166,11 @@ impl Tree {
         tid: u32,
         reply: ReadReply,
     ) {
+        if self.stored_bytes(ino) {
+            if let Some(r) = crate::store::at_hand(|| self.read_now(ino, offset, size)) {
+                return reply(r);
+            }
+        }
         let tree = self.clone();
         let done = Box::new(move |r: Result<(), FsError>| match r {
             Ok(()) => {
