@@ -42,6 +42,12 @@ fn kind_of(t: &std::fs::FileType) -> &'static str {
     }
 }
 
+/// Bytes of a store: borrowed from a map, or a range of a shared buffer.
+pub enum Piece<'a> {
+    Borrowed(&'a [u8]),
+    Shared(std::sync::Arc<Vec<u8>>, std::ops::Range<usize>),
+}
+
 /// One open file: mapped, or fetched by range.
 pub struct Store {
     path: PathBuf,
@@ -194,7 +200,30 @@ impl Store {
                 let map = self.map().unwrap_or_default();
                 Ok(Cow::Borrowed(&map[offset as usize..end as usize]))
             }
-            Kind::Remote(r) => r.read_vec(offset, len).map(Cow::Owned),
+            Kind::Remote(r) => {
+                let (buf, range) = r.read(offset, len)?;
+                // A buffer made for this read is taken, not copied.
+                Ok(Cow::Owned(match std::sync::Arc::try_unwrap(buf) {
+                    Ok(v) if range == (0..v.len()) => v,
+                    Ok(v) => v[range].to_vec(),
+                    Err(shared) => shared[range].to_vec(),
+                }))
+            }
+        }
+    }
+
+    /// [`Store::slice`], where a remote read's bytes are its cache's
+    /// buffer, not a copy.
+    pub fn piece(&self, offset: u64, len: u64) -> Result<Piece<'_>> {
+        match &self.kind {
+            Kind::Remote(r) => {
+                let (buf, range) = r.read(offset, len)?;
+                Ok(Piece::Shared(buf, range))
+            }
+            Kind::Local { .. } => match self.slice(offset, len)? {
+                Cow::Borrowed(b) => Ok(Piece::Borrowed(b)),
+                Cow::Owned(v) => Ok(Piece::Shared(std::sync::Arc::new(v), 0..len as usize)),
+            },
         }
     }
 

@@ -52,6 +52,9 @@ const RETRY_TIME: Duration = Duration::from_secs(30);
 
 pub use super::url_of;
 
+/// A range of a shared buffer: what a read gives.
+pub type Shared = (Arc<Vec<u8>>, Range<usize>);
+
 /// One remote object, pinned at open; shared with its read-ahead threads.
 pub struct Remote(Arc<Object>);
 
@@ -71,7 +74,7 @@ pub struct Object {
     pin: Pin,
     /// The client of the process that made it (see the module's note).
     client: Mutex<Option<(u32, Arc<dyn ObjectStore>)>>,
-    tail: (u64, Vec<u8>),
+    tail: (u64, Arc<Vec<u8>>),
     blocks: Blocks,
     /// Sequential readers seen lately, for read-ahead.
     streams: Mutex<Vec<Stream>>,
@@ -145,7 +148,7 @@ impl Remote {
                 modified: meta,
             },
             client: Mutex::new(Some((std::process::id(), client))),
-            tail: (range.start, bytes),
+            tail: (range.start, Arc::new(bytes)),
             blocks: Blocks::new(CACHE),
             streams: Mutex::new(Vec::new()),
             ahead: Default::default(),
@@ -162,63 +165,51 @@ impl Remote {
         self.len == 0
     }
 
-    /// Fills `buf` from `offset`: from the tail read at open, else from
-    /// the block cache, fetching what it lacks.
-    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let end = (offset.checked_add(buf.len() as u64))
+    /// `[offset, offset + len)`: from the tail read at open, else from the
+    /// block cache, fetching what it lacks. A range within the tail or one
+    /// block is that buffer itself, not a copy (a FUSE read is); a longer
+    /// one is a new buffer that grows block by block as bytes arrive, so a
+    /// length the server's size claims is never allocated before the
+    /// server has sent it.
+    pub fn read(&self, offset: u64, len: u64) -> Result<Shared> {
+        let end = (offset.checked_add(len))
             .filter(|&e| e <= self.len)
             .ok_or_else(|| {
                 Error::Unsupported(format!(
-                    "{}: range [{offset}, +{}) is outside the object ({} bytes)",
-                    self.url,
-                    buf.len(),
-                    self.len
+                    "{}: range [{offset}, +{len}) is outside the object ({} bytes)",
+                    self.url, self.len
                 ))
             })?;
-        if buf.is_empty() {
-            return Ok(());
+        if len == 0 {
+            return Ok((Arc::default(), 0..0));
         }
-        let (start, tail) = (self.tail.0, &self.tail.1);
-        if offset >= start {
+        let (start, tail) = &self.tail;
+        if offset >= *start {
             let at = (offset - start) as usize;
-            buf.copy_from_slice(&tail[at..at + buf.len()]);
-            return Ok(());
+            return Ok((tail.clone(), at..at + len as usize));
         }
-        self.read_ahead(offset / BLOCK, (end - 1) / BLOCK);
-        let probing = super::probing();
-        let mut pos = offset;
-        while pos < end {
-            let index = pos / BLOCK;
+        let (first, last) = (offset / BLOCK, (end - 1) / BLOCK);
+        self.read_ahead(first, last);
+        let block = |index: u64| {
+            if super::probing() {
+                return self.blocks.peek(index).ok_or_else(super::missed);
+            }
             let from = index * BLOCK;
             let to = (from + BLOCK).min(self.len);
-            let block = if probing {
-                self.blocks.peek(index).ok_or_else(super::missed)?
-            } else {
-                self.blocks.get(index, || self.fetch(from..to))?
-            };
-            let n = (to.min(end) - pos) as usize;
-            let at = (pos - offset) as usize;
-            let b = (pos - from) as usize;
-            buf[at..at + n].copy_from_slice(&block[b..b + n]);
-            pos += n as u64;
+            self.blocks.get(index, || self.fetch(from..to))
+        };
+        if first == last {
+            let at = (offset - first * BLOCK) as usize;
+            return Ok((block(first)?, at..at + len as usize));
         }
-        Ok(())
-    }
-
-    /// `[offset, offset + len)` as a new buffer that grows block by block
-    /// as bytes arrive: a length the server's size claims is never
-    /// allocated before the server has sent it.
-    pub fn read_vec(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(len.min(BLOCK) as usize);
-        let mut pos = offset;
-        while pos < offset + len {
-            let n = (offset + len - pos).min(BLOCK - pos % BLOCK);
-            let at = out.len();
-            out.resize(at + n as usize, 0);
-            self.read_at(pos, &mut out[at..])?;
-            pos += n;
+        for index in first..=last {
+            let b = block(index)?;
+            let from = offset.max(index * BLOCK) - index * BLOCK;
+            let to = end.min((index + 1) * BLOCK) - index * BLOCK;
+            out.extend_from_slice(&b[from as usize..to as usize]);
         }
-        Ok(out)
+        Ok((Arc::new(out), 0..len as usize))
     }
 
     /// Hands `[offset, offset + len)` to `f` in pieces of `chunk` bytes,
@@ -310,14 +301,14 @@ impl Object {
     fn fetch(&self, range: Range<u64>) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         let len = range.end - range.start;
-        self.fetch_in(range, len, &mut |piece| out = piece)?;
+        self.fetch_in(range, len, &mut Vec::new, &mut |piece| out = piece)?;
         Ok(out)
     }
 
     /// One conditional range request, its bytes for a run of blocks handed
-    /// to `put` a block at a time as they arrive.
+    /// to `put` a block at a time as they arrive, in the cache's buffers.
     fn fetch_blocks(&self, range: Range<u64>, put: &mut dyn FnMut(Vec<u8>)) -> Result<()> {
-        self.fetch_in(range, BLOCK, put)
+        self.fetch_in(range, BLOCK, &mut || self.blocks.buffer(), put)
     }
 
     /// One conditional range request whose answer must be of this object
@@ -327,6 +318,7 @@ impl Object {
         &self,
         range: Range<u64>,
         piece: u64,
+        buffer: &mut dyn FnMut() -> Vec<u8>,
         put: &mut dyn FnMut(Vec<u8>),
     ) -> Result<()> {
         let client = self.client()?;
@@ -351,7 +343,7 @@ impl Object {
                 return Err(bad_answer(url, &r.range, range.clone()));
             }
             let want = range.end - range.start;
-            pieces(r.into_stream(), want, piece, put)
+            pieces(r.into_stream(), want, piece, buffer, put)
                 .await
                 .map_err(|e| fail(url, e))
         })?;
@@ -395,22 +387,32 @@ async fn get(
         });
     }
     let mut bytes = Vec::new();
-    pieces(r.into_stream(), len, len, &mut |all| bytes = all).await?;
+    pieces(r.into_stream(), len, len, &mut Vec::new, &mut |all| {
+        bytes = all
+    })
+    .await?;
     Ok((meta, range, bytes))
 }
 
 /// Reads a response body of exactly `want` bytes, refusing more, and hands
 /// it to `put` in pieces of `piece` bytes as they arrive (the last may be
-/// shorter; nothing for an empty body). Each buffer grows as bytes arrive:
-/// `want` may come from the server's own size claim (the open's suffix
-/// range), so it never sizes an allocation by itself.
+/// shorter; nothing for an empty body), each in a buffer from `buffer`.
+/// Buffers grow as bytes arrive, at most a block ahead: `want` may come
+/// from the server's own size claim (the open's suffix range), so it never
+/// sizes an allocation by itself.
 async fn pieces(
     mut stream: futures::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>,
     want: u64,
     piece: u64,
+    buffer: &mut dyn FnMut() -> Vec<u8>,
     put: &mut dyn FnMut(Vec<u8>),
 ) -> object_store::Result<()> {
-    let fresh = |left: u64| Vec::with_capacity(left.min(piece).min(BLOCK) as usize);
+    let mut fresh = |left: u64| {
+        let mut out = buffer();
+        out.clear();
+        out.reserve(left.min(piece).min(BLOCK) as usize);
+        out
+    };
     let (mut got, mut out) = (0u64, fresh(want));
     while let Some(bytes) = stream.next().await {
         let bytes = bytes?;

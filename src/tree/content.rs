@@ -277,18 +277,19 @@ impl Tree {
         let bytes = (|| {
             let store = self.model.store_of(p)?;
             check_live(store, p.blob.offset, r.end as u64)?;
-            store.slice(p.blob.offset + r.start as u64, r.len() as u64)
+            store.piece(p.blob.offset + r.start as u64, r.len() as u64)
         })()
         .map_err(|e: crate::error::Error| self.fail((key, "read"), o, p, &e))?;
+        let bytes = match bytes {
+            crate::store::Piece::Borrowed(b) => Data::Borrowed(b),
+            crate::store::Piece::Shared(buf, range) => Data::Shared(buf, range),
+        };
         let rules = ContentCheck::new(o, p);
         if decoded && rules.applies() {
             Self::map_read(|| rules.check_range(r.start as u64, &bytes))
                 .map_err(|e| self.fail((key, "content"), o, p, &e))?;
         }
-        Ok(match bytes {
-            std::borrow::Cow::Borrowed(b) => Data::Borrowed(b),
-            std::borrow::Cow::Owned(v) => Data::Owned(v),
-        })
+        Ok(bytes)
     }
 
     fn read_frames(

@@ -12,8 +12,8 @@ use std::sync::{mpsc, Arc};
 use super::jobs::{Cancel, JobKey, Work};
 use super::legacy::Wait;
 use super::{Data, FsError, Ino, Node, OpenMode, Tree};
-use crate::error::Error;
 use crate::decode::Encoding;
+use crate::error::Error;
 use crate::read;
 
 /// Where an open's answer goes.
