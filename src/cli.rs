@@ -28,6 +28,22 @@ or a part is refused (it uses something this reader does not interpret); 2 usage
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+}
+
+/// The disk cache of models read by URL.
+#[derive(clap::Args, Debug)]
+pub struct CacheArgs {
+    /// Keep blocks of models read by URL in this directory (made if
+    /// missing), for this command and later ones; each block is checked
+    /// by a hash when read back. Default: no disk cache.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// The most the disk cache may hold (e.g. 20G, 512M); the least
+    /// recently used blocks are deleted first.
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size, default_value = "10G")]
+    pub cache_size: u64,
 }
 
 /// The subcommands.
@@ -312,6 +328,9 @@ pub enum AlgoArg {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
+    if let Some(dir) = &cli.cache.cache_dir {
+        crate::store::use_disk_cache(dir, cli.cache.cache_size)?;
+    }
     match cli.command {
         Command::Check {
             file,

@@ -66,6 +66,8 @@ const VALUED: &[&str] = &[
     "clone_dir",
     "passthrough_min",
     "npy_dtypes",
+    "cache_dir",
+    "cache_size",
 ];
 
 /// True when `args` (the whole command line) is the helper's convention:

@@ -323,3 +323,89 @@ fn a_sequential_reader_gets_the_blocks_ahead_in_growing_requests() {
         m.log()
     );
 }
+
+/// The block files of a disk cache, and their bytes in all.
+fn cached_blocks(dir: &Path) -> (Vec<PathBuf>, u64) {
+    let files: Vec<PathBuf> = (fs::read_dir(dir).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().len() == 64)
+        .collect();
+    let bytes = files.iter().map(|p| p.metadata().unwrap().len()).sum();
+    (files, bytes)
+}
+
+#[test]
+fn a_disk_cache_serves_a_later_mount_and_refetches_a_damaged_block() {
+    let (dir, _server, url) = served(&model(false));
+    let cache = tempfile::tempdir().unwrap();
+    let flags = [
+        "--log-level",
+        "debug",
+        "--cache-dir",
+        cache.path().to_str().unwrap(),
+    ];
+    let local = |o: &str| common::cat(&dir.path().join("model.zt"), o, "data", false).unwrap();
+    let read_all = |m: &Mount| {
+        for o in ["a", "b"] {
+            common::assert_same(
+                &fs::read(m.join(format!("{o}/data"))).unwrap(),
+                &local(o),
+                o,
+            );
+        }
+    };
+    let first = Mount::new(Path::new(&url), &flags);
+    read_all(&first);
+    assert!(fetches(&first.log()) > 0, "{}", first.log());
+    drop(first);
+    // The object's 5 MiB before the 1 MiB tail: 5 blocks, and the one the
+    // tail starts in when a read crosses into it.
+    let (files, _) = cached_blocks(cache.path());
+    assert!((5..=6).contains(&files.len()), "{files:?}");
+
+    let again = Mount::new(Path::new(&url), &flags);
+    read_all(&again);
+    assert_eq!(fetches(&again.log()), 0, "all from disk:\n{}", again.log());
+    drop(again);
+
+    // A damaged block is dropped and fetched again, never served.
+    let mut bytes = fs::read(&files[0]).unwrap();
+    let at = bytes.len() - 100;
+    bytes[at] ^= 0x40;
+    fs::write(&files[0], bytes).unwrap();
+    let damaged = Mount::new(Path::new(&url), &flags);
+    read_all(&damaged);
+    assert_eq!(fetches(&damaged.log()), 1, "{}", damaged.log());
+    assert!(
+        damaged.log().contains("cached block dropped"),
+        "{}",
+        damaged.log()
+    );
+}
+
+#[test]
+fn a_disk_cache_keeps_within_its_size_and_serves_cat_too() {
+    let (dir, _server, url) = served(&model(false));
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().to_str().unwrap();
+    let args = [
+        "cat",
+        "--cache-dir",
+        cache_dir,
+        "--cache-size",
+        "2M",
+        &url,
+        "a",
+    ];
+    let out = ztfs(&args);
+    assert!(out.status.success(), "{}", common::describe(&args, &out));
+    let local = common::cat(&dir.path().join("model.zt"), "a", "data", false).unwrap();
+    common::assert_same(&out.stdout, &local, "a by cat");
+    let (files, bytes) = cached_blocks(cache.path());
+    assert!(bytes <= 2 << 20, "{bytes} bytes in {} files", files.len());
+    assert_eq!(
+        files.len(),
+        1,
+        "one 1 MiB block and its header fit in 2 MiB"
+    );
+}

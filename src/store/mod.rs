@@ -9,6 +9,8 @@
 #[cfg(feature = "remote")]
 mod blocks;
 #[cfg(feature = "remote")]
+pub mod disk;
+#[cfg(feature = "remote")]
 pub mod remote;
 /// Built without the `remote` feature: URLs are told, and refused.
 #[cfg(not(feature = "remote"))]
@@ -274,6 +276,17 @@ impl crate::format::Ranges for Blob<'_> {
             ))),
         }
     }
+}
+
+/// Keeps the blocks of remote objects this process reads in `dir`, at
+/// most `size` bytes of them (see [`disk`]). Nothing to do in a build that
+/// reads no URLs.
+pub fn use_disk_cache(dir: &Path, size: u64) -> Result<()> {
+    #[cfg(feature = "remote")]
+    disk::configure(dir, size)?;
+    #[cfg(not(feature = "remote"))]
+    let _ = (dir, size);
+    Ok(())
 }
 
 thread_local! {

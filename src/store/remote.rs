@@ -26,6 +26,7 @@ use object_store::{
 };
 
 use super::blocks::Blocks;
+use super::disk;
 use crate::error::{Error, Result};
 
 /// Bytes read from the end of the object at open.
@@ -75,6 +76,8 @@ pub struct Object {
     /// The client of the process that made it (see the module's note).
     client: Mutex<Option<(u32, Arc<dyn ObjectStore>)>>,
     tail: (u64, Arc<Vec<u8>>),
+    /// What names its blocks in the disk cache.
+    id: [u8; 32],
     blocks: Blocks,
     /// Sequential readers seen lately, for read-ahead.
     streams: Mutex<Vec<Stream>>,
@@ -138,7 +141,14 @@ impl Remote {
             meta.e_tag,
             bytes.len()
         );
+        let id = disk::object_id(
+            url,
+            meta.e_tag.as_deref(),
+            len,
+            meta.last_modified.timestamp_micros(),
+        );
         Ok(Remote(Arc::new(Object {
+            id,
             url: url.to_string(),
             server,
             key,
@@ -194,9 +204,7 @@ impl Remote {
             if super::probing() {
                 return self.blocks.peek(index).ok_or_else(super::missed);
             }
-            let from = index * BLOCK;
-            let to = (from + BLOCK).min(self.len);
-            self.blocks.get(index, || self.fetch(from..to))
+            self.blocks.get(index, || self.load(index))
         };
         if first == last {
             let at = (offset - first * BLOCK) as usize;
@@ -283,10 +291,7 @@ impl Remote {
             let spawned = std::thread::Builder::new()
                 .name("ztfs-ahead".into())
                 .spawn(move || {
-                    let len = object.len;
-                    object.blocks.fill_run(from, count, |n, put| {
-                        object.fetch_blocks(from * BLOCK..((from + n) * BLOCK).min(len), put)
-                    });
+                    object.fill(from, count);
                     object.ahead.fetch_sub(1, Relaxed);
                 });
             if spawned.is_err() {
@@ -297,6 +302,55 @@ impl Remote {
 }
 
 impl Object {
+    /// Block `index`: from the disk cache, else fetched (and kept there).
+    fn load(&self, index: u64) -> Result<Vec<u8>> {
+        let from = index * BLOCK;
+        let to = (from + BLOCK).min(self.len);
+        let disk = disk::cache().map(|d| (d, disk::key(&self.id, index)));
+        if let Some((d, key)) = &disk {
+            if let Some(b) = d.get(key, to - from, self.blocks.buffer()) {
+                return Ok(b);
+            }
+        }
+        let bytes = self.fetch(from..to)?;
+        if let Some((d, key)) = &disk {
+            d.put(key, &bytes);
+        }
+        Ok(bytes)
+    }
+
+    /// Read-ahead of blocks `from..from + count` into the block cache:
+    /// those on disk are loaded from it, each run of the others fetched by
+    /// one request, every block kept on disk too.
+    fn fill(&self, from: u64, count: u64) {
+        let disk = disk::cache();
+        let on_disk = |i: u64| disk.is_some_and(|d| d.has(&disk::key(&self.id, i)));
+        let end = from + count;
+        let mut i = from;
+        while i < end {
+            if on_disk(i) {
+                let _ = self.blocks.get(i, || self.load(i));
+                i += 1;
+                continue;
+            }
+            let run = (i..end).take_while(|&j| !on_disk(j)).count() as u64;
+            let first = i;
+            let filled = self.blocks.fill_run(first, run, |n, put| {
+                let mut index = first;
+                let range = first * BLOCK..((first + n) * BLOCK).min(self.len);
+                self.fetch_blocks(range, &mut |bytes| {
+                    if let Some(d) = disk {
+                        d.put(&disk::key(&self.id, index), &bytes);
+                    }
+                    index += 1;
+                    put(bytes)
+                })
+            });
+            // Past the blocks fetched, or one another reader holds.
+            i += filled.max(1);
+        }
+    }
+
     /// One conditional range request, its bytes in one buffer.
     fn fetch(&self, range: Range<u64>) -> Result<Vec<u8>> {
         let mut out = Vec::new();

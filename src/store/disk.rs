@@ -1,0 +1,317 @@
+//! The disk cache of remote blocks (`--cache-dir`, `--cache-size`): one
+//! directory shared by every remote object a process reads, so a model
+//! read once is read again from local disk, by this mount or a later one.
+//!
+//! A block is a file named by a hash of its object's identity (URL, ETag,
+//! size, modification time) and its index, so a changed object never finds
+//! its old blocks. Each file holds a header (magic, that hash again, the
+//! length, an XXH3-64 of the bytes) and the bytes, and is checked on every
+//! read back: a torn, truncated or altered file is deleted and its block
+//! fetched again. Files are written under a temporary name and renamed, so
+//! a reader never sees half of one. The least recently used blocks are
+//! deleted past the budget; the order survives the process in the files'
+//! modification times. Two mounts may share a directory: each checks what
+//! it reads, but each counts the budget alone.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+const MAGIC: &[u8; 8] = b"ZTFSBLK1";
+/// Magic, key, length, hash.
+const HEADER: usize = 8 + 32 + 8 + 8;
+/// Temporary files older than this are a crashed writer's and removed.
+const STALE_TMP: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// A block's name in the cache: what identifies its bytes.
+pub type Key = [u8; 32];
+
+/// The key of block `index` of the object identified by `object`.
+pub fn key(object: &[u8; 32], index: u64) -> Key {
+    let mut h = Sha256::new();
+    h.update(object);
+    h.update(index.to_le_bytes());
+    h.finalize().into()
+}
+
+/// An object's identity for the cache: everything its pin holds.
+pub fn object_id(url: &str, etag: Option<&str>, len: u64, modified: i64) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for part in [url, etag.unwrap_or("")] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    h.update(len.to_le_bytes());
+    h.update(modified.to_le_bytes());
+    h.finalize().into()
+}
+
+/// The process's disk cache, when one was asked for.
+static CACHE: OnceLock<Disk> = OnceLock::new();
+
+/// Uses `dir` as this process's disk cache, keeping at most `budget` bytes
+/// of blocks (headers included). Made once, before any remote object is
+/// opened.
+pub fn configure(dir: &Path, budget: u64) -> Result<()> {
+    let disk = Disk::open(dir, budget)?;
+    CACHE
+        .set(disk)
+        .map_err(|_| Error::Usage("the disk cache is already set".into()))
+}
+
+/// The process's disk cache.
+pub fn cache() -> Option<&'static Disk> {
+    CACHE.get()
+}
+
+/// A cache directory and what it holds.
+pub struct Disk {
+    dir: PathBuf,
+    budget: u64,
+    index: Mutex<Index>,
+    tmp: AtomicU64,
+}
+
+#[derive(Default)]
+struct Index {
+    /// Each file's size and when it was last used.
+    entries: HashMap<Key, (u64, u64)>,
+    held: u64,
+    clock: u64,
+}
+
+impl Disk {
+    /// Opens (making it if needed) the cache in `dir` and lists what it
+    /// holds, oldest first by modification time.
+    pub fn open(dir: &Path, budget: u64) -> Result<Disk> {
+        let ctx = || format!("cache directory {}", dir.display());
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| Error::io(ctx(), e))?;
+        // A daemon works from `/`: a relative path would move.
+        let dir = &std::fs::canonicalize(dir).map_err(|e| Error::io(ctx(), e))?;
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(|e| Error::io(ctx(), e))? {
+            let entry = entry.map_err(|e| Error::io(ctx(), e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let Ok(meta) = entry.metadata() else { continue };
+            let modified = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+            if name.starts_with("tmp.") {
+                let old = modified.elapsed().is_ok_and(|age| age > STALE_TMP);
+                if old {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            } else if let Some(key) = parse_name(name) {
+                found.push((modified, key, meta.len()));
+            }
+        }
+        found.sort();
+        let mut index = Index::default();
+        for (_, key, len) in found {
+            index.clock += 1;
+            index.entries.insert(key, (len, index.clock));
+            index.held += len;
+        }
+        let disk = Disk {
+            dir: dir.to_path_buf(),
+            budget,
+            index: Mutex::new(index),
+            tmp: AtomicU64::new(0),
+        };
+        disk.evict(None);
+        log::debug!(
+            "{}: disk cache of {} bytes at most, {} held",
+            dir.display(),
+            budget,
+            disk.locked().held
+        );
+        Ok(disk)
+    }
+
+    fn locked(&self) -> std::sync::MutexGuard<'_, Index> {
+        self.index.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn path(&self, key: &Key) -> PathBuf {
+        self.dir.join(hex(key))
+    }
+
+    /// True when the cache lists block `key`.
+    pub fn has(&self, key: &Key) -> bool {
+        self.locked().entries.contains_key(key)
+    }
+
+    /// Block `key` of `len` bytes, read into `buf` (cleared first), if the
+    /// cache holds it and it passes its checks; a file that fails them is
+    /// deleted.
+    pub fn get(&self, key: &Key, len: u64, mut buf: Vec<u8>) -> Option<Vec<u8>> {
+        {
+            let mut index = self.locked();
+            index.clock += 1;
+            let clock = index.clock;
+            index.entries.get_mut(key)?.1 = clock;
+        }
+        let path = self.path(key);
+        match read_entry(&path, key, len, &mut buf) {
+            Ok(()) => {
+                // The order of use, for the next process that opens the cache.
+                let _ =
+                    File::open(&path).and_then(|f| f.set_modified(std::time::SystemTime::now()));
+                Some(buf)
+            }
+            Err(why) => {
+                if why.kind() != std::io::ErrorKind::NotFound {
+                    log::warn!("{}: cached block dropped: {why}", path.display());
+                }
+                let _ = std::fs::remove_file(&path);
+                self.forget(key);
+                None
+            }
+        }
+    }
+
+    /// Keeps `bytes` as block `key`, then deletes the least recently used
+    /// blocks past the budget. A failure to write (a full disk) is logged
+    /// and leaves the block uncached.
+    pub fn put(&self, key: &Key, bytes: &[u8]) {
+        let size = (HEADER + bytes.len()) as u64;
+        if size > self.budget || self.has(key) {
+            return;
+        }
+        let n = self.tmp.fetch_add(1, Ordering::Relaxed);
+        let tmp = self.dir.join(format!("tmp.{}.{n}", std::process::id()));
+        let written =
+            write_entry(&tmp, key, bytes).and_then(|()| std::fs::rename(&tmp, self.path(key)));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            log::warn!("{}: a block was not cached: {e}", self.dir.display());
+            return;
+        }
+        {
+            let mut index = self.locked();
+            index.clock += 1;
+            let clock = index.clock;
+            if index.entries.insert(*key, (size, clock)).is_none() {
+                index.held += size;
+            }
+        }
+        self.evict(Some(key));
+    }
+
+    /// Deletes the least recently used blocks other than `keep` until the
+    /// cache is within its budget.
+    fn evict(&self, keep: Option<&Key>) {
+        let victims = {
+            let mut index = self.locked();
+            let mut order: Vec<(u64, Key, u64)> = Vec::new();
+            if index.held > self.budget {
+                order = (index.entries.iter())
+                    .filter(|(k, _)| Some(*k) != keep)
+                    .map(|(k, &(len, used))| (used, *k, len))
+                    .collect();
+                order.sort_unstable();
+            }
+            let mut victims = Vec::new();
+            for (_, key, len) in order {
+                if index.held <= self.budget {
+                    break;
+                }
+                index.entries.remove(&key);
+                index.held -= len;
+                victims.push(key);
+            }
+            victims
+        };
+        for key in victims {
+            let _ = std::fs::remove_file(self.path(&key));
+        }
+    }
+
+    fn forget(&self, key: &Key) {
+        let mut index = self.locked();
+        if let Some((len, _)) = index.entries.remove(key) {
+            index.held -= len;
+        }
+    }
+
+    /// Bytes the cache counts now.
+    #[cfg(test)]
+    fn held(&self) -> u64 {
+        self.locked().held
+    }
+}
+
+use std::os::unix::fs::DirBuilderExt;
+
+fn hex(key: &Key) -> String {
+    key.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn parse_name(name: &str) -> Option<Key> {
+    if name.len() != 64 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut key = [0u8; 32];
+    for (i, k) in key.iter_mut().enumerate() {
+        *k = u8::from_str_radix(&name[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(key)
+}
+
+fn write_entry(path: &Path, key: &Key, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    let mut header = Vec::with_capacity(HEADER);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(key);
+    header.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    header.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(bytes).to_le_bytes());
+    f.write_all(&header)?;
+    f.write_all(bytes)
+}
+
+use std::os::unix::fs::OpenOptionsExt;
+
+/// Reads the entry at `path` into `buf` if it is block `key` of `len`
+/// bytes, whole and unaltered.
+fn read_entry(path: &Path, key: &Key, len: u64, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    let bad = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string());
+    let f = File::open(path)?;
+    if f.metadata()?.len() != HEADER as u64 + len {
+        return Err(bad("its size is wrong"));
+    }
+    let mut f = f.take(HEADER as u64 + len);
+    let mut header = [0u8; HEADER];
+    f.read_exact(&mut header)?;
+    if &header[..8] != MAGIC || header[8..40] != key[..] {
+        return Err(bad("its header is not this block's"));
+    }
+    let stored_len = u64::from_le_bytes(header[40..48].try_into().unwrap_or_default());
+    let hash = u64::from_le_bytes(header[48..56].try_into().unwrap_or_default());
+    if stored_len != len {
+        return Err(bad("its length is wrong"));
+    }
+    buf.clear();
+    buf.reserve(len as usize);
+    f.read_to_end(buf)?;
+    if buf.len() as u64 != len || xxhash_rust::xxh3::xxh3_64(buf) != hash {
+        return Err(bad("its bytes do not match their hash"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
