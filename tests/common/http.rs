@@ -72,8 +72,18 @@ impl Nginx {
         }
     }
 
+    /// Kills nginx with SIGKILL, as a server that dies in the middle of
+    /// its answers; [`Nginx::start_again`] brings it back.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // std sends SIGKILL; an nginx that exited already is reaped.
+            let _ = child.kill();
+            child.wait().expect("wait for nginx");
+        }
+    }
+
     /// Starts nginx again on the same port and folder after
-    /// [`Nginx::stop`]; panics when it does not answer.
+    /// [`Nginx::stop`] or [`Nginx::kill`]; panics when it does not answer.
     pub fn start_again(&mut self) {
         self.stop();
         if let Err(e) = self.start() {

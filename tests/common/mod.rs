@@ -947,6 +947,7 @@ impl Drop for FuseOpen {
 }
 
 pub mod http;
+pub mod proxy;
 pub mod s3;
 
 /// Just enough JSON: what `ztfs ls --json` and `meta.json` contain.
