@@ -280,7 +280,11 @@ fn a_dead_server_fails_reads_in_bounded_time_and_a_live_one_serves_again() {
     assert!(fs::read(m.join("manifest.json")).is_ok());
     assert!(fs::read(m.join("a/meta.json")).is_ok());
     server.start_again();
+    // A block's failure answers its readers for a second (so the kernel's
+    // read again after an error costs no request); then it is tried again.
     let local = common::cat(&dir.path().join("model.zt"), "a", "data", false).unwrap();
+    let served = common::wait_until(Duration::from_secs(5), || fs::read(&part).is_ok());
+    assert!(served, "no read served in 5 s after the server came back");
     assert_eq!(fs::read(&part).unwrap(), local);
 }
 

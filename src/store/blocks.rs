@@ -5,8 +5,20 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// The error of a fetch that failed lately, for a reader of its block.
+fn failed_lately(why: &str) -> Error {
+    Error::io(
+        why.to_string(),
+        std::io::Error::other(format!(
+            "failed less than {} s ago; tried again after that",
+            FAILED_FOR.as_secs()
+        )),
+    )
+}
 
 /// Cached blocks of one object.
 pub struct Blocks {
@@ -32,9 +44,43 @@ struct Inner {
 struct Slot {
     /// Locked while the block is fetched: a second reader waits for the
     /// first one's request instead of making its own.
-    data: Mutex<Option<Arc<Vec<u8>>>>,
+    data: Mutex<State>,
     used: AtomicU64,
 }
+
+/// What a slot holds.
+#[derive(Default)]
+enum State {
+    #[default]
+    Empty,
+    Held(Arc<Vec<u8>>),
+    /// The last fetch failed, when and why: the readers that waited for it,
+    /// and those that come within [`FAILED_FOR`], get its error instead of
+    /// each making a request of its own (against a server that hangs, each
+    /// would wait out the client's timeouts one after another).
+    Failed(Instant, Arc<str>),
+}
+
+impl State {
+    fn held(&self) -> Option<&Arc<Vec<u8>>> {
+        match self {
+            State::Held(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// True when a fetch may fill it.
+    fn wants_fetch(&self) -> bool {
+        match self {
+            State::Empty => true,
+            State::Held(_) => false,
+            State::Failed(at, _) => at.elapsed() >= FAILED_FOR,
+        }
+    }
+}
+
+/// How long a failed fetch answers for its block.
+const FAILED_FOR: Duration = Duration::from_secs(1);
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -56,8 +102,9 @@ impl Blocks {
         locked(&self.spare).pop().unwrap_or_default()
     }
 
-    /// Block `index`, from the cache or from `fetch`. A failed fetch is
-    /// not remembered: the next reader tries again.
+    /// Block `index`, from the cache or from `fetch`. A failed fetch
+    /// answers its waiters, and readers for [`FAILED_FOR`] after it; then
+    /// the next reader tries again.
     pub fn get(&self, index: u64, fetch: impl FnOnce() -> Result<Vec<u8>>) -> Result<Arc<Vec<u8>>> {
         let slot = {
             let mut inner = locked(&self.inner);
@@ -67,20 +114,23 @@ impl Blocks {
             slot
         };
         let mut data = locked(&slot.data);
-        if let Some(d) = &*data {
-            return Ok(d.clone());
+        match &*data {
+            State::Held(d) => return Ok(d.clone()),
+            State::Failed(at, why) if at.elapsed() < FAILED_FOR => {
+                return Err(failed_lately(why));
+            }
+            _ => {}
         }
         match fetch() {
             Ok(bytes) => {
                 let bytes = Arc::new(bytes);
-                *data = Some(bytes.clone());
+                *data = State::Held(bytes.clone());
                 drop(data);
                 self.account(index, bytes.len() as u64);
                 Ok(bytes)
             }
             Err(e) => {
-                drop(data);
-                self.forget_empty(&mut locked(&self.inner), index, &slot);
+                *data = State::Failed(Instant::now(), e.to_string().into());
                 Err(e)
             }
         }
@@ -116,7 +166,7 @@ impl Blocks {
         let mut guards = Vec::new();
         for s in &slots {
             match s.data.try_lock() {
-                Ok(g) if g.is_none() => guards.push(g),
+                Ok(g) if g.wants_fetch() => guards.push(g),
                 _ => break,
             }
         }
@@ -131,16 +181,24 @@ impl Blocks {
         }
         let mut pending = guards.into_iter();
         let mut index = first;
-        let _ = fetch(n, &mut |bytes| {
+        let fetched = fetch(n, &mut |bytes| {
             if let Some(mut g) = pending.next() {
                 let len = bytes.len() as u64;
-                *g = Some(Arc::new(bytes));
+                *g = State::Held(Arc::new(bytes));
                 drop(g);
                 self.account(index, len);
                 index += 1;
             }
         });
-        drop(pending);
+        // The readers waiting for the rest get the failure.
+        if let Err(e) = fetched {
+            let why: Arc<str> = e.to_string().into();
+            for mut g in pending {
+                *g = State::Failed(Instant::now(), why.clone());
+            }
+        } else {
+            drop(pending);
+        }
         let mut inner = locked(&self.inner);
         for (i, s) in (first..).zip(&slots) {
             self.forget_empty(&mut inner, i, s);
@@ -158,15 +216,16 @@ impl Blocks {
             slot
         };
         let data = slot.data.try_lock().ok()?;
-        data.clone()
+        data.held().cloned()
     }
 
     /// Takes `slot` out of the map as block `index` if it is still there
     /// and empty (its fetch failed): a failure is not remembered. A slot
     /// locked by a fetch now is left to it.
     fn forget_empty(&self, inner: &mut Inner, index: u64, slot: &Arc<Slot>) {
-        let empty = (inner.slots.get(&index))
-            .is_some_and(|s| Arc::ptr_eq(s, slot) && s.data.try_lock().is_ok_and(|d| d.is_none()));
+        let empty = (inner.slots.get(&index)).is_some_and(|s| {
+            Arc::ptr_eq(s, slot) && s.data.try_lock().is_ok_and(|d| matches!(*d, State::Empty))
+        });
         if empty {
             inner.slots.remove(&index);
         }
@@ -183,7 +242,7 @@ impl Blocks {
                 .filter(|(&i, _)| i != keep)
                 .filter_map(|(&i, s)| {
                     // A slot being fetched holds its lock; it is not counted yet.
-                    let len = s.data.try_lock().ok()?.as_ref()?.len() as u64;
+                    let len = s.data.try_lock().ok()?.held()?.len() as u64;
                     Some((s.used.load(Ordering::Relaxed), i, len))
                 })
                 .min();
@@ -193,8 +252,11 @@ impl Blocks {
             inner.held -= len;
             let slot = inner.slots.remove(&i);
             // Kept for a next fetch, unless a reader still holds it.
-            let data = slot.and_then(|s| s.data.try_lock().ok()?.take());
-            if let Some(mut buf) = data.and_then(|d| Arc::try_unwrap(d).ok()) {
+            let data = slot.and_then(|s| match std::mem::take(&mut *s.data.try_lock().ok()?) {
+                State::Held(d) => Arc::try_unwrap(d).ok(),
+                _ => None,
+            });
+            if let Some(mut buf) = data {
                 let mut spare = locked(&self.spare);
                 if spare.len() < SPARE {
                     buf.clear();
@@ -258,18 +320,17 @@ mod tests {
         }
         assert_eq!(blocks.fill_run(3, 2, |_, _| panic!("3 is held")), 0);
         // A failure after the first block: that one is served, the other
-        // is left to its reader.
+        // answers with the failure for a while, then is fetched again.
         blocks.fill_run(4, 2, |n, put| {
             assert_eq!(n, 2);
             put(vec![4; 4]);
             Err(crate::error::Error::Unsupported("down".into()))
         });
         assert_eq!(*blocks.get(4, || panic!("4 was put")).unwrap(), vec![4; 4]);
-        assert_eq!(
-            *blocks.get(5, || Ok(vec![7])).unwrap(),
-            vec![7],
-            "left to the reader"
-        );
+        let e = blocks.get(5, || panic!("5 failed just now")).unwrap_err();
+        assert!(e.to_string().contains("down"), "{e}");
+        std::thread::sleep(FAILED_FOR);
+        assert_eq!(*blocks.get(5, || Ok(vec![7])).unwrap(), vec![7]);
     }
 
     #[test]
@@ -304,10 +365,27 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_fetch_is_tried_again() {
+    fn a_failed_fetch_answers_its_waiters_then_is_tried_again() {
         let blocks = Blocks::new(100);
-        let e = blocks.get(7, || Err(crate::error::Error::Unsupported("down".into())));
-        assert!(e.is_err());
+        let fetches = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    let e = blocks.get(7, || {
+                        fetches.fetch_add(1, Ordering::Relaxed);
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        Err(crate::error::Error::Unsupported("down".into()))
+                    });
+                    assert!(e.unwrap_err().to_string().contains("down"));
+                });
+            }
+        });
+        assert_eq!(
+            fetches.load(Ordering::Relaxed),
+            1,
+            "one request for 4 readers"
+        );
+        std::thread::sleep(FAILED_FOR);
         assert_eq!(*blocks.get(7, || Ok(vec![1])).unwrap(), vec![1]);
     }
 

@@ -117,6 +117,10 @@ const RAW: u8 = 2;
 /// file.
 const VIEW: u8 = 4;
 
+/// Most reads waiting on a remote server at once (their own job threads;
+/// a read of what is cached needs none).
+const FETCH_THREADS: usize = 8;
+
 /// Per-part tables of a tree, indexed by flat part number.
 struct PartIndex {
     /// Each object's first part.
@@ -196,6 +200,7 @@ impl Tree {
             digest,
             frames: super::frames::FrameCache::new(opts.cache_bytes),
             jobs: Default::default(),
+            fetch_jobs: std::sync::Arc::new(super::jobs::Jobs::with_threads(FETCH_THREADS)),
             verified: (0..if opts.verify { n_parts } else { 0 })
                 .map(|_| OnceLock::new())
                 .collect(),

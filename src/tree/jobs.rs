@@ -62,9 +62,16 @@ struct Waiter {
 }
 
 /// The job threads, their queue and the waiters of each job.
-#[derive(Default)]
 pub struct Jobs {
     inner: Mutex<Inner>,
+    /// Most threads at once.
+    limit: usize,
+}
+
+impl Default for Jobs {
+    fn default() -> Jobs {
+        Jobs::with_threads(JOB_THREADS)
+    }
 }
 
 #[derive(Default)]
@@ -107,6 +114,14 @@ impl Cancel<'_> {
 }
 
 impl Jobs {
+    /// Jobs run by at most `limit` threads.
+    pub fn with_threads(limit: usize) -> Jobs {
+        Jobs {
+            inner: Mutex::default(),
+            limit,
+        }
+    }
+
     /// Runs `work` for `key` unless it is already queued or running, and
     /// answers `done` when it ends. `tid` is the requesting thread.
     pub fn submit(self: &Arc<Self>, key: JobKey, tid: u32, done: Done, work: Work) {
@@ -123,7 +138,7 @@ impl Jobs {
 
     /// Starts a thread to drain the queue, if fewer than the maximum run.
     fn start_thread(self: &Arc<Self>, inner: &mut Inner) {
-        if inner.threads >= JOB_THREADS {
+        if inner.threads >= self.limit {
             return;
         }
         let jobs = self.clone();

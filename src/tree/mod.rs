@@ -244,6 +244,9 @@ pub struct Tree {
     frames: frames::FrameCache,
     /// The job threads for slow work.
     jobs: std::sync::Arc<jobs::Jobs>,
+    /// The job threads for reads that wait on a remote server: their own,
+    /// so that a server that hangs holds up no other work.
+    fetch_jobs: std::sync::Arc<jobs::Jobs>,
     /// Per part, with `--verify`: verified whole (or not).
     verified: Vec<OnceLock<Result<(), ()>>>,
     /// Objects whose layout data rules were checked, and the outcome.

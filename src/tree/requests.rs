@@ -181,8 +181,7 @@ impl Tree {
         });
         let tree = self.clone();
         let work: Work = Arc::new(move |_: &Cancel| tree.read_now(ino, offset, size).map(drop));
-        self.jobs
-            .submit(JobKey::Read(ino, offset, size), tid, done, work);
+        (self.fetch_jobs).submit(JobKey::Read(ino, offset, size), tid, done, work);
     }
 
     /// [`Tree::open`], waiting for the answer.
