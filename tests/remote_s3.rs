@@ -288,3 +288,93 @@ fn an_object_overwritten_under_a_mount_fails_reads_of_what_was_not_read() {
         m.log()
     );
 }
+
+#[test]
+fn endpoint_region_and_keys_come_from_the_aws_files_and_the_environment_wins() {
+    let s3 = Seaweed::shared();
+    let key = "aws-files/tiny-llama.zt";
+    s3.put(key, &fs::read(common::sample("tiny-llama.zt")).unwrap());
+    let url = s3.url(key);
+    let home = tempfile::tempdir().unwrap();
+    let aws = home.path().join(".aws");
+    fs::create_dir(&aws).unwrap();
+    let endpoint = s3.endpoint();
+    fs::write(
+        aws.join("config"),
+        format!("[default]\nregion = eu-west-3\n\n[profile lab]\nregion = us-east-1\nendpoint_url = {endpoint}\n"),
+    )
+    .unwrap();
+    fs::write(
+        aws.join("credentials"),
+        format!(
+            "[default]\naws_access_key_id = nobody\naws_secret_access_key = nothing\n\n\
+             [lab]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+            common::s3::ACCESS_KEY,
+            common::s3::SECRET_KEY
+        ),
+    )
+    .unwrap();
+    let home_env = ("HOME".to_string(), home.path().display().to_string());
+    let profile = |name: &str| ("AWS_PROFILE".to_string(), name.to_string());
+    let want = ztfs(&s3.env(), &["ls", url.as_str()]);
+    assert!(
+        want.status.success(),
+        "{}",
+        common::describe(&["ls", &url], &want)
+    );
+
+    // Everything from the files.
+    let out = ztfs(&[home_env.clone(), profile("lab")], &["ls", url.as_str()]);
+    assert_eq!(
+        out.stdout,
+        want.stdout,
+        "{}",
+        common::describe(&["ls", &url], &out)
+    );
+    // Or from files the environment names.
+    let named = [
+        (
+            "AWS_CONFIG_FILE".to_string(),
+            aws.join("config").display().to_string(),
+        ),
+        (
+            "AWS_SHARED_CREDENTIALS_FILE".to_string(),
+            aws.join("credentials").display().to_string(),
+        ),
+        ("HOME".to_string(), "/nonexistent".to_string()),
+        profile("lab"),
+    ];
+    let out = ztfs(&named, &["ls", url.as_str()]);
+    assert_eq!(
+        out.stdout,
+        want.stdout,
+        "{}",
+        common::describe(&["ls", &url], &out)
+    );
+    // A key in the environment wins over the file's: a wrong secret there
+    // is refused by the server.
+    let wrong = [
+        home_env.clone(),
+        profile("lab"),
+        ("AWS_ACCESS_KEY_ID".into(), common::s3::ACCESS_KEY.into()),
+        ("AWS_SECRET_ACCESS_KEY".into(), "not-the-secret".into()),
+    ];
+    let out = ztfs(&wrong, &["ls", url.as_str()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(2) && err.contains("403"), "{err}");
+    // The default profile's keys are not the server's.
+    let out = ztfs(&[home_env.clone()], &["ls", url.as_str()]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        common::describe(&["ls", &url], &out)
+    );
+    // A profile that is in neither file is named.
+    let out = ztfs(&[home_env, profile("nope")], &["ls", url.as_str()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(2) && err.contains("AWS_PROFILE=nope"),
+        "{err}"
+    );
+}

@@ -7,6 +7,8 @@
 //! by its ETag. The one mmap `unsafe` of the crate is here.
 
 #[cfg(feature = "remote")]
+mod aws;
+#[cfg(feature = "remote")]
 mod blocks;
 #[cfg(feature = "remote")]
 pub mod disk;

@@ -537,13 +537,32 @@ fn connect(server: &Server) -> object_store::Result<Arc<dyn ObjectStore>> {
                 .with_retry(retry)
                 .build()?,
         ),
-        Server::S3(bucket) => Arc::new(
-            object_store::aws::AmazonS3Builder::from_env()
-                .with_bucket_name(bucket)
-                .with_client_options(options)
-                .with_retry(retry)
-                .build()?,
-        ),
+        Server::S3(bucket) => {
+            // The environment first, then what it leaves to the files.
+            let mut b = object_store::aws::AmazonS3Builder::from_env();
+            let p = super::aws::profile().map_err(|e| object_store::Error::Generic {
+                store: "S3",
+                source: e.to_string().into(),
+            })?;
+            if let (Some(id), Some(secret)) = (p.access_key_id, p.secret_access_key) {
+                b = b.with_access_key_id(id).with_secret_access_key(secret);
+                if let Some(token) = p.session_token {
+                    b = b.with_token(token);
+                }
+            }
+            if let Some(region) = p.region {
+                b = b.with_region(region);
+            }
+            if let Some(endpoint) = p.endpoint_url {
+                b = b.with_endpoint(endpoint);
+            }
+            Arc::new(
+                b.with_bucket_name(bucket)
+                    .with_client_options(options)
+                    .with_retry(retry)
+                    .build()?,
+            )
+        }
     })
 }
 

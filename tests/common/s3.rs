@@ -122,7 +122,7 @@ impl Seaweed {
         format!("weed log ({}), last lines:\n{tail}", path.display())
     }
 
-    fn endpoint(&self) -> String {
+    pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.ports.s3)
     }
 
