@@ -363,7 +363,7 @@ fn endpoint_region_and_keys_come_from_the_aws_files_and_the_environment_wins() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.code() == Some(2) && err.contains("403"), "{err}");
     // The default profile's keys are not the server's.
-    let out = ztfs(&[home_env.clone()], &["ls", url.as_str()]);
+    let out = ztfs(std::slice::from_ref(&home_env), &["ls", url.as_str()]);
     assert_eq!(
         out.status.code(),
         Some(2),
