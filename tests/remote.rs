@@ -413,3 +413,29 @@ fn a_disk_cache_keeps_within_its_size_and_serves_cat_too() {
         "one 1 MiB block and its header fit in 2 MiB"
     );
 }
+
+#[test]
+fn verify_checks_remote_parts_as_they_are_first_read() {
+    let server = Nginx::serve(&corpus());
+    let rows: Vec<common::Row> = (common::rows().into_iter())
+        .filter(|r| r.verify == "reject:Digest" && !is_hurray(&r.path()))
+        .collect();
+    assert!(
+        !rows.is_empty(),
+        "no corpus file fails --verify on a digest"
+    );
+    for row in &rows {
+        let (local, url) = both(&server, &row.path());
+        let here = Mount::new(&local, &["--verify"]);
+        let there = Mount::new(Path::new(&url), &["--verify"]);
+        let (want, got) = (
+            common::read_tree(here.path()),
+            common::read_tree(there.path()),
+        );
+        assert!(
+            want.iter().any(|(_, r)| r.is_err()),
+            "{url}: a part fails --verify locally"
+        );
+        assert_eq!(got, want, "{url} under --verify");
+    }
+}
