@@ -424,6 +424,14 @@ pub fn read_file(file: &[u8]) -> Result<File> {
 /// file they touch (descriptors sit before their buffers, spread through
 /// the file).
 pub fn read_file_from(file: &dyn Ranges) -> Result<File> {
+    match file.in_memory() {
+        // A map: its slices, without the store's bookkeeping per range.
+        Some(bytes) => read_ranges(&bytes),
+        None => read_ranges(file),
+    }
+}
+
+fn read_ranges(file: &dyn Ranges) -> Result<File> {
     let header = container::parse_header(file)?;
     let trailer = container::parse_trailer(file)?;
     // In bounds: parse_trailer checked index_offset + index_length.
