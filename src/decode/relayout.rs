@@ -10,6 +10,9 @@
 //! This module knows nothing of the Hurray parser: the caller converts a
 //! validated descriptor into an [`Order`], a shape, an element bit width and
 //! a `byte_offset`, and checks buffer 0 against [`Relayout::stored_extent`].
+//! Buffer 0 is a slice in memory ([`Relayout::read_into`]) or any
+//! [`Stored`] source ([`Relayout::read_from`], a file read by range), which
+//! a read asks only for the runs of bytes it covers.
 //!
 //! # Addressing (one model for every bit width)
 //!
