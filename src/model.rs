@@ -94,7 +94,7 @@ impl Model {
                 "--shard {name}: a Hurray file has no shards"
             )));
         }
-        let file = hurray::read_file(root.whole("a Hurray file")?)?;
+        let file = hurray::read_file_from(&root)?;
         let objects = hurray::objects::objects(&file);
         Ok(Model {
             root,

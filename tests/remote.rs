@@ -1,13 +1,16 @@
 //! Models read by URL from a real nginx on 127.0.0.1 (tests/common/http.rs;
 //! `.ci/run` installs nginx-light): every command gives the outcome it
-//! gives for the local file, a mount by URL serves the bytes of a local
-//! mount, and a changed object or a dead server fails reads with EIO
-//! without hanging the mount.
+//! gives for the local file (zTensor and Hurray), a mount by URL serves the
+//! bytes of a local mount, and a changed object or a dead server fails
+//! reads with EIO without hanging the mount.
 
 #[allow(dead_code)]
 #[path = "corpus/builder.rs"]
 mod builder;
 mod common;
+#[allow(dead_code)]
+#[path = "corpus/hurray/writer.rs"]
+mod hurray_writer;
 
 use std::ffi::OsStr;
 use std::fs;
@@ -42,12 +45,50 @@ fn model(zstd: bool) -> Vec<u8> {
     f.finish(&root(objects).sorted().encode())
 }
 
+/// A Hurray file larger than the tail read at open, its descriptors
+/// spread over several blocks: a column-major f32 `[600, 700]` (1.6 MiB),
+/// an f32 `[1000, 600]` in `[64, 64]` tiles (2.5 MiB, partial edge tiles),
+/// a row-major u8 of 3 MiB + 1234, and a partition `c` of f32 `[1024, 512]`
+/// as two row blocks of 1 MiB, each its own tensor.
+fn hurray_model() -> Vec<u8> {
+    use hurray_writer::{dense, tensor, u32s, u64s, File, HAS_SHARD};
+    const F32: u8 = 0x03;
+    const U8: u8 = 0x11;
+    let mut rng = Lcg::new(0x4852);
+    let col = dense(F32, &[600, 700], rng.bytes(600 * 700 * 4)).layout(0x02, vec![]);
+    let tiles = [u64s(&[64, 64]), vec![0x01, 0x01, 0, 0]].concat();
+    let tiled = dense(F32, &[1000, 600], rng.bytes(16 * 10 * 64 * 64 * 4)).layout(0x04, tiles);
+    let raw = dense(U8, &[3 * MIB as u64 + 1234], rng.bytes(3 * MIB + 1234));
+    let mut head =
+        dense(F32, &[1024, 512], vec![]).layout(0x0B, [vec![1, 0, 0, 0], u32s(&[2])].concat());
+    head.buffers.clear();
+    let member = |rng: &mut Lcg, row: u64| {
+        let shard = [u64s(&[1024, 512]), u64s(&[row, 0])].concat();
+        dense(F32, &[512, 512], rng.bytes(MIB)).section(HAS_SHARD, shard)
+    };
+    let (c0, c1) = (member(&mut rng, 0), member(&mut rng, 512));
+    File::new(vec![
+        tensor("col", col),
+        tensor("tiled", tiled),
+        tensor("raw", raw),
+        tensor("c", head),
+        tensor("c.0", c0),
+        tensor("c.1", c1),
+    ])
+    .bytes()
+}
+
 /// A directory served by nginx holding `model.zt`, and the URL of it.
 fn served(bytes: &[u8]) -> (tempfile::TempDir, Nginx, String) {
+    served_as(bytes, "model.zt")
+}
+
+/// A directory served by nginx holding `bytes` as `name`, and its URL.
+fn served_as(bytes: &[u8], name: &str) -> (tempfile::TempDir, Nginx, String) {
     let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("model.zt"), bytes).unwrap();
+    fs::write(dir.path().join(name), bytes).unwrap();
     let server = Nginx::serve(dir.path());
-    let url = server.url("model.zt");
+    let url = server.url(name);
     (dir, server, url)
 }
 
@@ -84,10 +125,6 @@ fn without_identity(text: &str) -> String {
     out
 }
 
-fn is_hurray(path: &Path) -> bool {
-    fs::read(path).is_ok_and(|b| b.starts_with(b"HRRYFILE"))
-}
-
 #[test]
 fn every_corpus_file_has_the_same_outcome_by_url() {
     let server = Nginx::serve(&corpus());
@@ -109,21 +146,11 @@ fn every_corpus_file_has_the_same_outcome_by_url() {
     assert!(compared >= 100, "only {compared} files compared");
 }
 
-/// Checks that `row`'s file gives the same outcomes by URL (`base` + its
-/// path below the corpus) as from `local`; false for a Hurray file, which
-/// is refused by URL.
+/// Checks that `row`'s file (zTensor or Hurray) gives the same outcomes
+/// by URL (`base` + its path below the corpus) as from `local`.
 fn same_by_url(row: &common::Row, base: &str, local: &str) -> bool {
     let p = row.path().to_string_lossy().into_owned();
     let url = format!("{base}{}", &p[local.len()..]);
-    if is_hurray(&row.path()) {
-        let out = ztfs(&["check", url.as_str()]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            !out.status.success() && err.contains("needs a local file"),
-            "{url}: {err}"
-        );
-        return false;
-    }
     // `check --verify` opens and reads every byte; `manifest` prints what
     // `ls` and `digest` derive from (both are compared by remote_s3.rs).
     for cmd in [&["check", "--verify"][..], &["manifest"]] {
@@ -173,11 +200,21 @@ fn cat_by_url_gives_every_part_s_local_bytes() {
 #[test]
 fn a_mount_by_url_serves_what_a_local_mount_serves() {
     let server = Nginx::serve(&corpus());
+    let hurray = |name: &str| corpus().join(format!("hurray/valid/{name}.hrry"));
     let files = [
         common::sample("tiny-llama.zt"),
         common::sample("mixed-dtypes.zt"),
         common::valid("csr-u32"),
         corpus().join("families/local-and-foreign/model.zt"),
+        // Hurray: computed views (column-major, tiled, partitions), MXFP
+        // scales, and a sample.
+        common::sample("tiny-llama.hrry"),
+        hurray("layout-column-major"),
+        hurray("layout-tiled-partial-edge"),
+        hurray("layout-strided-negative"),
+        hurray("composite-partition"),
+        hurray("composite-nested"),
+        hurray("quant-mxfp"),
     ];
     let zstd = common::mountable_files()
         .into_iter()
@@ -219,6 +256,53 @@ fn a_mount_by_url_of_a_model_past_the_tail_reads_by_range() {
         common::read_tree(local.path()),
         common::read_tree(remote.path())
     );
+}
+
+#[test]
+fn a_hurray_file_past_the_tail_opens_by_range_and_mounts_as_locally() {
+    let bytes = hurray_model();
+    let (dir, _server, url) = served_as(&bytes, "model.hrry");
+    let path = dir.path().join("model.hrry");
+    let remote = Mount::new(Path::new(&url), &["--log-level", "debug"]);
+    let opened = fetches(&remote.log());
+    // Besides the tail read at open: the first block (header, the first
+    // descriptor) and each block where another descriptor and the gap
+    // before its buffers lie (MiB 1, 4, 7, 8); never a buffer's bytes
+    // (9.1 MiB, 10 blocks).
+    assert!(
+        (1..=5).contains(&opened),
+        "{opened} requests:\n{}",
+        remote.log()
+    );
+    let local = Mount::new(&path, &[]);
+    let (a, b) = (
+        common::read_tree(local.path()),
+        common::read_tree(remote.path()),
+    );
+    let names = |t: &[(PathBuf, _)]| t.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&b), names(&a), "{url}");
+    for want in ["col/data", "tiled/data", "raw/data", "c/data"] {
+        assert!(
+            a.iter().any(|f| f.0 == Path::new(want)),
+            "{want} is not served"
+        );
+    }
+    for ((name, here), (_, there)) in a.iter().zip(&b) {
+        assert!(here.is_ok(), "{}: {here:?}", name.display());
+        assert!(there == here, "{url}: {} differs", name.display());
+    }
+    // The commands read by range too.
+    let verified = ztfs(&["check", "--verify", url.as_str()]);
+    assert!(
+        verified.status.success(),
+        "{}",
+        common::describe(&["check", "--verify", &url], &verified)
+    );
+    for t in ["col", "tiled", "c"] {
+        let want = common::cat(&path, t, "data", false).unwrap();
+        let got = common::cat(Path::new(&url), t, "data", false).unwrap();
+        common::assert_same(&got, &want, t);
+    }
 }
 
 #[test]

@@ -149,6 +149,37 @@ fn commands_by_s3_url_print_what_they_print_for_the_local_file() {
     }
 }
 
+#[test]
+fn a_hurray_file_by_s3_url_verifies_and_cats_as_the_local_file() {
+    let s3 = Seaweed::shared();
+    let files = [
+        common::sample("tiny-llama.hrry"),
+        common::corpus().join("hurray/valid/composite-partition.hrry"),
+    ];
+    for path in files {
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let key = format!("hurray/{name}");
+        s3.put(&key, &fs::read(&path).unwrap());
+        let (url, local) = (s3.url(&key), path.to_str().unwrap());
+        let mut runs = vec![(vec!["check", "--verify"], vec![])];
+        for o in common::ls(&path).objects {
+            for p in o.parts {
+                runs.push((vec!["cat"], vec![o.name.clone(), p.name.clone()]));
+            }
+        }
+        assert!(runs.len() > 2, "{local}: nothing to cat");
+        for (cmd, rest) in &runs {
+            let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+            let what = format!("{cmd:?} {url} {rest:?}");
+            let here = outcome(&[], cmd, local, &rest);
+            assert_eq!(here.0, Some(0), "{cmd:?} {local} {rest:?}: {}", here.2);
+            let there = outcome(&s3.env(), cmd, &url, &rest);
+            assert_eq!((there.0, &there.2), (here.0, &here.2), "{what}");
+            common::assert_same(&there.1, &here.1, &what);
+        }
+    }
+}
+
 /// A mount by URL with the server's variables, unmounted on drop.
 struct S3Mount {
     mnt: PathBuf,

@@ -61,9 +61,9 @@ fn served(file: &[u8], f: &ztfs::format::hurray::File) {
         };
         let n = v.len().min(4096);
         let mut buf = vec![0; n as usize];
-        v.read_into(file, 0, &mut buf)
+        v.read_into(&file, 0, &mut buf)
             .expect("the head of a view reads");
-        v.read_into(file, v.len() - n, &mut buf)
+        v.read_into(&file, v.len() - n, &mut buf)
             .expect("the tail of a view reads");
     }
 }

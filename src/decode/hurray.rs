@@ -11,13 +11,18 @@
 //!   partition of sub-byte elements is not offered (its runs are not
 //!   byte-aligned).
 //!
-//! A [`View`] reads any byte range of the head's data from the whole
-//! file's bytes, touching only the elements the range covers, with no
-//! allocation in proportion to the tensor.
+//! A [`View`] reads any byte range of the head's data from the file's
+//! bytes by range ([`Ranges`]), touching only the elements the range
+//! covers, with no allocation in proportion to the tensor: from a map it
+//! reads the mapped bytes in place; from a file read by range requests it
+//! asks for each run of stored bytes (an element, for a layout whose
+//! neighbours in the view lie apart), which the store's block cache
+//! answers.
 
-use super::relayout::{Inner, Order, Relayout, Simple, Tiling};
+use super::relayout::{Inner, Order, Relayout, Simple, Stored, Tiling};
 use crate::format::hurray::objects::{data_of, Data};
 use crate::format::hurray::{File, Layout, Tensor, TileInner, TileOrder, Tiled};
+use crate::format::Ranges;
 
 /// A computed row-major view of one tensor.
 #[derive(Debug)]
@@ -177,9 +182,9 @@ impl View {
     }
 
     /// Fills `out` with the view's bytes from `offset`, reading the
-    /// stored bytes from `file` (the whole file). The range must lie
-    /// within the view.
-    pub fn read_into(&self, file: &[u8], offset: u64, out: &mut [u8]) -> Result<(), String> {
+    /// stored bytes from `file` (the whole file, by range). The range must
+    /// lie within the view.
+    pub fn read_into(&self, file: &dyn Ranges, offset: u64, out: &mut [u8]) -> Result<(), String> {
         if offset
             .checked_add(out.len() as u64)
             .is_none_or(|e| e > self.len)
@@ -187,10 +192,21 @@ impl View {
             return Err(format!("range past the view's {} bytes", self.len));
         }
         match &self.kind {
-            Kind::Relayout { start, stored, r } => {
-                let s = slice(file, *start, *stored)?;
-                r.read_into(s, offset, out)
-            }
+            Kind::Relayout { start, stored, r } => match file.in_memory() {
+                Some(bytes) => r.read_into(slice(bytes, *start, *stored)?, offset, out),
+                None => {
+                    let end = start.checked_add(*stored).filter(|&e| e <= file.size());
+                    if end.is_none() {
+                        return Err(past_end(*start, *stored));
+                    }
+                    let fetched = Fetched {
+                        file,
+                        start: *start,
+                        len: *stored,
+                    };
+                    r.read_from(&fetched, offset, out)
+                }
+            },
             Kind::Partition(p) => p.read_into(file, offset, out),
         }
     }
@@ -202,11 +218,52 @@ fn slice(file: &[u8], start: u64, len: u64) -> Result<&[u8], String> {
         .ok()
         .zip(usize::try_from(end).ok())
         .and_then(|(s, e)| file.get(s..e))
-        .ok_or_else(|| format!("bytes [{start}, {end}) are past the file's end"))
+        .ok_or_else(|| past_end(start, len))
+}
+
+/// Fills `out` with the file's bytes at `start`: from memory, or
+/// fetched.
+fn copy_from(file: &dyn Ranges, start: u64, out: &mut [u8]) -> Result<(), String> {
+    let len = out.len() as u64;
+    if let Some(bytes) = file.in_memory() {
+        out.copy_from_slice(slice(bytes, start, len)?);
+        return Ok(());
+    }
+    if start.checked_add(len).is_none_or(|e| e > file.size()) {
+        return Err(past_end(start, len));
+    }
+    let bytes = file.get(start, len).map_err(|e| e.to_string())?;
+    out.copy_from_slice(&bytes);
+    Ok(())
+}
+
+fn past_end(start: u64, len: u64) -> String {
+    format!(
+        "bytes [{start}, {}) are past the file's end",
+        start.saturating_add(len)
+    )
+}
+
+/// Buffer 0 of a file read by range: `[start, start + len)`, checked to
+/// lie within the file.
+struct Fetched<'a> {
+    file: &'a dyn Ranges,
+    start: u64,
+    len: u64,
+}
+
+impl Stored for Fetched<'_> {
+    fn size(&self) -> u64 {
+        self.len
+    }
+
+    fn read(&self, pos: u64, out: &mut [u8]) -> Result<(), String> {
+        copy_from(self.file, self.start + pos, out)
+    }
 }
 
 impl Partition {
-    fn read_into(&self, file: &[u8], offset: u64, out: &mut [u8]) -> Result<(), String> {
+    fn read_into(&self, file: &dyn Ranges, offset: u64, out: &mut [u8]) -> Result<(), String> {
         let w = self.width;
         let rank = self.shape.len();
         let mut idx = vec![0u64; rank];
@@ -234,7 +291,7 @@ impl Partition {
             match &m.source {
                 Source::Direct { offset } => {
                     let start = offset.checked_add(at).ok_or("offset overflows")?;
-                    dst.copy_from_slice(slice(file, start, n as u64)?);
+                    copy_from(file, start, dst)?;
                 }
                 Source::View(v) => v.read_into(file, at, dst)?,
             }

@@ -10,6 +10,9 @@
 //! This module knows nothing of the Hurray parser: the caller converts a
 //! validated descriptor into an [`Order`], a shape, an element bit width and
 //! a `byte_offset`, and checks buffer 0 against [`Relayout::stored_extent`].
+//! Buffer 0 is a slice in memory ([`Relayout::read_into`]) or any
+//! [`Stored`] source ([`Relayout::read_from`], a file read by range), which
+//! a read asks only for the runs of bytes it covers.
 //!
 //! # Addressing (one model for every bit width)
 //!
@@ -201,6 +204,27 @@ enum Map {
     Hilbert { rank: usize, order: u32 },
 }
 
+/// Buffer 0's bytes as a read takes them: a slice in memory, or a source
+/// that fetches each range it is asked for (a file read by range).
+pub trait Stored {
+    /// The buffer's length in bytes.
+    fn size(&self) -> u64;
+    /// Fills `out` with the bytes at `pos`; the caller has checked that
+    /// `[pos, pos + out.len())` lies within [`Stored::size`].
+    fn read(&self, pos: u64, out: &mut [u8]) -> Result<(), String>;
+}
+
+impl Stored for [u8] {
+    fn size(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn read(&self, pos: u64, out: &mut [u8]) -> Result<(), String> {
+        out.copy_from_slice(&self[pos as usize..][..out.len()]);
+        Ok(())
+    }
+}
+
 /// A row-major view of a tensor stored in another order.
 #[derive(Debug, Clone)]
 pub struct Relayout {
@@ -285,10 +309,20 @@ impl Relayout {
     }
 
     /// Fills `out` with view bytes `[offset, offset + out.len())` from
-    /// `stored` (buffer 0's bytes). Errs, and never panics, when the range
-    /// passes the view's end or `stored` is shorter than
-    /// [`Relayout::stored_extent`].
+    /// `stored` (buffer 0's bytes), reading only the elements the range
+    /// covers. Errs, and never panics, when the range passes the view's
+    /// end or `stored` is shorter than [`Relayout::stored_extent`].
     pub fn read_into(&self, stored: &[u8], offset: u64, out: &mut [u8]) -> Result<(), String> {
+        self.read_from(stored, offset, out)
+    }
+
+    /// [`Relayout::read_into`] from buffer 0's bytes read by range.
+    pub fn read_from<S: Stored + ?Sized>(
+        &self,
+        stored: &S,
+        offset: u64,
+        out: &mut [u8],
+    ) -> Result<(), String> {
         let end = offset.checked_add(out.len() as u64);
         if end.is_none_or(|e| e > self.len) {
             return Err(format!(
@@ -297,10 +331,10 @@ impl Relayout {
                 self.len
             ));
         }
-        if (stored.len() as u64) < self.extent {
+        if stored.size() < self.extent {
             return Err(format!(
                 "buffer 0 holds {} bytes; the layout needs {}",
-                stored.len(),
+                stored.size(),
                 self.extent
             ));
         }
@@ -316,7 +350,12 @@ impl Relayout {
 
     /// Whole-byte elements: a partial element at each end through a small
     /// buffer, whole elements in between straight into `out`.
-    fn read_whole(&self, stored: &[u8], offset: u64, out: &mut [u8]) -> Result<(), String> {
+    fn read_whole<S: Stored + ?Sized>(
+        &self,
+        stored: &S,
+        offset: u64,
+        out: &mut [u8],
+    ) -> Result<(), String> {
         let eb = (self.bits / 8) as u64;
         let mut tmp = [0u8; 16];
         let mut e = offset / eb;
@@ -342,21 +381,24 @@ impl Relayout {
 
     /// Copies whole elements `first..` into `dst` (a multiple of the element
     /// size), a run at a time.
-    fn copy_elements(&self, stored: &[u8], first: u64, dst: &mut [u8]) -> Result<(), String> {
+    fn copy_elements<S: Stored + ?Sized>(
+        &self,
+        stored: &S,
+        first: u64,
+        dst: &mut [u8],
+    ) -> Result<(), String> {
         let eb = (self.bits / 8) as usize;
         let mut at = 0usize;
         self.for_each_run(first, (dst.len() / eb) as u64, &mut |src, n, step| {
             let pos = self.byte_offset as i64 + src * eb as i64;
             let n = n as usize;
             if step == 1 || n == 1 {
-                let bytes = stored_slice(stored, pos, n * eb)?;
-                dst[at..at + n * eb].copy_from_slice(bytes);
+                stored_read(stored, pos, &mut dst[at..at + n * eb])?;
                 at += n * eb;
                 return Ok(());
             }
             for j in 0..n as i64 {
-                let bytes = stored_slice(stored, pos + j * step * eb as i64, eb)?;
-                dst[at..at + eb].copy_from_slice(bytes);
+                stored_read(stored, pos + j * step * eb as i64, &mut dst[at..at + eb])?;
                 at += eb;
             }
             Ok(())
@@ -365,7 +407,12 @@ impl Relayout {
 
     /// Sub-byte elements: the elements overlapping the range, each read from
     /// its stored bits and OR-ed into the view's bits, clipped to `out`.
-    fn read_packed(&self, stored: &[u8], offset: u64, out: &mut [u8]) -> Result<(), String> {
+    fn read_packed<S: Stored + ?Sized>(
+        &self,
+        stored: &S,
+        offset: u64,
+        out: &mut [u8],
+    ) -> Result<(), String> {
         out.fill(0);
         let bits = self.bits as u64;
         let first = offset * 8 / bits;
@@ -818,25 +865,30 @@ fn unravel(dims: &[u64], mut e: u64) -> Vec<u64> {
     idx
 }
 
-fn stored_slice(stored: &[u8], pos: i64, n: usize) -> Result<&[u8], String> {
-    usize::try_from(pos)
+/// Fills `out` with the stored bytes at `pos`, after checking they lie
+/// within the buffer.
+fn stored_read<S: Stored + ?Sized>(stored: &S, pos: i64, out: &mut [u8]) -> Result<(), String> {
+    let n = out.len();
+    let inside = u64::try_from(pos)
         .ok()
-        .and_then(|p| stored.get(p..p.checked_add(n)?))
-        .ok_or_else(|| {
-            format!(
-                "bytes [{pos}, +{n}) lie outside buffer 0 ({} bytes)",
-                stored.len()
-            )
-        })
+        .filter(|&p| p.checked_add(n as u64).is_some_and(|e| e <= stored.size()));
+    match inside {
+        Some(p) => stored.read(p, out),
+        None => Err(format!(
+            "bytes [{pos}, +{n}) lie outside buffer 0 ({} bytes)",
+            stored.size()
+        )),
+    }
 }
 
 /// The `bits`-wide field at bit `at` of `stored`, LSB-first.
-fn stored_bits(stored: &[u8], at: i64, bits: u32) -> Result<u16, String> {
+fn stored_bits<S: Stored + ?Sized>(stored: &S, at: i64, bits: u32) -> Result<u16, String> {
     let byte = at.div_euclid(8);
     let shift = at.rem_euclid(8) as u32;
     let n = if shift + bits > 8 { 2 } else { 1 };
-    let b = stored_slice(stored, byte, n)?;
-    let w = u16::from(b[0]) | b.get(1).map_or(0, |&h| u16::from(h) << 8);
+    let mut b = [0u8; 2];
+    stored_read(stored, byte, &mut b[..n])?;
+    let w = u16::from(b[0]) | (u16::from(b[1]) << 8);
     Ok(w >> shift)
 }
 

@@ -62,11 +62,21 @@ pub trait Ranges {
     /// `len` bytes at `offset`; an error when the range is outside the
     /// file or cannot be read.
     fn get(&self, offset: u64, len: u64) -> Result<std::borrow::Cow<'_, [u8]>>;
+    /// All the bytes, when they are in memory already (a slice, a map):
+    /// a reader of many small ranges (a computed view) reads them there,
+    /// and one that would fetch the ranges asks [`Ranges::get`] for each.
+    fn in_memory(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 impl Ranges for &[u8] {
     fn size(&self) -> u64 {
         self.len() as u64
+    }
+
+    fn in_memory(&self) -> Option<&[u8]> {
+        Some(self)
     }
 
     fn get(&self, offset: u64, len: u64) -> Result<std::borrow::Cow<'_, [u8]>> {

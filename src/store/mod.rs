@@ -255,6 +255,10 @@ impl crate::format::Ranges for Store {
     fn get(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
         self.slice(offset, len)
     }
+
+    fn in_memory(&self) -> Option<&[u8]> {
+        self.map()
+    }
 }
 
 /// A range of a store (a part's blob), read by range relative to its start.

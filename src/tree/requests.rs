@@ -238,11 +238,10 @@ impl Tree {
             self.live_blob(p)?;
             read::verify(&self.model, o, p, &mut |_| cancel.keep_going())?;
             if let Some(f) = self.model.hurray() {
-                let bytes = self.model.root().whole("checking a Hurray file")?;
                 crate::format::hurray::data_rules::check_tensor_data(
                     f,
                     object as usize,
-                    bytes,
+                    self.model.root(),
                     &mut |_| cancel.keep_going(),
                 )?;
             }

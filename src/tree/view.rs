@@ -106,10 +106,12 @@ impl Tree {
 }
 
 impl Tree {
-    /// A range of a Hurray tensor's computed `data`, read from the map:
-    /// only the elements the range covers are read, so this runs on the
-    /// FUSE worker like a raw read. The whole backing file is checked to
-    /// be there first (a partition reads from its members' ranges).
+    /// A range of a Hurray tensor's computed `data`, read from the map
+    /// (or, for a remote model, fetched by range on a job thread, see
+    /// `Tree::fetches`): only the elements the range covers are read, so
+    /// a local one runs on the FUSE worker like a raw read. The whole
+    /// backing file is checked to be there first (a partition reads from
+    /// its members' ranges).
     fn read_hurray(
         &self,
         object: u32,
@@ -123,7 +125,7 @@ impl Tree {
         let mut out = vec![0; len];
         Self::map_read(|| {
             super::content::check_live(root, 0, root.len())?;
-            v.read_into(root.whole("a Hurray tensor's data")?, offset, &mut out)
+            v.read_into(root, offset, &mut out)
                 .map_err(crate::error::Error::Unsupported)
         })
         .map_err(|e| {

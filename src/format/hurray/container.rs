@@ -4,6 +4,7 @@
 use super::bytes::Cursor;
 use super::{Header, Trailer, FILE_MAGIC, HEADER_LEN, MAGIC, TRAILER_LEN};
 use crate::error::{Error, Result, Rule};
+use crate::format::Ranges;
 
 /// File flag bit 0.
 pub const HAS_KV_METADATA: u32 = 1;
@@ -25,18 +26,19 @@ fn rej(rule: Rule, detail: String) -> Error {
 }
 
 /// The 64-byte header, after the file-size check.
-pub(crate) fn parse_header(file: &[u8]) -> Result<Header> {
-    let min = (HEADER_LEN + TRAILER_LEN) as usize;
-    if file.len() < min {
+pub(crate) fn parse_header(file: &dyn Ranges) -> Result<Header> {
+    let min = HEADER_LEN + TRAILER_LEN;
+    if file.size() < min {
         return Err(rej(
             Rule::HurrayTooSmall,
             format!(
                 "{} bytes is shorter than a header and a trailer ({min})",
-                file.len()
+                file.size()
             ),
         ));
     }
-    let mut c = Cursor::new(&file[..HEADER_LEN as usize], 0, Rule::HurrayHeader);
+    let head = file.get(0, HEADER_LEN)?;
+    let mut c = Cursor::new(&head, 0, Rule::HurrayHeader);
     let magic: [u8; 8] = c.array("magic")?;
     if magic != FILE_MAGIC {
         return Err(rej(
@@ -95,11 +97,13 @@ pub(crate) fn parse_header(file: &[u8]) -> Result<Header> {
 }
 
 /// The 40-byte trailer: magic first, then reserved bytes, then the index
-/// bounds.
-pub(crate) fn parse_trailer(file: &[u8]) -> Result<Trailer> {
-    let len = file.len() as u64;
+/// bounds. The file is at least a header and a trailer long
+/// ([`parse_header`] checked).
+pub(crate) fn parse_trailer(file: &dyn Ranges) -> Result<Trailer> {
+    let len = file.size();
     let start = len - TRAILER_LEN;
-    let mut c = Cursor::new(&file[start as usize..], start, Rule::HurrayTrailer);
+    let tail = file.get(start, TRAILER_LEN)?;
+    let mut c = Cursor::new(&tail, start, Rule::HurrayTrailer);
     let index_offset = c.u64("index_offset")?;
     let index_length = c.u64("index_length")?;
     let kv_offset = c.u64("kv_offset")?;

@@ -8,6 +8,7 @@
 
 use super::File;
 use crate::error::{Error, Result, Rule};
+use crate::format::Ranges;
 
 /// MXFP's scheme tag.
 const MXFP: u8 = 0x05;
@@ -33,31 +34,30 @@ pub fn data_bytes(file: &File) -> u64 {
         .fold(0u64, |n, s| n.saturating_add(s.2))
 }
 
-/// Checks the data rules of tensor `i` of `file`, whose bytes are `bytes`
-/// (the whole file); `progress` hears of each chunk checked and may stop
-/// the work by returning an error.
+/// Most scale bytes read at once.
+const CHUNK: u64 = 1 << 20;
+
+/// Checks the data rules of tensor `i` of `file`, whose bytes `bytes`
+/// gives by range (a map, or a remote object: only the scale buffer is
+/// read, a MiB at a time); `progress` hears of each chunk
+/// checked and may stop the work by returning an error.
 pub fn check_tensor_data(
     file: &File,
     i: usize,
-    bytes: &[u8],
+    bytes: &dyn Ranges,
     progress: &mut dyn FnMut(u64) -> Result<()>,
 ) -> Result<()> {
     let t = &file.tensors[i];
     let Some((k, start, size)) = scale_buffer(file, i) else {
         return Ok(());
     };
-    let scales = usize::try_from(start)
-        .ok()
-        .zip(
-            start
-                .checked_add(size)
-                .and_then(|e| usize::try_from(e).ok()),
-        )
-        .and_then(|(s, e)| bytes.get(s..e))
-        .ok_or_else(|| Error::io("backing file", std::io::ErrorKind::UnexpectedEof.into()))?;
-    for (n, chunk) in scales.chunks(1 << 20).enumerate() {
+    let mut done = 0u64;
+    while done < size {
+        let n = (size - done).min(CHUNK);
+        // In bounds for the file `file` was read from (checked at open).
+        let chunk = bytes.get(start + done, n)?;
         if let Some(j) = chunk.iter().position(|&s| s == 0x00 || s == 0xFF) {
-            let at = n * (1 << 20) + j;
+            let at = done + j as u64;
             return Err(Error::reject(
                 Rule::HurrayQuant,
                 format!(
@@ -66,7 +66,8 @@ pub fn check_tensor_data(
                 ),
             ));
         }
-        progress(chunk.len() as u64)?;
+        progress(n)?;
+        done += n;
     }
     Ok(())
 }
@@ -74,7 +75,7 @@ pub fn check_tensor_data(
 /// [`check_tensor_data`] for every tensor, in index order.
 pub fn check_data(
     file: &File,
-    bytes: &[u8],
+    bytes: &dyn Ranges,
     progress: &mut dyn FnMut(u64) -> Result<()>,
 ) -> Result<()> {
     (0..file.tensors.len()).try_for_each(|i| check_tensor_data(file, i, bytes, progress))

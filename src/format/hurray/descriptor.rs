@@ -17,6 +17,7 @@ use super::{
     TRAILER_LEN,
 };
 use crate::error::{Error, Result, Rule};
+use crate::format::Ranges;
 
 /// Fixed header length.
 pub const FIXED_LEN: usize = 20;
@@ -372,11 +373,12 @@ pub(crate) fn extent(d: &Descriptor, shape: &[u64], count: u64) -> Result<Extent
 
 /// The descriptor an index entry names: fixed header in bounds, magic and
 /// major version, its own length against the index's, then the whole
-/// descriptor in bounds and parsed.
-pub(crate) fn read_tensor(file: &[u8], e: Entry<'_>) -> Result<Tensor> {
+/// descriptor in bounds and parsed. Reads the fixed header, then the
+/// descriptor's own length once it is known to lie before the trailer.
+pub(crate) fn read_tensor(file: &dyn Ranges, e: Entry<'_>) -> Result<Tensor> {
     let off = e.descriptor_offset;
     let ctx = || format!("tensor {:?} (descriptor at {off})", e.name);
-    let trailer_start = file.len() as u64 - TRAILER_LEN;
+    let trailer_start = file.size() - TRAILER_LEN;
     let fits = |len: u64| off.checked_add(len).is_some_and(|end| end <= trailer_start);
     if !fits(FIXED_LEN as u64) {
         return Err(Error::reject(
@@ -387,7 +389,7 @@ pub(crate) fn read_tensor(file: &[u8], e: Entry<'_>) -> Result<Tensor> {
             ),
         ));
     }
-    let head = &file[off as usize..][..FIXED_LEN];
+    let head = file.get(off, FIXED_LEN as u64)?;
     if head[..4] != MAGIC || head[4] != 1 {
         return Err(Error::reject(
             Rule::HurrayDescriptor,
@@ -425,8 +427,8 @@ pub(crate) fn read_tensor(file: &[u8], e: Entry<'_>) -> Result<Tensor> {
             ),
         ));
     }
-    let bytes = &file[off as usize..][..own as usize];
-    let descriptor = parse(bytes, off).map_err(|err| context(err, &ctx()))?;
+    let bytes = file.get(off, u64::from(own))?;
+    let descriptor = parse(&bytes, off).map_err(|err| context(err, &ctx()))?;
     Ok(Tensor {
         name: e.name.into(),
         descriptor_offset: off,

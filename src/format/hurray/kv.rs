@@ -10,6 +10,7 @@ use super::bytes::Cursor;
 use super::container::HAS_KV_METADATA;
 use super::{Header, KvEntry, KvValue, Trailer, TRAILER_LEN};
 use crate::error::{Error, Result, Rule};
+use crate::format::Ranges;
 
 /// Smallest entry: key length, a one-byte key, tag, a one-byte bool.
 const MIN_ENTRY_LEN: usize = 2 + 1 + 1 + 1;
@@ -68,7 +69,7 @@ pub(crate) fn parse_kv(section: &[u8], offset: u64) -> Result<Vec<KvEntry>> {
 /// KV section and locates it in the trailer; the trailer decides, so the
 /// section is read whenever `kv_length` is non-zero. The flag set with no
 /// section is refused.
-pub(crate) fn read_kv(file: &[u8], header: &Header, t: &Trailer) -> Result<Vec<KvEntry>> {
+pub(crate) fn read_kv(file: &dyn Ranges, header: &Header, t: &Trailer) -> Result<Vec<KvEntry>> {
     if header.flags & HAS_KV_METADATA != 0 && t.kv_length == 0 {
         return Err(Error::reject(
             Rule::HurrayKv,
@@ -87,7 +88,7 @@ pub(crate) fn read_kv(file: &[u8], header: &Header, t: &Trailer) -> Result<Vec<K
     if t.kv_length == 0 {
         return Ok(Vec::new());
     }
-    let trailer_start = file.len() as u64 - TRAILER_LEN;
+    let trailer_start = file.size() - TRAILER_LEN;
     let end = t.kv_offset.checked_add(u64::from(t.kv_length));
     if end.is_none_or(|e| e > trailer_start) {
         return Err(Error::reject(
@@ -98,8 +99,8 @@ pub(crate) fn read_kv(file: &[u8], header: &Header, t: &Trailer) -> Result<Vec<K
             ),
         ));
     }
-    let section = &file[t.kv_offset as usize..][..t.kv_length as usize];
-    parse_kv(section, t.kv_offset)
+    let section = file.get(t.kv_offset, u64::from(t.kv_length))?;
+    parse_kv(&section, t.kv_offset)
 }
 
 fn parse_value(c: &mut Cursor<'_>, tag: u8, at: &str) -> Result<KvValue> {

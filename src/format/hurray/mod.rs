@@ -2,7 +2,8 @@
 //! `docs/spec/file-format.md`, `metadata.md`, `buffer-protocol.md`): pure
 //! bytes in, a validated container out.
 //!
-//! [`read_file`] takes the bytes of a whole file and either returns every
+//! [`read_file`] takes the bytes of a whole file ([`read_file_from`] a
+//! file read by range, [`crate::format::Ranges`]) and either returns every
 //! tensor, descriptor and KV entry, or the first rule the bytes break
 //! (`Rule::Hurray*`). Everything is checked at once (header, trailer,
 //! index and its CRC-32C, KV section, every descriptor, placement, padding,
@@ -112,6 +113,7 @@ mod sections;
 mod tests;
 
 use crate::error::{Error, Result, Rule};
+use crate::format::Ranges;
 
 pub use composite::{members as composite_members, MAX_COMPOSITE_DEPTH};
 pub use container::{HAS_INDEX_CRC32C, HAS_KV_METADATA, SORTED_INDEX};
@@ -402,19 +404,40 @@ pub enum KvValue {
     Array(Vec<KvValue>),
 }
 
-/// Validates a whole Hurray file held in memory.
+/// Validates a whole Hurray file held in memory: [`read_file_from`] of
+/// its bytes.
+pub fn read_file(file: &[u8]) -> Result<File> {
+    read_file_from(&file)
+}
+
+/// Validates a Hurray file read by range.
 ///
 /// Checks run in a fixed order, so the same bytes always give the same
 /// rule: size, header, trailer magic and reserved bytes, index bounds,
 /// index CRC-32C, index entries, KV section, each descriptor in index
 /// order, the placement walk, composites.
-pub fn read_file(file: &[u8]) -> Result<File> {
+///
+/// It reads the header, the trailer, the index, the KV section, each
+/// descriptor and the padding gaps, each once its bounds are checked
+/// against the file's size, and never a buffer's bytes. From a map these
+/// are borrowed slices; from a remote object, a request per block of the
+/// file they touch (descriptors sit before their buffers, spread through
+/// the file).
+pub fn read_file_from(file: &dyn Ranges) -> Result<File> {
+    match file.in_memory() {
+        // A map: its slices, without the store's bookkeeping per range.
+        Some(bytes) => read_ranges(&bytes),
+        None => read_ranges(file),
+    }
+}
+
+fn read_ranges(file: &dyn Ranges) -> Result<File> {
     let header = container::parse_header(file)?;
     let trailer = container::parse_trailer(file)?;
     // In bounds: parse_trailer checked index_offset + index_length.
-    let index = &file[trailer.index_offset as usize..][..trailer.index_length as usize];
-    container::check_crc(&header, &trailer, index)?;
-    let entries = container::parse_index(index, trailer.index_offset, header.flags)?;
+    let index = file.get(trailer.index_offset, trailer.index_length)?;
+    container::check_crc(&header, &trailer, &index)?;
+    let entries = container::parse_index(&index, trailer.index_offset, header.flags)?;
     let kv = kv::read_kv(file, &header, &trailer)?;
     let mut tensors = Vec::with_capacity(entries.len());
     for e in entries {

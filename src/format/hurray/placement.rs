@@ -2,27 +2,43 @@
 //! Padding Summary): every byte between the header and the trailer belongs
 //! to a structure or is a 0x00 padding byte in a gap the layout allows.
 //! O(n log n) in the tensor count (one sort), O(file) in bytes scanned.
+//!
+//! It reads only the gaps (every structure was read and bounded before),
+//! each by range and at most [`GAP_CHUNK`] bytes at a time: a file read by
+//! range requests costs what its gaps cost, never a buffer's bytes.
 
 use super::bytes::align_up;
 use super::{Header, Tensor, Trailer, HEADER_LEN, TRAILER_LEN};
 use crate::error::{Error, Result, Rule};
+use crate::format::Ranges;
+
+/// Most gap bytes read at once, in bytes. A gap is below the buffer
+/// alignment (2 MiB at most), except before the first descriptor, whose
+/// offset the header sets anywhere in the file.
+const GAP_CHUNK: u64 = 1 << 20;
 
 fn rej(rule: Rule, detail: String) -> Error {
     Error::reject(rule, detail)
 }
 
-fn zeros(file: &[u8], from: u64, to: u64, what: &str) -> Result<()> {
-    // Callers only pass ranges inside the file.
-    let gap = &file[from as usize..to as usize];
-    if let Some(i) = gap.iter().position(|&b| b != 0) {
-        return Err(rej(
-            Rule::HurrayPadding,
-            format!(
-                "padding byte at {} {what} is {:#04x}, not 0x00",
-                from + i as u64,
-                gap[i]
-            ),
-        ));
+/// Checks that bytes `[from, to)` of `file` are all 0x00. Callers only
+/// pass ranges inside the file.
+fn zeros(file: &dyn Ranges, from: u64, to: u64, what: &str) -> Result<()> {
+    let mut at = from;
+    while at < to {
+        let n = (to - at).min(GAP_CHUNK);
+        let gap = file.get(at, n)?;
+        if let Some(i) = gap.iter().position(|&b| b != 0) {
+            return Err(rej(
+                Rule::HurrayPadding,
+                format!(
+                    "padding byte at {} {what} is {:#04x}, not 0x00",
+                    at + i as u64,
+                    gap[i]
+                ),
+            ));
+        }
+        at += n;
     }
     Ok(())
 }
@@ -38,12 +54,12 @@ fn allowed(end: u64, a: u64) -> [Option<u64>; 2] {
 /// index, trailer), fills each tensor's buffer offsets, and checks
 /// positions, padding bytes, bounds and the index's data fields.
 pub(crate) fn walk(
-    file: &[u8],
+    file: &dyn Ranges,
     header: &Header,
     trailer: &Trailer,
     tensors: &mut [Tensor],
 ) -> Result<()> {
-    let trailer_start = file.len() as u64 - TRAILER_LEN;
+    let trailer_start = file.size() - TRAILER_LEN;
     let a = u64::from(header.data_buffer_alignment);
     let mut order: Vec<usize> = (0..tensors.len()).collect();
     order.sort_by_key(|&i| tensors[i].descriptor_offset);

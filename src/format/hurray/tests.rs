@@ -8,6 +8,7 @@ mod builder;
 mod composites;
 mod descriptor_rules;
 mod mutation;
+mod ranges;
 mod rules;
 mod sparse_paged;
 

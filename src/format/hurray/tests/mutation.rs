@@ -1,4 +1,6 @@
-//! Random mutation: whatever the bytes, `read_file` returns, never panics.
+//! Random mutation: whatever the bytes, `read_file` returns, never panics,
+//! and `read_file_from` by range agrees without asking for a range outside
+//! the file.
 //! Mutations land where structure lives (header, descriptors, KV, index,
 //! trailer), not in the padding that makes up most of a file.
 
@@ -60,7 +62,8 @@ proptest! {
             if let Some(c) = cut {
                 file.truncate(c % (file.len() + 1));
             }
-            let _ = read_file(&file);
+            // By range too: the same outcome, no range outside the file.
+            let _ = super::ranges::same_both_ways(&file);
         });
     }
 }
