@@ -405,6 +405,7 @@ fn a_sequential_reader_gets_the_blocks_ahead_in_growing_requests() {
     // (6 requests on an idle machine; reads arriving out of order under
     // load may cost a few more).
     let made = fetches(&m.log()) - before;
+    eprintln!("{made} requests for 16 blocks");
     assert!(
         (2..=10).contains(&made),
         "{made} requests for 16 blocks:\n{}",

@@ -251,8 +251,11 @@ impl Remote {
         let mut todo = Vec::new();
         {
             let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
-            // The kernel may send a reader's reads a little out of order.
-            let near = |s: &Stream| first + 1 >= s.last && first <= s.last + 1;
+            // A read that touches a stream's last block or the next one
+            // continues it (a part need not start on a block, so its reads
+            // may straddle two); the kernel may send a reader's reads a
+            // little out of order, so one a block or two behind still is.
+            let near = |s: &Stream| first <= s.last + 1 && last + 2 >= s.last;
             let Some(i) = streams.iter().position(near) else {
                 if streams.len() >= STREAMS {
                     streams.remove(0);
@@ -267,7 +270,7 @@ impl Remote {
             let mut s = streams.remove(i);
             // A second block in a row may be chance (the model's header,
             // then a part's start); a third is a reader.
-            if first == s.last + 1 {
+            if last > s.last {
                 s.window = (s.window * 2).clamp(1, AHEAD);
             }
             s.last = s.last.max(last);
@@ -287,6 +290,11 @@ impl Remote {
             streams.push(s); // most recent last
         }
         for (from, count) in todo {
+            log::debug!(
+                "{}: reading ahead blocks [{from}, {})",
+                self.url,
+                from + count
+            );
             let object = self.0.clone();
             let spawned = std::thread::Builder::new()
                 .name("ztfs-ahead".into())
