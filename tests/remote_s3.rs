@@ -137,15 +137,21 @@ fn commands_by_s3_url_print_what_they_print_for_the_local_file() {
                 runs.push((vec!["cat", "--raw"], names));
             }
         }
-        for (cmd, rest) in &runs {
-            let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
-            let what = format!("{cmd:?} {url} {rest:?}");
-            let here = outcome(&[], cmd, local, &rest);
-            assert_eq!(here.0, Some(0), "{cmd:?} {local} {rest:?}: {}", here.2);
-            let there = outcome(&s3.env(), cmd, &url, &rest);
-            assert_eq!((there.0, &there.2), (here.0, &here.2), "{what}");
-            common::assert_same(&there.1, &here.1, &what);
-        }
+        same_by_url(&s3, local, &url, &runs);
+    }
+}
+
+/// Asserts that each `(command, arguments after the file)` of `runs`
+/// succeeds on the local file and gives the same outcome by `url`.
+fn same_by_url(s3: &Seaweed, local: &str, url: &str, runs: &[(Vec<&str>, Vec<String>)]) {
+    for (cmd, rest) in runs {
+        let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+        let what = format!("{cmd:?} {url} {rest:?}");
+        let here = outcome(&[], cmd, local, &rest);
+        assert_eq!(here.0, Some(0), "{cmd:?} {local} {rest:?}: {}", here.2);
+        let there = outcome(&s3.env(), cmd, url, &rest);
+        assert_eq!((there.0, &there.2), (here.0, &here.2), "{what}");
+        common::assert_same(&there.1, &here.1, &what);
     }
 }
 
@@ -168,15 +174,7 @@ fn a_hurray_file_by_s3_url_verifies_and_cats_as_the_local_file() {
             }
         }
         assert!(runs.len() > 2, "{local}: nothing to cat");
-        for (cmd, rest) in &runs {
-            let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
-            let what = format!("{cmd:?} {url} {rest:?}");
-            let here = outcome(&[], cmd, local, &rest);
-            assert_eq!(here.0, Some(0), "{cmd:?} {local} {rest:?}: {}", here.2);
-            let there = outcome(&s3.env(), cmd, &url, &rest);
-            assert_eq!((there.0, &there.2), (here.0, &here.2), "{what}");
-            common::assert_same(&there.1, &here.1, &what);
-        }
+        same_by_url(&s3, local, &url, &runs);
     }
 }
 
