@@ -12,6 +12,7 @@ pub mod hurray;
 pub mod json;
 pub mod manifest;
 pub mod profiles;
+pub mod safetensors;
 pub mod text;
 pub mod types;
 pub mod validate;
