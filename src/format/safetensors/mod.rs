@@ -321,28 +321,32 @@ pub fn read_header_from(file: &dyn Ranges) -> Result<Header> {
         .map(|(name, value)| parse_entry(name, value))
         .collect::<Result<Vec<_>>>()?;
     let data_len = check_offsets(&tensors)?;
-    let size = file.size();
-    // data_len <= u64::MAX; len <= MAX_HEADER_LEN: checked sum.
-    let end = data_len.checked_add(LEN_BYTES + len);
-    if end != Some(size) {
-        let what = if end.is_some_and(|e| e < size) {
-            "the file has bytes after the last tensor"
-        } else {
-            "the tensors run past the end of the file"
-        };
-        return Err(reject(
-            Rule::SafetensorsCoverage,
-            format!(
-                "{what}: the byte buffer starts at {} and the tensors cover {data_len} bytes of it, but the file is {size} bytes",
-                LEN_BYTES + len
-            ),
-        ));
-    }
+    check_coverage(LEN_BYTES + len, data_len, file.size())?;
     Ok(Header {
         len,
         tensors,
         metadata,
     })
+}
+
+/// The tensors, `data_len` bytes from `data_start`, end where the file
+/// (`size` bytes) ends.
+fn check_coverage(data_start: u64, data_len: u64, size: u64) -> Result<()> {
+    let end = data_len.checked_add(data_start);
+    if end == Some(size) {
+        return Ok(());
+    }
+    let what = if end.is_some_and(|e| e < size) {
+        "the file has bytes after the last tensor"
+    } else {
+        "the tensors run past the end of the file"
+    };
+    Err(reject(
+        Rule::SafetensorsCoverage,
+        format!(
+            "{what}: the byte buffer starts at {data_start} and the tensors cover {data_len} bytes of it, but the file is {size} bytes"
+        ),
+    ))
 }
 
 /// `__metadata__`: an object of strings, or `null` (no metadata).
@@ -380,66 +384,91 @@ fn parse_metadata(value: Json) -> Result<Option<Vec<(String, String)>>> {
 /// One tensor entry: an object with `dtype` (a known name), `shape` (an
 /// array of u64) and `data_offsets` (two u64); other fields are ignored.
 fn parse_entry(name: String, value: Json) -> Result<Tensor> {
-    let shown = truncate(&name).to_string();
     if name.is_empty() {
         return Err(reject(Rule::SafetensorsName, "a tensor has an empty name"));
     }
-    let bad = |what: String| reject(Rule::SafetensorsEntry, format!("tensor {shown:?}: {what}"));
+    let shown = truncate(&name);
     let Json::Object(fields) = value else {
-        return Err(bad(format!(
-            "the entry is {}, not an object of dtype, shape and data_offsets",
-            value.type_name()
-        )));
-    };
-    let field = |key: &str| -> Result<&Json> {
-        (fields.iter().find(|(k, _)| k == key).map(|(_, v)| v))
-            .ok_or_else(|| bad(format!("missing field {key:?}")))
-    };
-    let u64s = |key: &str, v: &Json| -> Result<Vec<u64>> {
-        let Json::Array(items) = v else {
-            return Err(bad(format!("{key} is {}, not an array", v.type_name())));
-        };
-        items
-            .iter()
-            .map(|i| match i {
-                Json::Number(n) if n.as_u64().is_some() => Ok(n.as_u64().unwrap_or(0)),
-                other => Err(bad(format!(
-                    "{key} holds {} {}, not an integer in 0..2^64",
-                    other.type_name(),
-                    compact(other)
-                ))),
-            })
-            .collect()
-    };
-    let dtype = field("dtype")?;
-    let shape = u64s("shape", field("shape")?)?;
-    let offsets = u64s("data_offsets", field("data_offsets")?)?;
-    let [start, end] = offsets[..] else {
-        return Err(bad(format!(
-            "data_offsets has {} items, not 2",
-            offsets.len()
-        )));
-    };
-    let Json::String(dtype) = dtype else {
-        return Err(bad(format!("dtype is {}, not a string", dtype.type_name())));
-    };
-    let Some(dtype) = Dtype::parse(dtype) else {
-        let names: Vec<&str> = Dtype::ALL.iter().map(|d| d.name()).collect();
-        return Err(reject(
-            Rule::SafetensorsDtype,
+        return Err(bad_entry(
+            shown,
             format!(
-                "tensor {shown:?}: dtype {:?} is not one of {}",
-                truncate(dtype),
-                names.join(" ")
+                "the entry is {}, not an object of dtype, shape and data_offsets",
+                value.type_name()
             ),
         ));
     };
+    let field = |key: &str| -> Result<&Json> {
+        (fields.iter().find(|(k, _)| k == key).map(|(_, v)| v))
+            .ok_or_else(|| bad_entry(shown, format!("missing field {key:?}")))
+    };
+    let dtype = field("dtype")?;
+    let shape = u64_array(shown, "shape", field("shape")?)?;
+    let offsets = u64_array(shown, "data_offsets", field("data_offsets")?)?;
+    let [start, end] = offsets[..] else {
+        let n = offsets.len();
+        return Err(bad_entry(
+            shown,
+            format!("data_offsets has {n} items, not 2"),
+        ));
+    };
+    let dtype = parse_dtype(shown, dtype)?;
     Ok(Tensor {
         name,
         dtype,
         shape,
         start,
         end,
+    })
+}
+
+fn bad_entry(tensor: &str, what: String) -> Error {
+    reject(Rule::SafetensorsEntry, format!("tensor {tensor:?}: {what}"))
+}
+
+/// A JSON array of integers in 0..2^64 (`key` of `tensor`'s entry).
+fn u64_array(tensor: &str, key: &str, v: &Json) -> Result<Vec<u64>> {
+    let Json::Array(items) = v else {
+        return Err(bad_entry(
+            tensor,
+            format!("{key} is {}, not an array", v.type_name()),
+        ));
+    };
+    let as_u64 = |i: &Json| match i {
+        Json::Number(n) => n.as_u64(),
+        _ => None,
+    };
+    (items.iter())
+        .map(|i| {
+            as_u64(i).ok_or_else(|| {
+                let what = format!(
+                    "{key} holds {} {}, not an integer in 0..2^64",
+                    i.type_name(),
+                    compact(i)
+                );
+                bad_entry(tensor, what)
+            })
+        })
+        .collect()
+}
+
+/// A dtype: a JSON string that names one of [`Dtype::ALL`].
+fn parse_dtype(tensor: &str, v: &Json) -> Result<Dtype> {
+    let Json::String(name) = v else {
+        return Err(bad_entry(
+            tensor,
+            format!("dtype is {}, not a string", v.type_name()),
+        ));
+    };
+    Dtype::parse(name).ok_or_else(|| {
+        let names: Vec<&str> = Dtype::ALL.iter().map(|d| d.name()).collect();
+        reject(
+            Rule::SafetensorsDtype,
+            format!(
+                "tensor {tensor:?}: dtype {:?} is not one of {}",
+                truncate(name),
+                names.join(" ")
+            ),
+        )
     })
 }
 
