@@ -109,6 +109,31 @@ pub enum Rule {
     HurrayComposite,
     /// An element count or buffer size overflows u64 (metadata.md § Core Variable Fields).
     HurrayShape,
+    // safetensors input
+    /// The header length `N` is over 100,000,000 bytes, the `safetensors` crate's `MAX_HEADER_SIZE` (checked before the file's length).
+    SafetensorsHeaderTooLarge,
+    /// The file is shorter than the 8-byte header length, or `8 + N` runs past its end.
+    SafetensorsHeaderBounds,
+    /// The header is not UTF-8 (README § Format: "a JSON UTF-8 string").
+    SafetensorsUtf8,
+    /// The header does not begin with `{` (a MUST of README § Format), or is not one valid JSON value (syntax, trailing characters other than whitespace, nesting past serde_json's 127 levels).
+    SafetensorsJson,
+    /// A key occurs twice in one object of the header (README § Format notes: "Duplicate keys are disallowed").
+    SafetensorsDuplicateKey,
+    /// A tensor entry is not an object with `dtype` (a string), `shape` (an array of integers in 0..2^64) and `data_offsets` (two such integers).
+    SafetensorsEntry,
+    /// A dtype name is not one the `safetensors` crate 0.8 lists (`BOOL`, `F4`, `F6_E2M3`, ..., `U64`; exact case).
+    SafetensorsDtype,
+    /// `__metadata__` is not an object whose values are all strings (or `null`).
+    SafetensorsMetadata,
+    /// A tensor's name is empty: a mount has no path component for it.
+    SafetensorsName,
+    /// In offset order, a tensor does not start where the previous one ended (the first at 0): a gap or an overlap; or it ends before it starts (README § Format notes: the byte buffer cannot contain holes).
+    SafetensorsOffsets,
+    /// A tensor's element count times its dtype's bits overflows 64 bits, is not whole bytes (sub-byte dtypes), or is not the length its `data_offsets` span.
+    SafetensorsSize,
+    /// The tensors do not end where the file ends: bytes after the last tensor, or tensors past the end of the file.
+    SafetensorsCoverage,
 }
 
 impl Rule {
@@ -162,11 +187,23 @@ impl Rule {
             Rule::HurrayStats => "HurrayStats",
             Rule::HurrayComposite => "HurrayComposite",
             Rule::HurrayShape => "HurrayShape",
+            Rule::SafetensorsHeaderTooLarge => "SafetensorsHeaderTooLarge",
+            Rule::SafetensorsHeaderBounds => "SafetensorsHeaderBounds",
+            Rule::SafetensorsUtf8 => "SafetensorsUtf8",
+            Rule::SafetensorsJson => "SafetensorsJson",
+            Rule::SafetensorsDuplicateKey => "SafetensorsDuplicateKey",
+            Rule::SafetensorsEntry => "SafetensorsEntry",
+            Rule::SafetensorsDtype => "SafetensorsDtype",
+            Rule::SafetensorsMetadata => "SafetensorsMetadata",
+            Rule::SafetensorsName => "SafetensorsName",
+            Rule::SafetensorsOffsets => "SafetensorsOffsets",
+            Rule::SafetensorsSize => "SafetensorsSize",
+            Rule::SafetensorsCoverage => "SafetensorsCoverage",
         }
     }
 
     /// Every rule, for documentation and the corpus table.
-    pub const ALL: [Rule; 47] = [
+    pub const ALL: [Rule; 59] = [
         Rule::FileTooSmall,
         Rule::HeaderMagic,
         Rule::FooterMagic,
@@ -214,6 +251,18 @@ impl Rule {
         Rule::HurrayStats,
         Rule::HurrayComposite,
         Rule::HurrayShape,
+        Rule::SafetensorsHeaderTooLarge,
+        Rule::SafetensorsHeaderBounds,
+        Rule::SafetensorsUtf8,
+        Rule::SafetensorsJson,
+        Rule::SafetensorsDuplicateKey,
+        Rule::SafetensorsEntry,
+        Rule::SafetensorsDtype,
+        Rule::SafetensorsMetadata,
+        Rule::SafetensorsName,
+        Rule::SafetensorsOffsets,
+        Rule::SafetensorsSize,
+        Rule::SafetensorsCoverage,
     ];
 
     /// Parses a rule name as printed by [`Rule::name`].

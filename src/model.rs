@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result, Rule};
-use crate::format::{self, hurray, Container, Footer, Manifest, Part, Shard};
+use crate::format::{self, hurray, safetensors, Container, Footer, Manifest, Part, Shard};
 use crate::shards::{self, Found};
 use crate::store::Store;
 
@@ -22,6 +22,9 @@ pub struct Model {
     /// A Hurray file's container, whose tensors are `manifest`'s objects
     /// in the same order.
     hurray: Option<hurray::File>,
+    /// A safetensors file's header length and counts; its tensors are
+    /// `manifest`'s objects in header order.
+    safetensors: Option<SafetensorsFile>,
     manifest: Option<Manifest>,
     overrides: Vec<(String, PathBuf)>,
     shards: Vec<OnceLock<std::result::Result<(Store, Found), ShardError>>>,
@@ -29,6 +32,18 @@ pub struct Model {
     /// before any of its bytes are served.
     proofs: Vec<OnceLock<std::result::Result<(), ShardError>>>,
     trust_shards: bool,
+}
+
+/// What a model keeps of a safetensors file besides its objects: the
+/// header is read again for `manifest.json`, which is rare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SafetensorsFile {
+    /// `N`, the header's length in bytes.
+    pub header_len: u64,
+    /// Entries in `__metadata__`.
+    pub metadata_entries: usize,
+    /// The byte buffer's length.
+    pub data_len: u64,
 }
 
 /// Why a shard could not be used, kept so every later use reports it again.
@@ -52,9 +67,12 @@ impl Model {
         if head.starts_with(&hurray::FILE_MAGIC) {
             return Model::open_hurray(root, overrides);
         }
+        if safetensors::looks_like(&head) {
+            return Model::open_safetensors(root, overrides);
+        }
         let container = format::read_container_from(&root).map_err(|e| match e.rule() {
             Some(Rule::FileTooSmall | Rule::HeaderMagic | Rule::FooterMagic) => {
-                format::sniff_foreign(&head, root.len()).map_or(e, Error::Foreign)
+                format::sniff_foreign(&head).map_or(e, Error::Foreign)
             }
             _ => e,
         })?;
@@ -77,6 +95,7 @@ impl Model {
             root,
             footer: Some(footer),
             hurray: None,
+            safetensors: None,
             manifest,
             overrides,
             shards: (0..n).map(|_| OnceLock::new()).collect(),
@@ -100,6 +119,7 @@ impl Model {
             root,
             footer: None,
             hurray: Some(file),
+            safetensors: None,
             manifest: Some(Manifest {
                 objects,
                 shards: None,
@@ -109,6 +129,64 @@ impl Model {
             shards: Vec::new(),
             proofs: Vec::new(),
             trust_shards: false,
+        })
+    }
+
+    /// Opens a safetensors file: every rule of the format is checked here
+    /// (it has no digests and no content rules of its own; the content
+    /// rules of the zTensor types its dtypes map to, `bool` bytes, are
+    /// checked when the data is read or verified). It has no shards.
+    fn open_safetensors(root: Store, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
+        if let Some((name, _)) = overrides.first() {
+            return Err(Error::Usage(format!(
+                "--shard {name}: a safetensors file has no shards"
+            )));
+        }
+        let header = safetensors::read_header_from(&root)?;
+        let objects = safetensors::objects::objects(&header);
+        let info = SafetensorsFile {
+            header_len: header.len,
+            metadata_entries: header.metadata.as_ref().map_or(0, Vec::len),
+            data_len: root.len() - header.data_start(),
+        };
+        Ok(Model {
+            root,
+            footer: None,
+            hurray: None,
+            safetensors: Some(info),
+            manifest: Some(Manifest {
+                objects,
+                shards: None,
+                attributes: None,
+            }),
+            overrides,
+            shards: Vec::new(),
+            proofs: Vec::new(),
+            trust_shards: false,
+        })
+    }
+
+    /// What the model keeps of a safetensors file, when the root is one.
+    pub fn safetensors(&self) -> Option<&SafetensorsFile> {
+        self.safetensors.as_ref()
+    }
+
+    /// A safetensors file's header text, read from the root file now (as
+    /// [`Model::read_manifest_bytes`] reads a manifest); `None` for other
+    /// files.
+    pub fn read_safetensors_header(&self) -> Result<Option<String>> {
+        let Some(st) = &self.safetensors else {
+            return Ok(None);
+        };
+        let bytes = self.read_root(safetensors::LEN_BYTES, st.header_len)?;
+        String::from_utf8(bytes).map(Some).map_err(|_| {
+            Error::io(
+                self.root.path().display().to_string(),
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "the safetensors header changed since it was opened: no longer UTF-8",
+                ),
+            )
         })
     }
 
@@ -163,14 +241,20 @@ impl Model {
             return Ok(None);
         };
         let (off, len) = (footer.manifest_offset, footer.manifest_length);
-        // Validated at open: the manifest lies within the file as it was.
+        self.read_root(off, len).map(Some)
+    }
+
+    /// Bytes `[off, +len)` of the root read now, not through the map: a
+    /// local file by `pread`, a remote one by range. The range was
+    /// validated at open (it lay within the file as it was).
+    fn read_root(&self, off: u64, len: u64) -> Result<Vec<u8>> {
         let Some(file) = self.root.file() else {
-            return self.root.slice(off, len).map(|b| Some(b.into_owned()));
+            return self.root.slice(off, len).map(|b| b.into_owned());
         };
         let mut buf = vec![0; len as usize];
         std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, off)
             .map_err(|e| Error::io(self.root.path().display().to_string(), e))?;
-        Ok(Some(buf))
+        Ok(buf)
     }
 
     /// A part's stored bytes, to be read by range.

@@ -19,6 +19,9 @@ pub fn manifest_json(model: &Model) -> Result<String> {
     if let Some(file) = model.hurray() {
         return Ok(crate::format::hurray::json::manifest(file));
     }
+    if let Some(header) = model.read_safetensors_header()? {
+        return crate::format::safetensors::manifest(&header);
+    }
     manifest_json_of(model.manifest().map(|_| model.manifest_bytes()).as_deref())
 }
 
@@ -85,10 +88,20 @@ pub fn count(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
-/// One line about an opened model: [`summary`] for zTensor, tensors, KV
+/// One line about an opened model: [`summary`] for zTensor, tensors,
+/// metadata entries and data bytes for a safetensors file, tensors, KV
 /// entries and buffer bytes for a Hurray file (whose `data` parts repeat
 /// buffer bytes, so parts are not counted).
 pub fn summary_of(model: &Model, m: &Manifest) -> String {
+    if let Some(st) = model.safetensors() {
+        let n = st.metadata_entries;
+        return format!(
+            "safetensors file, {}, {n} metadata entr{}, {} of tensor data",
+            count(m.objects.len(), "tensor"),
+            if n == 1 { "y" } else { "ies" },
+            human(st.data_len)
+        );
+    }
     let Some(file) = model.hurray() else {
         return summary(m);
     };

@@ -23,6 +23,9 @@ const MAX_SAMPLES_BYTES: usize = 2 << 20;
 /// a page each.
 const MAX_HURRAY_BYTES: usize = 3 << 19;
 
+/// Upper bound on one safetensors case, in bytes.
+const MAX_SAFETENSORS_FILE_BYTES: usize = 2 << 10;
+
 /// Upper bound on one file of a shard family, in bytes.
 const MAX_FAMILY_FILE_BYTES: usize = 32 << 10;
 
@@ -118,10 +121,10 @@ fn cases_are_well_formed() {
         assert!(names.insert(c.name), "{} appears twice", c.name);
         match c.dir {
             Dir::Samples => assert_eq!((c.open, c.verify), (Outcome::Valid, Outcome::Valid)),
-            Dir::Valid | Dir::Families | Dir::HurrayValid => {
+            Dir::Valid | Dir::Families | Dir::HurrayValid | Dir::SafetensorsValid => {
                 assert_eq!(c.open, Outcome::Valid, "{}", c.name)
             }
-            Dir::Reject | Dir::HurrayReject => {
+            Dir::Reject | Dir::HurrayReject | Dir::SafetensorsReject => {
                 assert!(matches!(c.open, Outcome::Reject(_)), "{}", c.name);
                 assert_eq!(c.open, c.verify, "{}", c.name);
             }
@@ -141,6 +144,14 @@ fn cases_are_well_formed() {
                 assert!(
                     stem.is_some_and(kebab),
                     "{} is not <kebab-case>.hrry",
+                    c.name
+                );
+            }
+            Dir::SafetensorsValid | Dir::SafetensorsReject => {
+                let stem = c.name.strip_suffix(".safetensors");
+                assert!(
+                    stem.is_some_and(kebab),
+                    "{} is not <kebab-case>.safetensors",
                     c.name
                 );
             }
@@ -201,6 +212,21 @@ fn hurray_cases_stay_small() {
         .map(|c| c.bytes.len())
         .sum();
     assert!(total < MAX_HURRAY_BYTES, "Hurray cases take {total} bytes");
+}
+
+#[test]
+fn safetensors_cases_stay_small() {
+    for c in corpus::all()
+        .iter()
+        .filter(|c| matches!(c.dir, Dir::SafetensorsValid | Dir::SafetensorsReject))
+    {
+        let n = c.bytes.len();
+        assert!(
+            n <= MAX_SAFETENSORS_FILE_BYTES,
+            "{} takes {n} bytes",
+            c.path()
+        );
+    }
 }
 
 #[test]

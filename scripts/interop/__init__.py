@@ -109,6 +109,8 @@ The package, one job a module (each imports only those listed before it):
   views_safetensors  its safetensors view (safetensors package, save_file)
   views_sharded   sharded safetensors views, and the model that must shard
   views_check     the views suite: which files, mounting, calling the checks
+  st_input        safetensors files as input: save_file's files through ztfs, and
+                  the safetensors corpus through safe_open (--suite safetensors)
   main        argument parsing and the run; __main__ calls it
 
 Hurray (--suite hurray runs only this): pyhurray 0.1.0 writes files
@@ -127,6 +129,13 @@ safetensors.safe_open and match save_file's data. bf16/f8 files again with
 `--npy-dtypes ml` after `import ml_dtypes`; a sample with a small
 `--safetensors-header-max` and a generated model whose header passes
 100 MB must shard and load as transformers loads a sharded checkpoint.
+
+safetensors input (--suite safetensors runs only this): a file of every
+dtype safetensors.numpy.save_file writes (scalars, empty tensors,
+metadata) must check, give its header as `ztfs manifest`, and read the
+same bytes through `ztfs cat`, the mount's `data` and np.load of
+`data.npy`; every corpus/safetensors file must open in safe_open exactly
+when ztfs opens it, but for the documented decisions (st_input.KNOWN).
 
 Run it as `python -m interop` with scripts/ on the path (scripts/interop.sh
 does that).

@@ -65,6 +65,8 @@ def read_expected(corpus: str) -> dict:
             name, d = cols[0].strip(), cols[1].strip().strip("/")
             if name.endswith(".hrry"):
                 continue  # the Hurray corpus: hurray_check.py reads it
+            if name.endswith(".safetensors"):
+                continue  # the safetensors corpus: st_input.py reads it
             stem = name[:-3] if name.endswith(".zt") else name
             rows[f"{d}/{stem}"] = Row(stem, d, norm_expect(cols[2]), norm_expect(cols[3]))
     return rows
@@ -78,7 +80,9 @@ def corpus_files(corpus: str) -> list[tuple[str, str]]:
         rel = os.path.relpath(path, corpus).replace(os.sep, "/")
         # Hurray files (corpus/hurray/, samples/*.hrry): hurray_check.py reads them.
         hurray = rel.startswith("hurray/") or rel.endswith(".hrry")
-        if not os.path.isfile(path) or rel == "expected.tsv" or hurray:
+        # safetensors files (corpus/safetensors/): st_input.py reads them.
+        st = rel.startswith("safetensors/")
+        if not os.path.isfile(path) or rel == "expected.tsv" or hurray or st:
             continue
         out.append((rel[:-3] if rel.endswith(".zt") else rel, path))
     return out

@@ -27,6 +27,7 @@ from .mount import MOUNT_STATS
 from .mutations import check_mutation, mutations
 from .results import Results
 from .sharded import gen_sharded
+from .st_input import run_st_input
 from .views_check import run_views
 from .ztfs import Ztfs
 
@@ -85,9 +86,10 @@ def main() -> int:
     ap.add_argument("--only", metavar="SUBSTR",
                     help="check only the generated files (views: corpus files) whose name "
                          "contains SUBSTR")
-    ap.add_argument("--suite", choices=("all", "zt", "hurray", "views"), default="all",
+    ap.add_argument("--suite", choices=("all", "zt", "hurray", "views", "safetensors"),
+                    default="all",
                     help="run the zTensor checks, the Hurray checks (pyhurray), the .npy and "
-                         "safetensors views of the mounts, or all three")
+                         "safetensors views of the mounts, safetensors files as input, or all")
     args = ap.parse_args()
 
     t_start = time.monotonic()
@@ -179,6 +181,10 @@ def main() -> int:
             t0 = time.monotonic()
             run_views(args, z, res, tmp)
             t_views = time.monotonic() - t0
+        if args.suite in ("all", "safetensors"):
+            t0 = time.monotonic()
+            run_st_input(args, z, res, tmp)
+            t_views += time.monotonic() - t0
     finally:
         if cleanup:
             shutil.rmtree(cleanup, ignore_errors=True)

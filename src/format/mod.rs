@@ -12,6 +12,7 @@ pub mod hurray;
 pub mod json;
 pub mod manifest;
 pub mod profiles;
+pub mod safetensors;
 pub mod text;
 pub mod types;
 pub mod validate;
@@ -114,9 +115,8 @@ pub fn read_container_from(file: &dyn Ranges) -> Result<Container> {
 }
 
 /// Says what a file that is not zTensor v2 looks like, when it is
-/// recognisable: `file` is its beginning (a few bytes are enough), `len`
-/// its whole length.
-pub fn sniff_foreign(file: &[u8], len: u64) -> Option<String> {
+/// recognisable: `file` is its beginning (a few bytes are enough).
+pub fn sniff_foreign(file: &[u8]) -> Option<String> {
     if file.starts_with(&MAGIC) {
         return None;
     }
@@ -125,13 +125,11 @@ pub fn sniff_foreign(file: &[u8], len: u64) -> Option<String> {
     } else if file.starts_with(&hurray::MAGIC) {
         return Some(
             "this is a Hurray stream (a tensor descriptor and its data, no container); \
-             ztfs reads zTensor v2 (.zt) files and Hurray HRRYFILE containers"
+             ztfs reads zTensor v2 (.zt) files, Hurray HRRYFILE containers and safetensors files"
                 .to_string(),
         );
     } else if file.starts_with(b"ZTEN") {
         "an older zTensor (v1) file"
-    } else if looks_like_safetensors(file, len) {
-        "a safetensors file"
     } else if file.starts_with(b"PK\x03\x04") {
         "a zip archive (a PyTorch checkpoint?)"
     } else if file.starts_with(b"\x93NUMPY") {
@@ -142,16 +140,8 @@ pub fn sniff_foreign(file: &[u8], len: u64) -> Option<String> {
         return None;
     };
     Some(format!(
-        "this is {what}, not zTensor; ztfs reads zTensor v2 (.zt) files and Hurray HRRYFILE containers"
+        "this is {what}, not zTensor; ztfs reads zTensor v2 (.zt) files, Hurray HRRYFILE containers and safetensors files"
     ))
-}
-
-fn looks_like_safetensors(file: &[u8], len: u64) -> bool {
-    let Some(head) = file.get(..8) else {
-        return false;
-    };
-    let n = u64::from_le_bytes(head.try_into().unwrap_or([0; 8]));
-    n >= 2 && n <= len.saturating_sub(8) && file.get(8) == Some(&b'{')
 }
 
 /// Checks a name against §3.5: non-empty, at most 1024 bytes, no U+0000.

@@ -179,8 +179,8 @@ impl Tree {
         for (i, o) in objects.iter().enumerate() {
             place(&mut root, &o.name, i as u32, opts.view);
         }
-        // A Hurray file has no content digest.
-        let digest = (model.hurray().is_none())
+        // Hurray and safetensors files have no content digest.
+        let digest = (model.hurray().is_none() && model.safetensors().is_none())
             .then(|| model.manifest())
             .flatten()
             .and_then(|m| content_digest(m, Algo::Sha256).ok())

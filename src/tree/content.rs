@@ -80,6 +80,13 @@ impl Tree {
         if let Some(b) = self.manifest_json.get() {
             return b.len() as u64;
         }
+        if self.model.safetensors().is_some() {
+            return *self.manifest_json_len.get_or_init(|| {
+                let len = self.safetensors_manifest().map_or(0, |t| t.len() as u64);
+                crate::sys::trim_heap();
+                len
+            });
+        }
         if let Some(file) = self.model.hurray() {
             // Measured a tensor at a time, not kept: the text is about 1 KiB
             // per tensor, and most mounts never read it.
@@ -112,14 +119,17 @@ impl Tree {
         if let Some(file) = self.model.hurray() {
             return Ok(self.manifest_json_hurray(file));
         }
-        let text = self
-            .model
-            .read_manifest_bytes()
-            .and_then(|m| report::manifest_json_of(m.as_deref()))
-            .map_err(|e| {
-                log::error!("manifest.json: {e}");
-                FsError::Io
-            })?;
+        let text = if self.model.safetensors().is_some() {
+            self.safetensors_manifest().ok_or(FsError::Io)?
+        } else {
+            self.model
+                .read_manifest_bytes()
+                .and_then(|m| report::manifest_json_of(m.as_deref()))
+                .map_err(|e| {
+                    log::error!("manifest.json: {e}");
+                    FsError::Io
+                })?
+        };
         let b = self.manifest_json.get_or_init(|| {
             let mut b = text.into_bytes();
             b.shrink_to_fit();
@@ -129,6 +139,14 @@ impl Tree {
             b
         });
         Ok(b)
+    }
+
+    /// A safetensors file's manifest.json, its header read from the file
+    /// now and rendered; `None` (logged) when it can no longer be read.
+    fn safetensors_manifest(&self) -> Option<String> {
+        report::manifest_json(&self.model)
+            .map_err(|e| log::error!("manifest.json: {e}"))
+            .ok()
     }
 
     /// A Hurray file's manifest.json, rendered once from the container

@@ -9,6 +9,9 @@
 //!   per way a shard is found or fails to be (§7, Appendix B)
 //! * `hurray/valid/<name>.hrry`, `hurray/reject/<name>.hrry`: the same
 //!   for Hurray `HRRYFILE` containers; their names keep the `.hrry`
+//! * `safetensors/valid/<name>.safetensors`,
+//!   `safetensors/reject/<name>.safetensors`: the same for safetensors
+//!   files
 //! * `expected.tsv`: `name`, `dir`, `open`, `verify` for every file, sorted
 //!   by name; an outcome is `valid`, `refused` or `reject:<Rule>`. A name is
 //!   the path below `dir` without `.zt`, or with its own extension when the
@@ -20,14 +23,16 @@ pub mod builder;
 pub mod cases;
 pub mod families;
 pub mod hurray;
+pub mod safetensors;
 pub mod samples;
 
 use std::path::PathBuf;
 
 /// Every rule name a rejection can carry: the public implementation's
 /// `Rule` enum, in the order a reader checks them (implementer notes §1),
-/// then the Hurray rules in the order of `Rule::ALL` in `src/error.rs`.
-pub const RULES: [&str; 47] = [
+/// then the Hurray and safetensors rules in the order of `Rule::ALL` in
+/// `src/error.rs`.
+pub const RULES: [&str; 59] = [
     "FileTooSmall",
     "HeaderMagic",
     "FooterMagic",
@@ -75,6 +80,18 @@ pub const RULES: [&str; 47] = [
     "HurrayStats",
     "HurrayComposite",
     "HurrayShape",
+    "SafetensorsHeaderTooLarge",
+    "SafetensorsHeaderBounds",
+    "SafetensorsUtf8",
+    "SafetensorsJson",
+    "SafetensorsDuplicateKey",
+    "SafetensorsEntry",
+    "SafetensorsDtype",
+    "SafetensorsMetadata",
+    "SafetensorsName",
+    "SafetensorsOffsets",
+    "SafetensorsSize",
+    "SafetensorsCoverage",
 ];
 
 /// The directory a case lives in.
@@ -93,6 +110,10 @@ pub enum Dir {
     HurrayValid,
     /// Hurray files rejected at open.
     HurrayReject,
+    /// safetensors files that open (a few then fail `--verify`).
+    SafetensorsValid,
+    /// safetensors files rejected at open.
+    SafetensorsReject,
 }
 
 impl Dir {
@@ -104,6 +125,8 @@ impl Dir {
             Dir::Families => "families",
             Dir::HurrayValid => "hurray/valid",
             Dir::HurrayReject => "hurray/reject",
+            Dir::SafetensorsValid => "safetensors/valid",
+            Dir::SafetensorsReject => "safetensors/reject",
         }
     }
 
@@ -115,6 +138,8 @@ impl Dir {
             Dir::Families,
             Dir::HurrayValid,
             Dir::HurrayReject,
+            Dir::SafetensorsValid,
+            Dir::SafetensorsReject,
         ]
         .into_iter()
         .find(|d| d.as_str() == s)
@@ -215,6 +240,7 @@ pub fn all() -> Vec<Case> {
     all.extend(samples::all());
     all.extend(families::all());
     all.extend(hurray::all());
+    all.extend(safetensors::all());
     all.sort_by(|a, b| a.name.cmp(b.name));
     all
 }
