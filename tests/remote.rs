@@ -78,11 +78,6 @@ fn hurray_model() -> Vec<u8> {
     .bytes()
 }
 
-/// True for a Hurray file (by its magic).
-fn is_hurray(path: &Path) -> bool {
-    fs::read(path).is_ok_and(|b| b.starts_with(b"HRRYFILE"))
-}
-
 /// A directory served by nginx holding `model.zt`, and the URL of it.
 fn served(bytes: &[u8]) -> (tempfile::TempDir, Nginx, String) {
     served_as(bytes, "model.zt")
