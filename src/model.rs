@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result, Rule};
-use crate::format::{self, hurray, Container, Footer, Manifest, Part, Shard};
+use crate::format::{self, gguf, hurray, Container, Footer, Manifest, Part, Shard};
 use crate::shards::{self, Found};
 use crate::store::Store;
 
@@ -22,6 +22,8 @@ pub struct Model {
     /// A Hurray file's container, whose tensors are `manifest`'s objects
     /// in the same order.
     hurray: Option<hurray::File>,
+    /// A GGUF file, whose tensors are `manifest`'s objects in the same order.
+    gguf: Option<gguf::File>,
     manifest: Option<Manifest>,
     overrides: Vec<(String, PathBuf)>,
     shards: Vec<OnceLock<std::result::Result<(Store, Found), ShardError>>>,
@@ -52,6 +54,9 @@ impl Model {
         if head.starts_with(&hurray::FILE_MAGIC) {
             return Model::open_hurray(root, overrides);
         }
+        if head.starts_with(&gguf::MAGIC) {
+            return Model::open_gguf(root, overrides);
+        }
         let container = format::read_container_from(&root).map_err(|e| match e.rule() {
             Some(Rule::FileTooSmall | Rule::HeaderMagic | Rule::FooterMagic) => {
                 format::sniff_foreign(&head, root.len()).map_or(e, Error::Foreign)
@@ -77,6 +82,7 @@ impl Model {
             root,
             footer: Some(footer),
             hurray: None,
+            gguf: None,
             manifest,
             overrides,
             shards: (0..n).map(|_| OnceLock::new()).collect(),
@@ -100,6 +106,7 @@ impl Model {
             root,
             footer: None,
             hurray: Some(file),
+            gguf: None,
             manifest: Some(Manifest {
                 objects,
                 shards: None,
@@ -110,6 +117,45 @@ impl Model {
             proofs: Vec::new(),
             trust_shards: false,
         })
+    }
+
+    /// Opens a GGUF file: every structural rule is checked here (the
+    /// format has no digests and no content rules). A file of a split
+    /// model is read alone; it has no shards in ztfs' sense.
+    fn open_gguf(root: Store, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
+        if let Some((name, _)) = overrides.first() {
+            return Err(Error::Usage(format!(
+                "--shard {name}: a GGUF file has no shards (a split GGUF file is read alone)"
+            )));
+        }
+        let file = gguf::read_file_from(&root)?;
+        let objects = gguf::objects::objects(&file);
+        Ok(Model {
+            root,
+            footer: None,
+            hurray: None,
+            gguf: Some(file),
+            manifest: Some(Manifest {
+                objects,
+                shards: None,
+                attributes: None,
+            }),
+            overrides,
+            shards: Vec::new(),
+            proofs: Vec::new(),
+            trust_shards: false,
+        })
+    }
+
+    /// The GGUF file, when the root is one.
+    pub fn gguf(&self) -> Option<&gguf::File> {
+        self.gguf.as_ref()
+    }
+
+    /// True when the model's file has no content digests (Hurray, GGUF):
+    /// `digest` is refused and `MNT/digest` absent.
+    pub fn has_no_digests(&self) -> bool {
+        self.hurray.is_some() || self.gguf.is_some()
     }
 
     /// The Hurray container, when the root is one.
@@ -142,7 +188,7 @@ impl Model {
         &self.root
     }
 
-    /// The raw manifest bytes (empty for a data shard and a Hurray file).
+    /// The raw manifest bytes (empty for a data shard, a Hurray and a GGUF file).
     pub fn manifest_bytes(&self) -> Cow<'_, [u8]> {
         let Some(footer) = &self.footer else {
             return Cow::Borrowed(&[]);

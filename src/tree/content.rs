@@ -89,6 +89,10 @@ impl Tree {
                 len
             });
         }
+        if let Some(file) = self.model.gguf() {
+            // Rendered and kept: the KVs are in memory already.
+            return self.manifest_json_gguf(file).len() as u64;
+        }
         *self.manifest_json_len.get_or_init(|| {
             let len = self
                 .model
@@ -112,6 +116,9 @@ impl Tree {
         if let Some(file) = self.model.hurray() {
             return Ok(self.manifest_json_hurray(file));
         }
+        if let Some(file) = self.model.gguf() {
+            return Ok(self.manifest_json_gguf(file));
+        }
         let text = self
             .model
             .read_manifest_bytes()
@@ -129,6 +136,13 @@ impl Tree {
             b
         });
         Ok(b)
+    }
+
+    /// A GGUF file's manifest.json, rendered once from the file parsed at
+    /// open.
+    fn manifest_json_gguf(&self, file: &crate::format::gguf::File) -> &[u8] {
+        self.manifest_json
+            .get_or_init(|| crate::format::gguf::json::manifest(file).into_bytes())
     }
 
     /// A Hurray file's manifest.json, rendered once from the container
@@ -433,6 +447,7 @@ impl Tree {
             return self.hurray_meta_json(&file.tensors[object as usize], object);
         }
         let o = self.object(object);
+        let gguf_input = self.model.gguf().is_some();
         let attrs = o.attributes.as_deref().and_then(|a| cbor::parse(a).ok());
         let files = self.files_of(object);
         let t = Value::Text;
@@ -445,7 +460,7 @@ impl Tree {
             .collect();
         let npys: Vec<_> = npy_infos.iter().map(legacy::npy_json).collect();
         let refused: Vec<Option<String>> = (0..o.parts.len())
-            .map(|j| (!part_files(o, j).0).then(|| refusal(o, &o.parts[j])))
+            .map(|j| (!part_files(o, j, gguf_input).0).then(|| refusal(o, &o.parts[j])))
             .collect();
         let parts = o
             .parts
@@ -501,6 +516,13 @@ impl Tree {
         if let Layout::Gguf { ggml_type } = &layout {
             doc.push((t("ggml_type"), t(ggml_type)));
             doc.push((t("ggml_block_table"), opt(table_note.as_deref())));
+        }
+        if let Some(f) = self.model.gguf() {
+            let info = &f.tensors[object as usize];
+            if !matches!(layout, Layout::Gguf { .. }) {
+                doc.push((t("ggml_type"), t(info.ty.name)));
+            }
+            doc.push((t("gguf"), crate::format::gguf::json::tensor(info)));
         }
         let doc = Value::Map(doc);
         let mut s = String::new();
