@@ -23,6 +23,9 @@ const MAX_SAMPLES_BYTES: usize = 2 << 20;
 /// a page each.
 const MAX_HURRAY_BYTES: usize = 3 << 19;
 
+/// Upper bound on the GGUF cases together, in bytes.
+const MAX_GGUF_BYTES: usize = 64 << 10;
+
 /// Upper bound on one file of a shard family, in bytes.
 const MAX_FAMILY_FILE_BYTES: usize = 32 << 10;
 
@@ -118,10 +121,10 @@ fn cases_are_well_formed() {
         assert!(names.insert(c.name), "{} appears twice", c.name);
         match c.dir {
             Dir::Samples => assert_eq!((c.open, c.verify), (Outcome::Valid, Outcome::Valid)),
-            Dir::Valid | Dir::Families | Dir::HurrayValid => {
+            Dir::Valid | Dir::Families | Dir::HurrayValid | Dir::GgufValid => {
                 assert_eq!(c.open, Outcome::Valid, "{}", c.name)
             }
-            Dir::Reject | Dir::HurrayReject => {
+            Dir::Reject | Dir::HurrayReject | Dir::GgufReject => {
                 assert!(matches!(c.open, Outcome::Reject(_)), "{}", c.name);
                 assert_eq!(c.open, c.verify, "{}", c.name);
             }
@@ -136,6 +139,14 @@ fn cases_are_well_formed() {
         match c.dir {
             Dir::Samples => {}
             Dir::Valid | Dir::Reject => assert!(kebab(c.name), "{} is not kebab-case", c.name),
+            Dir::GgufValid | Dir::GgufReject => {
+                let stem = c.name.strip_suffix(".gguf");
+                assert!(
+                    stem.is_some_and(kebab),
+                    "{} is not <kebab-case>.gguf",
+                    c.name
+                );
+            }
             Dir::HurrayValid | Dir::HurrayReject => {
                 let stem = c.name.strip_suffix(".hrry");
                 assert!(
@@ -201,6 +212,16 @@ fn hurray_cases_stay_small() {
         .map(|c| c.bytes.len())
         .sum();
     assert!(total < MAX_HURRAY_BYTES, "Hurray cases take {total} bytes");
+}
+
+#[test]
+fn gguf_cases_stay_small() {
+    let total: usize = corpus::all()
+        .iter()
+        .filter(|c| matches!(c.dir, Dir::GgufValid | Dir::GgufReject))
+        .map(|c| c.bytes.len())
+        .sum();
+    assert!(total < MAX_GGUF_BYTES, "GGUF cases take {total} bytes");
 }
 
 #[test]

@@ -9,6 +9,7 @@
 //!   per way a shard is found or fails to be (§7, Appendix B)
 //! * `hurray/valid/<name>.hrry`, `hurray/reject/<name>.hrry`: the same
 //!   for Hurray `HRRYFILE` containers; their names keep the `.hrry`
+//! * `gguf/valid/<name>.gguf`, `gguf/reject/<name>.gguf`: GGUF files
 //! * `expected.tsv`: `name`, `dir`, `open`, `verify` for every file, sorted
 //!   by name; an outcome is `valid`, `refused` or `reject:<Rule>`. A name is
 //!   the path below `dir` without `.zt`, or with its own extension when the
@@ -19,6 +20,7 @@
 pub mod builder;
 pub mod cases;
 pub mod families;
+pub mod gguf;
 pub mod hurray;
 pub mod samples;
 
@@ -27,7 +29,7 @@ use std::path::PathBuf;
 /// Every rule name a rejection can carry: the public implementation's
 /// `Rule` enum, in the order a reader checks them (implementer notes §1),
 /// then the Hurray rules in the order of `Rule::ALL` in `src/error.rs`.
-pub const RULES: [&str; 47] = [
+pub const RULES: [&str; 54] = [
     "FileTooSmall",
     "HeaderMagic",
     "FooterMagic",
@@ -75,6 +77,13 @@ pub const RULES: [&str; 47] = [
     "HurrayStats",
     "HurrayComposite",
     "HurrayShape",
+    "GgufMagic",
+    "GgufVersion",
+    "GgufCount",
+    "GgufKv",
+    "GgufTensorInfo",
+    "GgufAlignment",
+    "GgufData",
 ];
 
 /// The directory a case lives in.
@@ -93,6 +102,10 @@ pub enum Dir {
     HurrayValid,
     /// Hurray files rejected at open.
     HurrayReject,
+    /// GGUF files that open and verify.
+    GgufValid,
+    /// GGUF files rejected at open.
+    GgufReject,
 }
 
 impl Dir {
@@ -104,6 +117,8 @@ impl Dir {
             Dir::Families => "families",
             Dir::HurrayValid => "hurray/valid",
             Dir::HurrayReject => "hurray/reject",
+            Dir::GgufValid => "gguf/valid",
+            Dir::GgufReject => "gguf/reject",
         }
     }
 
@@ -115,6 +130,8 @@ impl Dir {
             Dir::Families,
             Dir::HurrayValid,
             Dir::HurrayReject,
+            Dir::GgufValid,
+            Dir::GgufReject,
         ]
         .into_iter()
         .find(|d| d.as_str() == s)
@@ -215,6 +232,7 @@ pub fn all() -> Vec<Case> {
     all.extend(samples::all());
     all.extend(families::all());
     all.extend(hurray::all());
+    all.extend(gguf::all());
     all.sort_by(|a, b| a.name.cmp(b.name));
     all
 }
