@@ -45,6 +45,7 @@ for t in "${targets[@]}"; do
     # Whole files are what `container` and `tree_views` take: the golden
     # corpus seeds them.
     [[ $t == container || $t == tree_views ]] && seeds+=(corpus)
+    [[ $t == gguf ]] && seeds+=(corpus/gguf/valid corpus/gguf/reject)
     # rss_limit bounds what stays resident; malloc_limit takes effect only
     # under a sanitizer (see fuzz_targets/common); timeout turns a hang into
     # a finding instead of a stall.
