@@ -301,23 +301,56 @@ fn dims_reverse_to_row_major() {
     assert_eq!((f.tensors[0].shape(), f.tensors[0].len), (vec![], 4));
 }
 
+/// A file read by range, counting the requests and their largest length.
+struct Remote(Vec<u8>, std::cell::Cell<(u64, u64)>);
+
+impl Ranges for Remote {
+    fn size(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn get(&self, offset: u64, len: u64) -> Result<std::borrow::Cow<'_, [u8]>> {
+        let (n, max) = self.1.get();
+        self.1.set((n + 1, max.max(len)));
+        let s: &[u8] = &self.0;
+        Ranges::get(&s, offset, len).map(|c| c.into_owned().into())
+    }
+}
+
 #[test]
 fn by_range_equals_in_memory() {
-    struct Remote(Vec<u8>);
-    impl Ranges for Remote {
-        fn size(&self) -> u64 {
-            self.0.len() as u64
-        }
-        fn get(&self, offset: u64, len: u64) -> Result<std::borrow::Cow<'_, [u8]>> {
-            let s: &[u8] = &self.0;
-            Ranges::get(&s, offset, len).map(|c| c.into_owned().into())
-        }
-    }
     let b = sample().bytes();
-    assert_eq!(
-        read_file_from(&Remote(b.clone())).unwrap(),
-        read_file(&b).unwrap()
-    );
+    let remote = Remote(b.clone(), Default::default());
+    assert_eq!(read_file_from(&remote).unwrap(), read_file(&b).unwrap());
+}
+
+#[test]
+fn a_large_tokenizer_table_is_read_by_range_in_bounded_pieces() {
+    // 300,000 tokens: about 4 MiB of KV section; and one string of 3 MiB,
+    // longer than a piece.
+    let n = 300_000u64;
+    let mut v = 8u32.to_le_bytes().to_vec();
+    v.extend_from_slice(&n.to_le_bytes());
+    for i in 0..n {
+        string(&mut v, format!("t{i}").as_bytes());
+    }
+    let mut long = Vec::new();
+    string(&mut long, &vec![b'x'; 3 << 20]);
+    let b = Builder::new()
+        .kv("tokenizer.ggml.tokens", 9, &v)
+        .kv("long", 8, &long)
+        .tensor("w", &[2], 0, &[1; 8])
+        .bytes();
+    let remote = Remote(b.clone(), Default::default());
+    let f = read_file_from(&remote).unwrap();
+    assert_eq!(f, read_file(&b).unwrap());
+    let Value::Array(a) = &f.kv[0].value else {
+        panic!()
+    };
+    assert_eq!((a.len, a.string(299_999)), (n, Some("t299999")));
+    let (requests, largest) = remote.1.get();
+    // A piece a MiB, and the long string at once.
+    assert!(requests <= 12, "{requests} requests");
+    assert_eq!(largest, 3 << 20);
 }
 
 #[test]
