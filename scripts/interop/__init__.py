@@ -125,8 +125,8 @@ a mount the same bytes and `.npy` arrays equal to the reader's (dtype and
 shape); every corpus/gguf/reject file must be refused by GGUFReader, except
 the ones gguf_input.READER_ACCEPTS lists with the reason.
 
-Views (--suite views runs only this): every corpus/valid, Hurray valid
-and sample file, and a package-written model of edge cases, is mounted; each `.npy` file meta.json announces (and no
+Views (--suite views runs only this): every corpus/valid, Hurray valid,
+GGUF valid and sample file, and a package-written model of edge cases, is mounted; each `.npy` file meta.json announces (and no
 other) must load with np.load, plain and mmapped, as the announced dtype
 and shape with the bytes of the file beside it and of `ztfs cat`, and
 match np.save's data; `model.safetensors` must parse (4096-aligned header,
