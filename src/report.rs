@@ -19,6 +19,9 @@ pub fn manifest_json(model: &Model) -> Result<String> {
     if let Some(file) = model.hurray() {
         return Ok(crate::format::hurray::json::manifest(file));
     }
+    if let Some(file) = model.gguf() {
+        return Ok(crate::format::gguf::json::manifest(file));
+    }
     if let Some(header) = model.read_safetensors_header()? {
         return crate::format::safetensors::manifest(&header);
     }
@@ -93,6 +96,16 @@ pub fn count(n: usize, noun: &str) -> String {
 /// entries and buffer bytes for a Hurray file (whose `data` parts repeat
 /// buffer bytes, so parts are not counted).
 pub fn summary_of(model: &Model, m: &Manifest) -> String {
+    if let Some(f) = model.gguf() {
+        let kv = f.kv.len();
+        return format!(
+            "GGUF v{}, {}, {kv} KV pair{}, {} of tensor data",
+            f.version,
+            count(f.tensors.len(), "tensor"),
+            if kv == 1 { "" } else { "s" },
+            human(total(f.tensors.iter().map(|t| t.len)))
+        );
+    }
     if let Some(st) = model.safetensors() {
         let n = st.metadata_entries;
         return format!(
@@ -218,10 +231,11 @@ pub fn ls_long(model: &Model) -> Result<String> {
         s.push_str(&format!(
             "{:<8} {:<10} {:<20} {:>12}  {}{enc}{shard}\n",
             o.layout,
-            model.hurray().map_or_else(
-                || type_label(o),
-                |f| f.tensors[i].descriptor.elem.name().to_string()
-            ),
+            match (model.hurray(), model.gguf()) {
+                (Some(f), _) => f.tensors[i].descriptor.elem.name().to_string(),
+                (_, Some(f)) => f.tensors[i].ty.name.to_string(),
+                _ => type_label(o),
+            },
             shape,
             size,
             display_name(&o.name)

@@ -25,6 +25,8 @@ const MAX_HURRAY_BYTES: usize = 3 << 19;
 
 /// Upper bound on one safetensors case, in bytes.
 const MAX_SAFETENSORS_FILE_BYTES: usize = 2 << 10;
+/// Upper bound on the GGUF cases together, in bytes.
+const MAX_GGUF_BYTES: usize = 64 << 10;
 
 /// Upper bound on one file of a shard family, in bytes.
 const MAX_FAMILY_FILE_BYTES: usize = 32 << 10;
@@ -121,10 +123,12 @@ fn cases_are_well_formed() {
         assert!(names.insert(c.name), "{} appears twice", c.name);
         match c.dir {
             Dir::Samples => assert_eq!((c.open, c.verify), (Outcome::Valid, Outcome::Valid)),
-            Dir::Valid | Dir::Families | Dir::HurrayValid | Dir::SafetensorsValid => {
-                assert_eq!(c.open, Outcome::Valid, "{}", c.name)
-            }
-            Dir::Reject | Dir::HurrayReject | Dir::SafetensorsReject => {
+            Dir::Valid
+            | Dir::Families
+            | Dir::HurrayValid
+            | Dir::SafetensorsValid
+            | Dir::GgufValid => assert_eq!(c.open, Outcome::Valid, "{}", c.name),
+            Dir::Reject | Dir::HurrayReject | Dir::SafetensorsReject | Dir::GgufReject => {
                 assert!(matches!(c.open, Outcome::Reject(_)), "{}", c.name);
                 assert_eq!(c.open, c.verify, "{}", c.name);
             }
@@ -139,6 +143,14 @@ fn cases_are_well_formed() {
         match c.dir {
             Dir::Samples => {}
             Dir::Valid | Dir::Reject => assert!(kebab(c.name), "{} is not kebab-case", c.name),
+            Dir::GgufValid | Dir::GgufReject => {
+                let stem = c.name.strip_suffix(".gguf");
+                assert!(
+                    stem.is_some_and(kebab),
+                    "{} is not <kebab-case>.gguf",
+                    c.name
+                );
+            }
             Dir::HurrayValid | Dir::HurrayReject => {
                 let stem = c.name.strip_suffix(".hrry");
                 assert!(
@@ -227,6 +239,16 @@ fn safetensors_cases_stay_small() {
             c.path()
         );
     }
+}
+
+#[test]
+fn gguf_cases_stay_small() {
+    let total: usize = corpus::all()
+        .iter()
+        .filter(|c| matches!(c.dir, Dir::GgufValid | Dir::GgufReject))
+        .map(|c| c.bytes.len())
+        .sum();
+    assert!(total < MAX_GGUF_BYTES, "GGUF cases take {total} bytes");
 }
 
 #[test]

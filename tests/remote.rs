@@ -215,6 +215,9 @@ fn a_mount_by_url_serves_what_a_local_mount_serves() {
         hurray("composite-partition"),
         hurray("composite-nested"),
         hurray("quant-mxfp"),
+        // GGUF: every value type, dense and block tensors; an alignment of 64.
+        corpus().join("gguf/valid/basic.gguf"),
+        corpus().join("gguf/valid/alignment-64.gguf"),
     ];
     let zstd = common::mountable_files()
         .into_iter()

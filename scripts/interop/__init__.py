@@ -111,6 +111,7 @@ The package, one job a module (each imports only those listed before it):
   views_check     the views suite: which files, mounting, calling the checks
   st_input        safetensors files as input: save_file's files through ztfs, and
                   the safetensors corpus through safe_open (--suite safetensors)
+  gguf_input      the GGUF suite: GGUFWriter files through ztfs, reject files through GGUFReader
   main        argument parsing and the run; __main__ calls it
 
 Hurray (--suite hurray runs only this): pyhurray 0.1.0 writes files
@@ -118,8 +119,16 @@ covering its whole writing API, each with a sidecar of expected bytes
 (hurray_gen.py); ztfs must check, list, cat and mount them
 (hurray_check.py); every corpus/hurray/valid/ file must load in pyhurray.
 
-Views (--suite views runs only this): every corpus/valid, Hurray valid
-and sample file, and a package-written model of edge cases, is mounted; each `.npy` file meta.json announces (and no
+GGUF (--suite gguf runs only this): gguf-py 0.19.0's GGUFWriter writes
+files (KVs of several types, arrays and tokenizer tables, F32/F16/Q8_0/Q4_0
+tensors, alignments 32, 64, 256); `ztfs cat` must give GGUFReader's tensor
+bytes, `ztfs manifest` its fields (types, values, order) and tensor infos,
+a mount the same bytes and `.npy` arrays equal to the reader's (dtype and
+shape); every corpus/gguf/reject file must be refused by GGUFReader, except
+the ones gguf_input.READER_ACCEPTS lists with the reason.
+
+Views (--suite views runs only this): every corpus/valid, Hurray valid,
+GGUF valid and sample file, and a package-written model of edge cases, is mounted; each `.npy` file meta.json announces (and no
 other) must load with np.load, plain and mmapped, as the announced dtype
 and shape with the bytes of the file beside it and of `ztfs cat`, and
 match np.save's data; `model.safetensors` must parse (4096-aligned header,

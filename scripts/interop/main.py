@@ -20,6 +20,7 @@ from . import __doc__ as OVERVIEW  # the package docstring: what is checked
 from .corpus import check_corpus
 from .forward import check_generated
 from .generate import gen_all
+from .gguf_input import run_gguf
 from .hurray_check import check_file, check_hurray_corpus
 from .hurray_gen import gen_hurray
 from .known import KNOWN_DIFFERENCES
@@ -86,10 +87,11 @@ def main() -> int:
     ap.add_argument("--only", metavar="SUBSTR",
                     help="check only the generated files (views: corpus files) whose name "
                          "contains SUBSTR")
-    ap.add_argument("--suite", choices=("all", "zt", "hurray", "views", "safetensors"),
+    ap.add_argument("--suite", choices=("all", "zt", "hurray", "views", "safetensors", "gguf"),
                     default="all",
                     help="run the zTensor checks, the Hurray checks (pyhurray), the .npy and "
-                         "safetensors views of the mounts, safetensors files as input, or all")
+                         "safetensors views of the mounts, safetensors files as input, the GGUF "
+                         "checks (gguf-py), or all")
     args = ap.parse_args()
 
     t_start = time.monotonic()
@@ -177,6 +179,10 @@ def main() -> int:
         if args.suite in ("all", "hurray"):
             t_hr = run_hurray(args, z, res, os.path.join(tmp, "hurray"))
             t_gen, t_fwd, t_rev = t_gen + t_hr[0], t_fwd + t_hr[1], t_rev + t_hr[2]
+        if args.suite in ("all", "gguf"):
+            t0 = time.monotonic()
+            run_gguf(args, z, res, os.path.join(tmp, "gguf"))
+            t_fwd += time.monotonic() - t0
         if args.suite in ("all", "views"):
             t0 = time.monotonic()
             run_views(args, z, res, tmp)

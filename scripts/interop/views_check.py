@@ -3,7 +3,7 @@ the decoded ones, read with numpy and the safetensors package.
 
 Which files: every .zt under corpus/valid, every .hrry under
 corpus/hurray/valid, every .safetensors under corpus/safetensors/valid,
-the samples, and a model of the cases the corpus
+every .gguf under corpus/gguf/valid, the samples, and a model of the cases the corpus
 lacks, written with the package (`write_edge`). Each is mounted once (a file that
 fails to mount is skipped only when `ztfs check` refuses it too) and
 checked by views_npy (every object's .npy files) and views_safetensors
@@ -75,6 +75,7 @@ def views_files(corpus: str) -> list[str]:
 
     return (under("valid", "*.zt") + under(os.path.join("hurray", "valid"), "*.hrry")
             + under(os.path.join("safetensors", "valid"), "*.safetensors")
+            + under(os.path.join("gguf", "valid"), "*.gguf")
             + [os.path.join(corpus, "samples", s) for s in SAMPLES])
 
 

@@ -8,6 +8,7 @@
 
 pub mod cbor;
 pub mod footer;
+pub mod gguf;
 pub mod hurray;
 pub mod json;
 pub mod manifest;
@@ -120,12 +121,10 @@ pub fn sniff_foreign(file: &[u8]) -> Option<String> {
     if file.starts_with(&MAGIC) {
         return None;
     }
-    let what = if file.starts_with(b"GGUF") {
-        "a GGUF file"
-    } else if file.starts_with(&hurray::MAGIC) {
+    let what = if file.starts_with(&hurray::MAGIC) {
         return Some(
             "this is a Hurray stream (a tensor descriptor and its data, no container); \
-             ztfs reads zTensor v2 (.zt) files, Hurray HRRYFILE containers and safetensors files"
+             ztfs reads zTensor v2 (.zt) files, Hurray HRRYFILE containers, safetensors and GGUF files"
                 .to_string(),
         );
     } else if file.starts_with(b"ZTEN") {
@@ -140,7 +139,7 @@ pub fn sniff_foreign(file: &[u8]) -> Option<String> {
         return None;
     };
     Some(format!(
-        "this is {what}, not zTensor; ztfs reads zTensor v2 (.zt) files, Hurray HRRYFILE containers and safetensors files"
+        "this is {what}, not zTensor; ztfs reads zTensor v2 (.zt) files, Hurray HRRYFILE containers, safetensors and GGUF files"
     ))
 }
 

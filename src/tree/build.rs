@@ -132,7 +132,7 @@ struct PartIndex {
 }
 
 impl PartIndex {
-    fn of(objects: &[Object]) -> PartIndex {
+    fn of(objects: &[Object], gguf_input: bool) -> PartIndex {
         let mut part_base = Vec::with_capacity(objects.len());
         let mut encoded = Vec::new();
         let mut file_flags: Vec<u8> = Vec::new();
@@ -143,7 +143,7 @@ impl PartIndex {
                 if p.encoding.is_some() {
                     encoded.push(file_flags.len() as u32);
                 }
-                let (decoded, raw) = part_files(o, j);
+                let (decoded, raw) = part_files(o, j, gguf_input);
                 file_flags.push(if decoded { DECODED } else { 0 } | if raw { RAW } else { 0 });
             }
             let all_decodable = file_flags[first..].iter().all(|f| f & DECODED != 0);
@@ -173,14 +173,14 @@ impl Tree {
             part_base,
             encoded,
             file_flags,
-        } = PartIndex::of(objects);
+        } = PartIndex::of(objects, model.gguf().is_some());
         let n_parts = file_flags.len() as u32;
         let mut root = DirBuild::default();
         for (i, o) in objects.iter().enumerate() {
             place(&mut root, &o.name, i as u32, opts.view);
         }
-        // Hurray and safetensors files have no content digest.
-        let digest = (model.hurray().is_none() && model.safetensors().is_none())
+        // Hurray, safetensors and GGUF files have no content digest.
+        let digest = (!model.has_no_digests())
             .then(|| model.manifest())
             .flatten()
             .and_then(|m| content_digest(m, Algo::Sha256).ok())
@@ -499,9 +499,14 @@ impl Tree {
     }
 }
 
-/// Which files a part gets: (decoded, raw).
-pub(super) fn part_files(o: &Object, j: usize) -> (bool, bool) {
+/// Which files a part gets: (decoded, raw). In a GGUF file
+/// (`gguf_input`) every tensor's bytes are its `data`, block arrays
+/// included (see `crate::format::gguf::objects`).
+pub(super) fn part_files(o: &Object, j: usize, gguf_input: bool) -> (bool, bool) {
     let p = &o.parts[j];
+    if gguf_input {
+        return (true, false);
+    }
     if hurray::objects::is_hurray(o) {
         // Its row-major elements, and its buffers as stored.
         let data = p.name == hurray::objects::DATA;

@@ -96,6 +96,10 @@ impl Tree {
                 len
             });
         }
+        if let Some(file) = self.model.gguf() {
+            // Rendered and kept: the KVs are in memory already.
+            return self.manifest_json_gguf(file).len() as u64;
+        }
         *self.manifest_json_len.get_or_init(|| {
             let len = self
                 .model
@@ -118,6 +122,9 @@ impl Tree {
         }
         if let Some(file) = self.model.hurray() {
             return Ok(self.manifest_json_hurray(file));
+        }
+        if let Some(file) = self.model.gguf() {
+            return Ok(self.manifest_json_gguf(file));
         }
         let text = if self.model.safetensors().is_some() {
             self.safetensors_manifest().ok_or(FsError::Io)?
@@ -147,6 +154,13 @@ impl Tree {
         report::manifest_json(&self.model)
             .map_err(|e| log::error!("manifest.json: {e}"))
             .ok()
+    }
+
+    /// A GGUF file's manifest.json, rendered once from the file parsed at
+    /// open.
+    fn manifest_json_gguf(&self, file: &crate::format::gguf::File) -> &[u8] {
+        self.manifest_json
+            .get_or_init(|| crate::format::gguf::json::manifest(file).into_bytes())
     }
 
     /// A Hurray file's manifest.json, rendered once from the container
@@ -451,6 +465,7 @@ impl Tree {
             return self.hurray_meta_json(&file.tensors[object as usize], object);
         }
         let o = self.object(object);
+        let gguf_input = self.model.gguf().is_some();
         let attrs = o.attributes.as_deref().and_then(|a| cbor::parse(a).ok());
         let files = self.files_of(object);
         let t = Value::Text;
@@ -463,7 +478,7 @@ impl Tree {
             .collect();
         let npys: Vec<_> = npy_infos.iter().map(legacy::npy_json).collect();
         let refused: Vec<Option<String>> = (0..o.parts.len())
-            .map(|j| (!part_files(o, j).0).then(|| refusal(o, &o.parts[j])))
+            .map(|j| (!part_files(o, j, gguf_input).0).then(|| refusal(o, &o.parts[j])))
             .collect();
         let parts = o
             .parts
@@ -519,6 +534,13 @@ impl Tree {
         if let Layout::Gguf { ggml_type } = &layout {
             doc.push((t("ggml_type"), t(ggml_type)));
             doc.push((t("ggml_block_table"), opt(table_note.as_deref())));
+        }
+        if let Some(f) = self.model.gguf() {
+            let info = &f.tensors[object as usize];
+            if !matches!(layout, Layout::Gguf { .. }) {
+                doc.push((t("ggml_type"), t(info.ty.name)));
+            }
+            doc.push((t("gguf"), crate::format::gguf::json::tensor(info)));
         }
         let doc = Value::Map(doc);
         let mut s = String::new();

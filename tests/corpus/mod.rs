@@ -12,6 +12,7 @@
 //! * `safetensors/valid/<name>.safetensors`,
 //!   `safetensors/reject/<name>.safetensors`: the same for safetensors
 //!   files
+//! * `gguf/valid/<name>.gguf`, `gguf/reject/<name>.gguf`: GGUF files
 //! * `expected.tsv`: `name`, `dir`, `open`, `verify` for every file, sorted
 //!   by name; an outcome is `valid`, `refused` or `reject:<Rule>`. A name is
 //!   the path below `dir` without `.zt`, or with its own extension when the
@@ -22,6 +23,7 @@
 pub mod builder;
 pub mod cases;
 pub mod families;
+pub mod gguf;
 pub mod hurray;
 pub mod safetensors;
 pub mod samples;
@@ -30,9 +32,9 @@ use std::path::PathBuf;
 
 /// Every rule name a rejection can carry: the public implementation's
 /// `Rule` enum, in the order a reader checks them (implementer notes §1),
-/// then the Hurray and safetensors rules in the order of `Rule::ALL` in
-/// `src/error.rs`.
-pub const RULES: [&str; 59] = [
+/// then the Hurray, safetensors and GGUF rules in the order of `Rule::ALL`
+/// in `src/error.rs`.
+pub const RULES: [&str; 66] = [
     "FileTooSmall",
     "HeaderMagic",
     "FooterMagic",
@@ -92,6 +94,13 @@ pub const RULES: [&str; 59] = [
     "SafetensorsOffsets",
     "SafetensorsSize",
     "SafetensorsCoverage",
+    "GgufMagic",
+    "GgufVersion",
+    "GgufCount",
+    "GgufKv",
+    "GgufTensorInfo",
+    "GgufAlignment",
+    "GgufData",
 ];
 
 /// The directory a case lives in.
@@ -114,6 +123,10 @@ pub enum Dir {
     SafetensorsValid,
     /// safetensors files rejected at open.
     SafetensorsReject,
+    /// GGUF files that open and verify.
+    GgufValid,
+    /// GGUF files rejected at open.
+    GgufReject,
 }
 
 impl Dir {
@@ -127,6 +140,8 @@ impl Dir {
             Dir::HurrayReject => "hurray/reject",
             Dir::SafetensorsValid => "safetensors/valid",
             Dir::SafetensorsReject => "safetensors/reject",
+            Dir::GgufValid => "gguf/valid",
+            Dir::GgufReject => "gguf/reject",
         }
     }
 
@@ -140,6 +155,8 @@ impl Dir {
             Dir::HurrayReject,
             Dir::SafetensorsValid,
             Dir::SafetensorsReject,
+            Dir::GgufValid,
+            Dir::GgufReject,
         ]
         .into_iter()
         .find(|d| d.as_str() == s)
@@ -241,6 +258,7 @@ pub fn all() -> Vec<Case> {
     all.extend(families::all());
     all.extend(hurray::all());
     all.extend(safetensors::all());
+    all.extend(gguf::all());
     all.sort_by(|a, b| a.name.cmp(b.name));
     all
 }

@@ -1,0 +1,34 @@
+//! `gguf::read_file` on whole files. Asserts that an accepted file's
+//! tensors lie inside it, on the alignment, without overlapping, that its
+//! objects and `manifest.json` are made without panicking, and that a
+//! rejection names a GGUF rule.
+#![no_main]
+
+mod common;
+
+use libfuzzer_sys::fuzz_target;
+use ztfs::format::gguf::{json, objects, read_file};
+
+fuzz_target!(|data: &[u8]| {
+    match read_file(data) {
+        Ok(f) => {
+            let mut spans = Vec::new();
+            for t in &f.tensors {
+                assert_eq!(t.offset % f.alignment, 0, "tensor on the alignment");
+                let end = t.start.checked_add(t.len).expect("tensor end fits u64");
+                assert!(end <= data.len() as u64, "tensor inside the file");
+                if t.len > 0 {
+                    spans.push((t.start, end));
+                }
+            }
+            spans.sort();
+            assert!(spans.windows(2).all(|w| w[0].1 <= w[1].0), "no overlap");
+            assert_eq!(objects::objects(&f).len(), f.tensors.len());
+            let _ = json::manifest(&f);
+        }
+        Err(e) => assert!(
+            e.rule().is_some_and(|r| r.name().starts_with("Gguf")),
+            "{e}"
+        ),
+    }
+});

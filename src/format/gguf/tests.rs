@@ -1,0 +1,377 @@
+//! One test per rule, a test per decision, the dims order, and a seeded
+//! mutation run that asserts no panic.
+
+use super::*;
+use crate::error::Rule;
+
+/// A GGUF file under construction: KVs and tensors as bytes.
+#[derive(Clone)]
+pub struct Builder {
+    pub version: u32,
+    pub kv: Vec<u8>,
+    pub kv_count: u64,
+    pub infos: Vec<u8>,
+    pub tensor_count: u64,
+    pub data: Vec<u8>,
+    pub alignment: u64,
+}
+
+pub fn string(out: &mut Vec<u8>, s: &[u8]) {
+    out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+    out.extend_from_slice(s);
+}
+
+impl Builder {
+    pub fn new() -> Builder {
+        Builder {
+            version: 3,
+            kv: Vec::new(),
+            kv_count: 0,
+            infos: Vec::new(),
+            tensor_count: 0,
+            data: Vec::new(),
+            alignment: 32,
+        }
+    }
+
+    /// Adds a KV of type tag `ty` and raw value bytes.
+    pub fn kv(mut self, key: &str, ty: u32, value: &[u8]) -> Builder {
+        string(&mut self.kv, key.as_bytes());
+        self.kv.extend_from_slice(&ty.to_le_bytes());
+        self.kv.extend_from_slice(value);
+        self.kv_count += 1;
+        self
+    }
+
+    /// Adds a tensor info at `offset` (no data).
+    pub fn info(mut self, name: &str, dims: &[u64], ty: u32, offset: u64) -> Builder {
+        string(&mut self.infos, name.as_bytes());
+        self.infos
+            .extend_from_slice(&(dims.len() as u32).to_le_bytes());
+        for d in dims {
+            self.infos.extend_from_slice(&d.to_le_bytes());
+        }
+        self.infos.extend_from_slice(&ty.to_le_bytes());
+        self.infos.extend_from_slice(&offset.to_le_bytes());
+        self.tensor_count += 1;
+        self
+    }
+
+    /// Adds a tensor with its bytes at the next aligned offset.
+    pub fn tensor(self, name: &str, dims: &[u64], ty: u32, bytes: &[u8]) -> Builder {
+        let offset = self.data.len().next_multiple_of(self.alignment as usize);
+        let mut b = self.info(name, dims, ty, offset as u64);
+        b.data.resize(offset, 0);
+        b.data.extend_from_slice(bytes);
+        b
+    }
+
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut out = b"GGUF".to_vec();
+        out.extend_from_slice(&self.version.to_le_bytes());
+        out.extend_from_slice(&self.tensor_count.to_le_bytes());
+        out.extend_from_slice(&self.kv_count.to_le_bytes());
+        out.extend_from_slice(&self.kv);
+        out.extend_from_slice(&self.infos);
+        if self.tensor_count > 0 {
+            out.resize(out.len().next_multiple_of(self.alignment as usize), 0);
+        }
+        out.extend_from_slice(&self.data);
+        out
+    }
+}
+
+fn rule(bytes: &[u8]) -> Option<Rule> {
+    read_file(bytes).expect_err("expected a rejection").rule()
+}
+
+fn u32v(n: u32) -> Vec<u8> {
+    n.to_le_bytes().to_vec()
+}
+
+fn sample() -> Builder {
+    let mut tokens = 8u32.to_le_bytes().to_vec(); // of strings
+    tokens.extend_from_slice(&2u64.to_le_bytes());
+    string(&mut tokens, b"<s>");
+    string(&mut tokens, "é".as_bytes());
+    Builder::new()
+        .kv("general.architecture", 8, &{
+            let mut v = Vec::new();
+            string(&mut v, b"llama");
+            v
+        })
+        .kv("tokenizer.ggml.tokens", 9, &tokens)
+        .kv("x.bool", 7, &[1])
+        .kv("x.i64", 11, &(-5i64).to_le_bytes())
+        .tensor("w", &[3, 2], 0, &[0; 24])
+        .tensor("q", &[32, 2], 8, &[7; 68])
+}
+
+#[test]
+fn reads_a_file() {
+    let f = read_file(&sample().bytes()).unwrap();
+    assert_eq!(f.version, 3);
+    assert_eq!(f.kv.len(), 4);
+    let Value::Array(a) = &f.kv[1].value else {
+        panic!()
+    };
+    assert_eq!((a.string(0), a.string(1)), (Some("<s>"), Some("é")));
+    assert_eq!(f.kv[3].value.as_int(), Some(-5));
+    assert_eq!(f.tensors.len(), 2);
+    let w = &f.tensors[0];
+    assert_eq!(
+        (w.dims.clone(), w.shape(), w.len),
+        (vec![3, 2], vec![2, 3], 24)
+    );
+    assert_eq!(w.start % 32, 0);
+    assert_eq!(w.start, f.data_offset);
+    assert_eq!((f.tensors[1].len, f.tensors[1].ty.name), (68, "q8_0"));
+    let objects = objects::objects(&f);
+    assert_eq!(&*objects[0].shape, &[2, 3]);
+    assert_eq!(&*objects[0].layout, "dense");
+    assert_eq!(&*objects[1].layout, "gguf.q8_0/1");
+    assert_eq!(&*objects[1].shape, &[2, 32]);
+    for o in &objects {
+        crate::format::profiles::check_metadata(o).unwrap();
+    }
+    let j = json::manifest(&f);
+    assert!(
+        j.contains("\"array<string>\"") && j.contains("\"int64\""),
+        "{j}"
+    );
+}
+
+#[test]
+fn version_2_is_read_1_and_big_endian_are_not() {
+    let mut b = sample();
+    b.version = 2;
+    assert!(read_file(&b.bytes()).is_ok());
+    for v in [0, 1, 4, 3u32.swap_bytes()] {
+        b.version = v;
+        assert_eq!(rule(&b.bytes()), Some(Rule::GgufVersion), "{v}");
+    }
+}
+
+#[test]
+fn magic_and_short_header() {
+    assert_eq!(rule(b"GGUF\x03\0\0\0"), Some(Rule::GgufMagic));
+    let mut b = sample().bytes();
+    b[0] = b'X';
+    assert_eq!(rule(&b), Some(Rule::GgufMagic));
+}
+
+#[test]
+fn counts_are_bounded_by_the_bytes_left() {
+    let mut b = Builder::new();
+    b.kv_count = u64::MAX;
+    assert_eq!(rule(&b.bytes()), Some(Rule::GgufCount));
+    let mut b = Builder::new();
+    b.tensor_count = 1_000_000;
+    assert_eq!(rule(&b.bytes()), Some(Rule::GgufCount));
+    // An array of a million strings in a few bytes.
+    let mut v = u32v(8);
+    v.extend_from_slice(&1_000_000u64.to_le_bytes());
+    assert_eq!(
+        rule(&Builder::new().kv("a", 9, &v).bytes()),
+        Some(Rule::GgufCount)
+    );
+}
+
+#[test]
+fn kv_rules() {
+    let bad = [
+        Builder::new().kv("a", 13, &[0]),                 // unknown type
+        Builder::new().kv("a", 7, &[2]),                  // bool 2
+        Builder::new().kv("", 10, &[0; 8]),               // empty key
+        Builder::new().kv("a", 0, &[0]).kv("a", 0, &[0]), // duplicate
+        Builder::new().kv("a", 8, &{
+            let mut v = Vec::new();
+            string(&mut v, b"\xff");
+            v
+        }), // not UTF-8
+        Builder::new().kv("a", 6, &[0, 0]),               // truncated
+    ];
+    for b in bad {
+        assert_eq!(rule(&b.bytes()), Some(Rule::GgufKv));
+    }
+    // Nested arrays: depth 2 read, depth MAX + 1 refused.
+    let nest = |depth: usize| {
+        let mut v = Vec::new();
+        for _ in 1..depth {
+            v.extend_from_slice(&u32v(9));
+            v.extend_from_slice(&1u64.to_le_bytes());
+        }
+        v.extend_from_slice(&u32v(0));
+        v.extend_from_slice(&1u64.to_le_bytes());
+        v.push(7);
+        Builder::new().kv("a", 9, &v).bytes()
+    };
+    let f = read_file(&nest(2)).unwrap();
+    assert!(json::manifest(&f).contains("array<array>"));
+    assert!(read_file(&nest(MAX_ARRAY_DEPTH)).is_ok());
+    assert_eq!(rule(&nest(MAX_ARRAY_DEPTH + 1)), Some(Rule::GgufKv));
+}
+
+#[test]
+fn alignment_rules() {
+    for (ty, v) in [
+        (4, u32v(0)),
+        (4, u32v(48)),
+        (4, u32v(4)),
+        (10, 64u64.to_le_bytes().to_vec()),
+    ] {
+        let b = Builder::new()
+            .kv(ALIGNMENT_KEY, ty, &v)
+            .tensor("t", &[1], 0, &[0; 4]);
+        assert_eq!(rule(&b.bytes()), Some(Rule::GgufAlignment), "{v:?}");
+    }
+    let mut b = Builder::new().kv(ALIGNMENT_KEY, 4, &u32v(64));
+    b.alignment = 64;
+    let b = b
+        .tensor("a", &[1], 0, &[1; 4])
+        .tensor("b", &[1], 0, &[2; 4]);
+    let f = read_file(&b.bytes()).unwrap();
+    assert_eq!((f.alignment, f.tensors[1].offset), (64, 64));
+    assert_eq!(f.data_offset % 64, 0);
+}
+
+#[test]
+fn tensor_info_rules() {
+    let long = "x".repeat(65);
+    let bad = [
+        Builder::new().info("", &[1], 0, 0),
+        Builder::new().info(&long, &[1], 0, 0),
+        Builder::new().info("a\0b", &[1], 0, 0),
+        Builder::new().info("a", &[1, 1, 1, 1, 1], 0, 0),
+        Builder::new().info("a", &[1 << 63], 0, 0),
+        Builder::new().info("a", &[1 << 32, 1 << 31], 0, 0),
+        Builder::new().info("a", &[32], 4, 0),  // removed type
+        Builder::new().info("a", &[32], 99, 0), // unknown type
+        Builder::new().info("a", &[16], 2, 0),  // q4_0 row of 16
+    ];
+    for b in bad {
+        assert_eq!(rule(&b.bytes()), Some(Rule::GgufTensorInfo));
+    }
+    let b = Builder::new().info(&"x".repeat(64), &[1], 0, 0).bytes();
+    let mut b = b;
+    b.resize(b.len().next_multiple_of(32) + 4, 0);
+    assert!(read_file(&b).is_ok());
+    // Truncated info.
+    let mut t = Builder::new().info("a", &[1], 0, 0).bytes();
+    t.truncate(24 + 30);
+    assert!(matches!(
+        rule(&t),
+        Some(Rule::GgufTensorInfo | Rule::GgufCount)
+    ));
+}
+
+#[test]
+fn data_rules() {
+    let base = Builder::new().tensor("a", &[8], 0, &[0; 32]);
+    let bad = [
+        base.clone().info("b", &[1], 0, 16),            // misaligned
+        base.clone().info("b", &[1], 0, 64),            // past the end
+        base.clone().info("b", &[2], 0, 0),             // overlap
+        base.clone().info("a", &[0], 0, 0),             // duplicate name
+        base.clone().info("b", &[1], 0, u64::MAX - 31), // overflow
+    ];
+    for b in bad {
+        assert_eq!(rule(&b.bytes()), Some(Rule::GgufData));
+    }
+    // Zero-length tensors may share an offset; aliasing is not overlap.
+    assert!(read_file(&base.clone().info("e", &[0], 0, 0).bytes()).is_ok());
+    // A data section that would start past the end.
+    let mut b = Builder::new().info("e", &[0], 0, 0).bytes();
+    b.truncate(b.len() - 1);
+    while b.len().is_multiple_of(32) {
+        b.pop();
+    }
+    let b = &b[..b.len()];
+    assert!(matches!(
+        rule(b),
+        Some(Rule::GgufData | Rule::GgufTensorInfo)
+    ));
+}
+
+#[test]
+fn dims_reverse_to_row_major() {
+    let f = read_file(&Builder::new().tensor("t", &[4, 3, 2], 0, &[0; 96]).bytes()).unwrap();
+    assert_eq!(f.tensors[0].shape(), vec![2, 3, 4]);
+    let f = read_file(&Builder::new().tensor("s", &[], 0, &[0; 4]).bytes()).unwrap();
+    assert_eq!((f.tensors[0].shape(), f.tensors[0].len), (vec![], 4));
+}
+
+/// A file read by range, counting the requests and their largest length.
+struct Remote(Vec<u8>, std::cell::Cell<(u64, u64)>);
+
+impl Ranges for Remote {
+    fn size(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn get(&self, offset: u64, len: u64) -> Result<std::borrow::Cow<'_, [u8]>> {
+        let (n, max) = self.1.get();
+        self.1.set((n + 1, max.max(len)));
+        let s: &[u8] = &self.0;
+        Ranges::get(&s, offset, len).map(|c| c.into_owned().into())
+    }
+}
+
+#[test]
+fn by_range_equals_in_memory() {
+    let b = sample().bytes();
+    let remote = Remote(b.clone(), Default::default());
+    assert_eq!(read_file_from(&remote).unwrap(), read_file(&b).unwrap());
+}
+
+#[test]
+fn a_large_tokenizer_table_is_read_by_range_in_bounded_pieces() {
+    // 300,000 tokens: about 4 MiB of KV section; and one string of 3 MiB,
+    // longer than a piece.
+    let n = 300_000u64;
+    let mut v = 8u32.to_le_bytes().to_vec();
+    v.extend_from_slice(&n.to_le_bytes());
+    for i in 0..n {
+        string(&mut v, format!("t{i}").as_bytes());
+    }
+    let mut long = Vec::new();
+    string(&mut long, &vec![b'x'; 3 << 20]);
+    let b = Builder::new()
+        .kv("tokenizer.ggml.tokens", 9, &v)
+        .kv("long", 8, &long)
+        .tensor("w", &[2], 0, &[1; 8])
+        .bytes();
+    let remote = Remote(b.clone(), Default::default());
+    let f = read_file_from(&remote).unwrap();
+    assert_eq!(f, read_file(&b).unwrap());
+    let Value::Array(a) = &f.kv[0].value else {
+        panic!()
+    };
+    assert_eq!((a.len, a.string(299_999)), (n, Some("t299999")));
+    let (requests, largest) = remote.1.get();
+    // A piece a MiB, and the long string at once.
+    assert!(requests <= 12, "{requests} requests");
+    assert_eq!(largest, 3 << 20);
+}
+
+#[test]
+fn mutations_never_panic() {
+    let base = sample().bytes();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..20_000 {
+        let mut b = base.clone();
+        for _ in 0..1 + next() % 4 {
+            let i = (next() % b.len() as u64) as usize;
+            b[i] = next() as u8;
+        }
+        if next() % 8 == 0 {
+            b.truncate((next() % b.len() as u64) as usize);
+        }
+        let _ = read_file(&b);
+    }
+}

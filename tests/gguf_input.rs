@@ -1,0 +1,160 @@
+//! GGUF files through the real binary and the real mount: every valid GGUF
+//! file of the corpus mounted, each tensor's `data` equal to `ztfs cat`
+//! and to its bytes in the file (located independently from the tensor
+//! info of `manifest.json`), `.npy` for the unquantized types, the shape
+//! reversed from the GGUF dims, `manifest.json` equal to `ztfs manifest`,
+//! no `digest`; `ls -l`; and every rejected GGUF file refused before
+//! anything is mounted.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+fn gguf_rows(open: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    rows()
+        .iter()
+        .filter(|r| r.dir.starts_with("gguf/") && open(&r.open))
+        .map(Row::path)
+        .collect()
+}
+
+fn check_gguf_mount(file: &Path) {
+    let bytes = fs::read(file).unwrap();
+    let m = Mount::new(file, &[]);
+    let manifest = fs::read(m.join("manifest.json")).unwrap();
+    assert_eq!(manifest, ztfs_ok(&[Path::new("manifest"), file]));
+    assert!(!m.join("digest").exists(), "a GGUF mount has no digest");
+    let doc = json::Json::parse(std::str::from_utf8(&manifest).unwrap());
+    assert_eq!(doc["format"].text(), "gguf");
+    let infos = doc["tensors"].items();
+    let dirs = object_dirs(&m);
+    assert_eq!(dirs.len(), infos.len(), "one directory per tensor");
+    for info in infos {
+        let name = info["name"].text();
+        let dir = m.join(&dirs[name]);
+        let (start, len) = (
+            info["file_offset"].uint() as usize,
+            info["length"].uint() as usize,
+        );
+        let want = &bytes[start..start + len];
+        let data = fs::read(dir.join("data")).unwrap();
+        assert_same(&data, want, &format!("{name}: data vs the file"));
+        assert_same(
+            &cat(file, name, "data", false).unwrap(),
+            want,
+            &format!("{name}: cat"),
+        );
+        let meta = meta(&dir);
+        let dims: Vec<u64> = info["dims"].items().iter().map(|d| d.uint()).collect();
+        let shape: Vec<u64> = meta["shape"].items().iter().map(|d| d.uint()).collect();
+        assert_eq!(
+            shape,
+            dims.iter().rev().copied().collect::<Vec<_>>(),
+            "{name}: shape"
+        );
+        assert_eq!(meta["ggml_type"].text(), info["type"].text());
+        let quantized = info["block_elems"].uint() > 1 || info["type"].text().starts_with("tq");
+        // A block array's .npy is its bytes, flat u8, as for any part
+        // of a layout other than dense.
+        let npy = fs::read(dir.join("data.npy")).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(&npy[npy.len() - len..], want, "{name}: .npy payload");
+        let header = String::from_utf8_lossy(&npy[..npy.len() - len]).into_owned();
+        if quantized {
+            assert!(meta["layout"].text().starts_with("gguf."), "{name}");
+            assert!(
+                header.contains(&format!("'shape': ({len},)")),
+                "{name}: {header}"
+            );
+        } else {
+            assert_eq!(meta["layout"].text(), "dense");
+        }
+        assert!(!dir.join("data.raw").exists(), "{name}: no .raw file");
+    }
+}
+
+#[test]
+fn every_valid_gguf_file_mounts_and_serves_its_bytes() {
+    let files = gguf_rows(|o| o == "valid");
+    assert!(files.len() >= 8, "{files:?}");
+    for f in files {
+        check_gguf_mount(&f);
+    }
+}
+
+#[test]
+fn rejected_gguf_files_are_not_mounted() {
+    let m = Mount::unmounted();
+    for f in gguf_rows(|o| o.starts_with("reject:")) {
+        let out = m.mount(&f, &[]);
+        assert_eq!(out.status.code(), Some(1), "{}", f.display());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("rejected (Gguf"), "{}: {err}", f.display());
+        assert!(!is_mounted(m.path()), "{}", f.display());
+    }
+}
+
+#[test]
+fn ls_long_names_ggml_types_and_shapes() {
+    let f = corpus().join("gguf/valid/basic.gguf");
+    let out = String::from_utf8(ztfs_ok(&[Path::new("ls"), Path::new("-l"), &f])).unwrap();
+    let line = |name: &str| {
+        out.lines()
+            .find(|l| l.ends_with(&format!(" {name}")))
+            .unwrap_or_else(|| panic!("{name} in {out}"))
+            .to_string()
+    };
+    assert!(line("token_embd.weight").contains("[2, 3]"), "{out}");
+    assert!(line("blk.0.q4_k").contains("gguf.q4_k/1"), "{out}");
+    assert!(line("blk.0.q8_0").contains("q8_0"), "{out}");
+    let check = ztfs(&[Path::new("check"), Path::new("--verify"), &f]);
+    assert!(check.status.success());
+    let digest = ztfs(&[Path::new("digest"), &f]);
+    assert_eq!(digest.status.code(), Some(1));
+    let shard = ztfs(&[
+        Path::new("check"),
+        Path::new("--shard"),
+        Path::new("a=b"),
+        &f,
+    ]);
+    assert_eq!(shard.status.code(), Some(2));
+}
+
+#[test]
+fn manifest_keeps_kv_types_and_order() {
+    let f = corpus().join("gguf/valid/basic.gguf");
+    let doc = json::Json::parse(&String::from_utf8(ztfs_ok(&[Path::new("manifest"), &f])).unwrap());
+    let kv = doc["kv"].items();
+    let types: Vec<&str> = kv.iter().map(|e| e["type"].text()).collect();
+    assert_eq!(
+        types,
+        [
+            "string",
+            "string",
+            "uint8",
+            "int8",
+            "uint16",
+            "int16",
+            "uint32",
+            "int32",
+            "float32",
+            "bool",
+            "uint64",
+            "int64",
+            "float64",
+            "array<string>",
+            "array<float32>",
+            "array<array>",
+            "array<int32>"
+        ]
+    );
+    assert_eq!(kv[10]["value"].uint(), u64::MAX);
+    let tokens: Vec<&str> = kv[13]["value"].items().iter().map(|t| t.text()).collect();
+    assert_eq!(tokens, ["<s>", "</s>", "é", ""]);
+    let split = corpus().join("gguf/valid/split-file.gguf");
+    let out = ztfs(&[Path::new("check"), &split]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("split"));
+}
