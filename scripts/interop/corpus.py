@@ -67,6 +67,8 @@ def read_expected(corpus: str) -> dict:
                 continue  # the Hurray corpus: hurray_check.py reads it
             if name.endswith(".safetensors"):
                 continue  # the safetensors corpus: st_input.py reads it
+            if name.endswith(".gguf"):
+                continue  # the GGUF corpus: gguf_input.py reads it
             stem = name[:-3] if name.endswith(".zt") else name
             rows[f"{d}/{stem}"] = Row(stem, d, norm_expect(cols[2]), norm_expect(cols[3]))
     return rows
@@ -82,7 +84,9 @@ def corpus_files(corpus: str) -> list[tuple[str, str]]:
         hurray = rel.startswith("hurray/") or rel.endswith(".hrry")
         # safetensors files (corpus/safetensors/): st_input.py reads them.
         st = rel.startswith("safetensors/")
-        if not os.path.isfile(path) or rel == "expected.tsv" or hurray or st:
+        # GGUF files (corpus/gguf/): gguf_input.py reads them.
+        gguf = rel.startswith("gguf/")
+        if not os.path.isfile(path) or rel == "expected.tsv" or hurray or st or gguf:
             continue
         out.append((rel[:-3] if rel.endswith(".zt") else rel, path))
     return out
