@@ -114,58 +114,27 @@ impl Model {
     /// (the format has no content digests, so there is nothing more for
     /// `--verify` to check). It has no shards.
     fn open_hurray(root: Store, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
-        if let Some((name, _)) = overrides.first() {
-            return Err(Error::Usage(format!(
-                "--shard {name}: a Hurray file has no shards"
-            )));
-        }
+        no_shards(&overrides, "a Hurray file has no shards")?;
         let file = hurray::read_file_from(&root)?;
         let objects = hurray::objects::objects(&file);
-        Ok(Model {
-            root,
-            footer: None,
-            hurray: Some(file),
-            safetensors: None,
-            gguf: None,
-            manifest: Some(Manifest {
-                objects,
-                shards: None,
-                attributes: None,
-            }),
-            overrides,
-            shards: Vec::new(),
-            proofs: Vec::new(),
-            trust_shards: false,
-        })
+        let mut model = Model::one_file(root, objects);
+        model.hurray = Some(file);
+        Ok(model)
     }
 
     /// Opens a GGUF file: every structural rule is checked here (the
     /// format has no digests and no content rules). A file of a split
     /// model is read alone; it has no shards in ztfs' sense.
     fn open_gguf(root: Store, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
-        if let Some((name, _)) = overrides.first() {
-            return Err(Error::Usage(format!(
-                "--shard {name}: a GGUF file has no shards (a split GGUF file is read alone)"
-            )));
-        }
+        no_shards(
+            &overrides,
+            "a GGUF file has no shards (a split GGUF file is read alone)",
+        )?;
         let file = gguf::read_file_from(&root)?;
         let objects = gguf::objects::objects(&file);
-        Ok(Model {
-            root,
-            footer: None,
-            hurray: None,
-            safetensors: None,
-            gguf: Some(file),
-            manifest: Some(Manifest {
-                objects,
-                shards: None,
-                attributes: None,
-            }),
-            overrides,
-            shards: Vec::new(),
-            proofs: Vec::new(),
-            trust_shards: false,
-        })
+        let mut model = Model::one_file(root, objects);
+        model.gguf = Some(file);
+        Ok(model)
     }
 
     /// Opens a safetensors file: every rule of the format is checked here
@@ -173,11 +142,7 @@ impl Model {
     /// rules of the zTensor types its dtypes map to, `bool` bytes, are
     /// checked when the data is read or verified). It has no shards.
     fn open_safetensors(root: Store, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
-        if let Some((name, _)) = overrides.first() {
-            return Err(Error::Usage(format!(
-                "--shard {name}: a safetensors file has no shards"
-            )));
-        }
+        no_shards(&overrides, "a safetensors file has no shards")?;
         let header = safetensors::read_header_from(&root)?;
         let objects = safetensors::objects::objects(&header);
         let info = SafetensorsFile {
@@ -185,22 +150,30 @@ impl Model {
             metadata_entries: header.metadata.as_ref().map_or(0, Vec::len),
             data_len: root.len() - header.data_start(),
         };
-        Ok(Model {
+        let mut model = Model::one_file(root, objects);
+        model.safetensors = Some(info);
+        Ok(model)
+    }
+
+    /// A model of one file of another format than zTensor, its tensors
+    /// mapped to `objects`: no footer, no shards.
+    fn one_file(root: Store, objects: Vec<format::Object>) -> Model {
+        Model {
             root,
             footer: None,
             hurray: None,
-            safetensors: Some(info),
+            safetensors: None,
             gguf: None,
             manifest: Some(Manifest {
                 objects,
                 shards: None,
                 attributes: None,
             }),
-            overrides,
+            overrides: Vec::new(),
             shards: Vec::new(),
             proofs: Vec::new(),
             trust_shards: false,
-        })
+        }
     }
 
     /// What the model keeps of a safetensors file, when the root is one.
@@ -414,5 +387,13 @@ impl ShardError {
             Some(rule) => Error::reject(rule, self.detail.clone()),
             None => Error::Unsupported(self.detail.clone()),
         }
+    }
+}
+
+/// Refuses `--shard` for a file that has no shards, saying why.
+fn no_shards(overrides: &[(String, PathBuf)], why: &str) -> Result<()> {
+    match overrides.first() {
+        Some((name, _)) => Err(Error::Usage(format!("--shard {name}: {why}"))),
+        None => Ok(()),
     }
 }
