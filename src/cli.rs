@@ -17,8 +17,9 @@ use crate::shards::Found;
 use crate::tree::clones::{ClonePolicy, Passthrough};
 use crate::tree::{NpyDtypes, Options, View};
 
-/// Look inside zTensor v2 model files: check them, list and read their
-/// tensors, and mount them as read-only directory trees.
+/// Look inside tensor model files (zTensor v2, Hurray, safetensors, GGUF;
+/// local or by URL): check them, list and read their tensors, and mount
+/// them as read-only directory trees.
 #[derive(Parser, Debug)]
 #[command(name = "ztfs", version, about, long_about = None)]
 #[command(
@@ -55,7 +56,7 @@ pub enum Command {
     /// without reading tensor bytes: footer, manifest hash, strict CBOR,
     /// schema, names, shapes, blob bounds and overlap, layout metadata.
     Check {
-        /// The .zt file.
+        /// The model file (.zt, .hrry, .safetensors, .gguf) or its URL.
         file: PathBuf,
         /// Also decode every part and check its digest and content rules
         /// (bool bytes, f4_e2m1 padding), and each shard's whole-file
@@ -70,7 +71,7 @@ pub enum Command {
     /// List objects: names; with -l layout, type, shape and size, file
     /// attributes and the shard table.
     Ls {
-        /// The .zt file.
+        /// The model file (.zt, .hrry, .safetensors, .gguf) or its URL.
         file: PathBuf,
         /// Long listing.
         #[arg(short = 'l', long = "long")]
@@ -88,7 +89,7 @@ pub enum Command {
     },
     /// Write a part's decoded bytes to stdout.
     Cat {
-        /// The .zt file.
+        /// The model file (.zt, .hrry, .safetensors, .gguf) or its URL.
         file: PathBuf,
         /// The object's name, exactly as in the manifest.
         object: String,
@@ -109,7 +110,7 @@ pub enum Command {
     },
     /// Print the model's content digest (zt.content/1, §6.4).
     Digest {
-        /// The .zt file.
+        /// The model file (.zt, .hrry, .safetensors, .gguf) or its URL.
         file: PathBuf,
         /// The hash over the content value.
         #[arg(long, value_enum, default_value_t = AlgoArg::Sha256)]
@@ -117,7 +118,7 @@ pub enum Command {
     },
     /// Print the manifest as JSON (the mount's manifest.json).
     Manifest {
-        /// The .zt file.
+        /// The model file (.zt, .hrry, .safetensors, .gguf) or its URL.
         file: PathBuf,
     },
     /// Mount a model as a read-only directory tree.
@@ -146,7 +147,7 @@ pub enum Command {
 /// Options of `ztfs mount`.
 #[derive(clap::Args, Debug)]
 pub struct MountCmd {
-    /// The .zt file.
+    /// The model file (.zt, .hrry, .safetensors, .gguf) or its URL.
     pub file: PathBuf,
     /// An existing directory to mount on.
     pub mountpoint: PathBuf,
