@@ -108,6 +108,24 @@ impl fmt::Debug for Digest {
 }
 
 impl Part {
+    /// A raw part of an unsharded file, its stored bytes `[offset, offset +
+    /// length)` of it, with no encoding and no digest: how the readers of
+    /// other formats (Hurray, safetensors, GGUF) map a tensor's bytes.
+    pub fn raw(name: Text, ty: ElementType, offset: u64, length: u64) -> Part {
+        Part {
+            name,
+            ty,
+            blob: BlobRef {
+                offset,
+                length,
+                shard: None,
+            },
+            encoding: None,
+            decoded_length: None,
+            digest: None,
+        }
+    }
+
     /// The decoded size: `decoded_length` if encoded, else the blob length.
     pub fn decoded_size(&self) -> u64 {
         self.decoded_length.unwrap_or(self.blob.length)

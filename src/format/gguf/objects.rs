@@ -16,7 +16,7 @@
 
 use super::{File, TensorInfo};
 use crate::format::cbor::{self, Value};
-use crate::format::manifest::{BlobRef, Object, Part};
+use crate::format::manifest::{Object, Part};
 use crate::format::profiles::DENSE;
 use crate::format::text::Texts;
 use crate::format::types::{DType, ElementType};
@@ -60,20 +60,14 @@ fn object(t: &TensorInfo, texts: &mut Texts, data: &crate::format::Text) -> Obje
         shape: texts.shape(&t.shape()),
         layout,
         attributes,
-        parts: vec![Part {
-            name: data.clone(),
-            ty: ElementType {
+        parts: vec![Part::raw(
+            data.clone(),
+            ElementType {
                 dtype,
                 logical: None,
             },
-            blob: BlobRef {
-                offset: t.start,
-                length: t.len,
-                shard: None,
-            },
-            encoding: None,
-            decoded_length: None,
-            digest: None,
-        }],
+            t.start,
+            t.len,
+        )],
     }
 }

@@ -18,7 +18,7 @@
 //! says why.
 
 use super::{ElemType, File, Layout, Tensor};
-use crate::format::manifest::{BlobRef, Object, Part};
+use crate::format::manifest::{Object, Part};
 use crate::format::text::Texts;
 use crate::format::types::{DType, ElementType};
 
@@ -113,32 +113,20 @@ pub fn objects(file: &File) -> Vec<Object> {
             let d = &t.descriptor;
             let mut parts = Vec::with_capacity(d.buffers.len() + 1);
             if let Data::Direct { offset, length } = data_of(t) {
-                parts.push(Part {
-                    name: data_name.clone(),
-                    ty: u8_type.clone(),
-                    blob: BlobRef {
-                        offset,
-                        length,
-                        shard: None,
-                    },
-                    encoding: None,
-                    decoded_length: None,
-                    digest: None,
-                });
+                parts.push(Part::raw(
+                    data_name.clone(),
+                    u8_type.clone(),
+                    offset,
+                    length,
+                ));
             }
             for (i, (b, &offset)) in d.buffers.iter().zip(&t.buffer_offsets).enumerate() {
-                parts.push(Part {
-                    name: buffer_names[i].clone(),
-                    ty: u8_type.clone(),
-                    blob: BlobRef {
-                        offset,
-                        length: b.size,
-                        shard: None,
-                    },
-                    encoding: None,
-                    decoded_length: None,
-                    digest: None,
-                });
+                parts.push(Part::raw(
+                    buffer_names[i].clone(),
+                    u8_type.clone(),
+                    offset,
+                    b.size,
+                ));
             }
             let layout = texts.get(&format!("{LAYOUT_PREFIX}{}", super::layout_name(&d.layout)));
             Object {

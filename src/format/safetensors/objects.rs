@@ -11,7 +11,7 @@
 //! bytes are served raw (`data.raw`) and never reinterpreted.
 
 use super::{Dtype, Header};
-use crate::format::manifest::{BlobRef, Object, Part};
+use crate::format::manifest::{Object, Part};
 use crate::format::text::Texts;
 use crate::format::types::{DType, ElementType};
 
@@ -62,21 +62,15 @@ pub fn objects(header: &Header) -> Vec<Object> {
                 shape: texts.shape(&t.shape),
                 layout: dense.clone(),
                 attributes: None,
-                parts: vec![Part {
-                    name: data.clone(),
-                    ty: ElementType {
+                parts: vec![Part::raw(
+                    data.clone(),
+                    ElementType {
                         dtype,
                         logical: logical.map(|l| texts.get(l)),
                     },
-                    blob: BlobRef {
-                        offset,
-                        length,
-                        shard: None,
-                    },
-                    encoding: None,
-                    decoded_length: None,
-                    digest: None,
-                }],
+                    offset,
+                    length,
+                )],
             }
         })
         .collect()
