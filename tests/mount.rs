@@ -996,15 +996,7 @@ fn invalid_file_refused() {
 
 #[test]
 fn verify_mode() {
-    let rows: Vec<Row> = rows()
-        .into_iter()
-        .filter(|r| r.verify == "reject:Digest")
-        .collect();
-    assert!(
-        !rows.is_empty(),
-        "no corpus file fails --verify on a digest"
-    );
-    for row in &rows {
+    for row in &common::rows_failing_on_a_digest() {
         check_verify(&row.path());
     }
     let good = sample("tiny-llama.zt");

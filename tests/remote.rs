@@ -505,14 +505,7 @@ fn a_disk_cache_keeps_within_its_size_and_serves_cat_too() {
 #[test]
 fn verify_checks_remote_parts_as_they_are_first_read() {
     let server = Nginx::serve(&corpus());
-    let rows: Vec<common::Row> = (common::rows().into_iter())
-        .filter(|r| r.verify == "reject:Digest")
-        .collect();
-    assert!(
-        !rows.is_empty(),
-        "no corpus file fails --verify on a digest"
-    );
-    for row in &rows {
+    for row in &common::rows_failing_on_a_digest() {
         let (local, url) = both(&server, &row.path());
         let here = Mount::new(&local, &["--verify"]);
         let there = Mount::new(Path::new(&url), &["--verify"]);

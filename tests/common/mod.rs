@@ -94,6 +94,19 @@ impl Row {
     }
 }
 
+/// The corpus rows that open but fail `--verify` on a part's digest (at
+/// least one, or the tests built on them would test nothing).
+pub fn rows_failing_on_a_digest() -> Vec<Row> {
+    let rows: Vec<Row> = (rows().into_iter())
+        .filter(|r| r.verify == "reject:Digest")
+        .collect();
+    assert!(
+        !rows.is_empty(),
+        "no corpus file fails --verify on a digest"
+    );
+    rows
+}
+
 /// Every row of `corpus/expected.tsv`.
 pub fn rows() -> Vec<Row> {
     let path = corpus().join("expected.tsv");
