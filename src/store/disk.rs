@@ -289,8 +289,17 @@ use std::os::unix::fs::OpenOptionsExt;
 /// bytes, whole and unaltered.
 fn read_entry(path: &Path, key: &Key, len: u64, buf: &mut Vec<u8>) -> std::io::Result<()> {
     let bad = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string());
-    let f = File::open(path)?;
-    if f.metadata()?.len() != HEADER as u64 + len {
+    // O_NONBLOCK: a FIFO put in the cache's place would otherwise hold the
+    // reader until someone writes to it; only a regular file is read.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(bad("it is not a regular file"));
+    }
+    if meta.len() != HEADER as u64 + len {
         return Err(bad("its size is wrong"));
     }
     let mut f = f.take(HEADER as u64 + len);

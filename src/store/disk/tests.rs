@@ -97,3 +97,20 @@ fn a_stale_temporary_file_is_removed_and_strangers_are_left_alone() {
     assert!(dir.path().join("notes.txt").exists());
     assert_eq!(disk.held(), 0);
 }
+
+#[test]
+fn a_fifo_in_a_block_s_place_is_dropped_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Disk::open(dir.path(), 1 << 20).unwrap();
+    let k = key(&id(), 9);
+    disk.put(&k, &block(9, 64));
+    let path = disk.path(&k);
+    std::fs::remove_file(&path).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo");
+    assert_eq!(disk.get(&k, 64, Vec::new()), None);
+    assert!(!path.exists(), "the FIFO was removed");
+}
