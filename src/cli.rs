@@ -17,6 +17,8 @@ use crate::shards::Found;
 use crate::tree::clones::{ClonePolicy, Passthrough};
 use crate::tree::{NpyDtypes, Options, View};
 
+mod pack;
+
 /// Look inside tensor model files (zTensor v2, Hurray, safetensors, GGUF;
 /// local or by URL): check them, list and read their tensors, and mount
 /// them as read-only directory trees.
@@ -129,6 +131,11 @@ pub enum Command {
     /// the background; `ztfs unmount MNT` or SIGINT/SIGTERM/SIGHUP to the
     /// daemon unmounts.
     Mount(MountCmd),
+    /// Write a model as a zTensor v2 file: by default in canonical form
+    /// (§6.3: 64 KiB placement in name order, equal parts sharing a blob,
+    /// an xxh3 digest on every part), so the same tensors give the same
+    /// bytes. Written under a temporary name and renamed when complete.
+    Pack(pack::PackCmd),
     /// Unmount a ztfs mount, including a stale one whose daemon has died.
     Unmount {
         /// The mount point.
@@ -313,6 +320,7 @@ impl Command {
             | Command::Digest { file, .. }
             | Command::Manifest { file } => Some(file),
             Command::Mount(m) => Some(&m.file),
+            Command::Pack(p) => Some(&p.input),
             Command::Unmount { .. } | Command::Completions { .. } | Command::Man => None,
         }
     }
@@ -362,6 +370,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Digest { file, algo } => print_digest(&file, algo),
         Command::Manifest { file } => manifest(&file),
         Command::Mount(m) => mount_cmd(m),
+        Command::Pack(p) => pack::run(p),
         Command::Unmount { mountpoint } => mount::unmount(&mountpoint),
         Command::Completions { shell } => {
             use clap::CommandFactory;

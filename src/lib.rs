@@ -15,6 +15,7 @@ pub mod fstab;
 pub mod fuse;
 pub mod model;
 pub mod mount;
+pub mod pack;
 pub mod read;
 pub mod report;
 pub mod shards;

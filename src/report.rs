@@ -368,6 +368,7 @@ pub fn ls_json(model: &Model) -> Result<String> {
 
 /// Progress of a long verification on a terminal: `verified X of Y`.
 pub struct Progress {
+    verb: &'static str,
     total: u64,
     done: u64,
     shown: bool,
@@ -378,7 +379,13 @@ pub struct Progress {
 impl Progress {
     /// Shows progress only on a terminal and only for more than 256 MiB.
     pub fn new(total: u64, terminal: bool) -> Progress {
+        Progress::doing("verifying", total, terminal)
+    }
+
+    /// [`Progress::new`] of work named `verb` (`packing`).
+    pub fn doing(verb: &'static str, total: u64, terminal: bool) -> Progress {
         let mut p = Progress {
+            verb,
             total,
             done: 0,
             shown: false,
@@ -405,7 +412,8 @@ impl Progress {
         self.shown = true;
         let pct = self.done as f64 * 100.0 / self.total.max(1) as f64;
         eprint!(
-            "\rverifying: {} of {} ({pct:.0}%)   ",
+            "\r{}: {} of {} ({pct:.0}%)   ",
+            self.verb,
             human(self.done),
             human(self.total)
         );

@@ -17,6 +17,7 @@ pub mod safetensors;
 pub mod text;
 pub mod types;
 pub mod validate;
+pub mod write;
 
 pub use footer::Footer;
 pub use manifest::{BlobRef, Digest, Manifest, Object, Part, Shard};

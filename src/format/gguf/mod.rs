@@ -43,6 +43,7 @@
 //! - **A split file** (`split.count` > 1) is read alone: its own tensors,
 //!   its KVs; the other files of the split are not looked for.
 
+mod attributes;
 pub mod json;
 pub mod objects;
 
@@ -52,6 +53,7 @@ mod kv;
 #[cfg(test)]
 mod tests;
 
+pub use attributes::attributes;
 pub use ggml::{ggml_type, GgmlType};
 pub use kv::{scalar_int, Array, Items, Value, ValueType, MAX_ARRAY_DEPTH};
 

@@ -75,3 +75,19 @@ pub fn objects(header: &Header) -> Vec<Object> {
         })
         .collect()
 }
+
+/// `__metadata__` as zTensor file attributes (deterministic CBOR, text
+/// values), for `ztfs pack`; `None` when the header has none.
+pub fn attributes(header: &Header) -> Option<Vec<u8>> {
+    use crate::format::cbor::{self, text_key_cmp, Value};
+    let mut entries: Vec<&(String, String)> = header.metadata.as_ref()?.iter().collect();
+    entries.sort_by(|a, b| text_key_cmp(&a.0, &b.0));
+    let map = Value::Map(
+        (entries.into_iter())
+            .map(|(k, v)| (Value::Text(k), Value::Text(v)))
+            .collect(),
+    );
+    let mut out = Vec::new();
+    cbor::encode(&map, &mut out);
+    Some(out)
+}

@@ -1,0 +1,100 @@
+//! `ztfs pack`: its options and the one function that runs it.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use super::{parse_shard, parse_size, AlgoArg};
+use crate::digest::Algo;
+use crate::error::{Error, Result};
+use crate::model::Model;
+use crate::pack::{self, Options, Source};
+use crate::report::{self, Progress};
+
+/// Options of `ztfs pack`.
+#[derive(clap::Args, Debug)]
+pub struct PackCmd {
+    /// The model to pack (.zt, .safetensors, .gguf) or its URL.
+    pub input: PathBuf,
+    /// The zTensor file to write (replaced if it exists). Its shards, with
+    /// --shard-size, go beside it as STEM-NNNNN-of-NNNNN.zt.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// The digest of every part (and shard). Canonical form needs xxh3.
+    #[arg(long, value_enum, default_value_t = AlgoArg::Xxh3)]
+    pub digest: AlgoArg,
+    /// Compress each part as zt.zstd-seekable/1 at LEVEL (default 3),
+    /// where that makes it smaller.
+    #[arg(long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "3",
+          allow_negative_numbers = true)]
+    pub zstd: Option<i32>,
+    /// Decoded bytes per zstd frame (at most 16M).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1M")]
+    pub frame_size: u64,
+    /// Write the blobs to data shards of about SIZE each (a larger part
+    /// gets a shard of its own); the output holds the manifest.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub shard_size: Option<u64>,
+    /// Place blobs at multiples of SIZE (a multiple of 4K). Canonical form
+    /// is 64K.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64K")]
+    pub align: u64,
+    /// Use PATH for shard NAME of a zTensor input (repeatable).
+    #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
+    pub shard: Vec<(String, PathBuf)>,
+}
+
+/// Runs `ztfs pack`: writes the file, then says what it wrote.
+pub fn run(cmd: PackCmd) -> Result<()> {
+    let opts = Options {
+        digest: match cmd.digest {
+            AlgoArg::Xxh3 => Algo::Xxh3,
+            AlgoArg::Sha256 => Algo::Sha256,
+        },
+        zstd: cmd.zstd,
+        frame_len: cmd.frame_size,
+        shard_size: cmd.shard_size,
+        align: cmd.align,
+    };
+    if crate::store::remote::url_of(&cmd.output).is_some() {
+        return Err(Error::Usage(format!(
+            "{}: ztfs pack writes local files only",
+            cmd.output.display()
+        )));
+    }
+    let source = Source::of_model(Model::open_with(&cmd.input, cmd.shard)?)?;
+    let mut progress = Progress::doing(
+        "packing",
+        source.decoded_bytes(),
+        std::io::stderr().is_terminal(),
+    );
+    let summary = pack::pack(&source, &cmd.output, &opts, &mut |n| progress.add(n));
+    progress.clear();
+    let s = summary?;
+    let mut notes = Vec::new();
+    if s.shared > 0 {
+        notes.push(format!("{} sharing an earlier part's blob", s.shared));
+    }
+    if opts.zstd.is_some() {
+        notes.push(format!("{} compressed", s.compressed));
+    }
+    let notes = match notes.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", notes.join(", ")),
+    };
+    let shards = match s.shards {
+        0 => String::new(),
+        n => format!(", {n} data shards"),
+    };
+    let form = match opts.is_canonical() {
+        true => "canonical",
+        false => "not canonical",
+    };
+    println!(
+        "{}: {} objects, {} parts{notes}, {} decoded, {form}{shards}",
+        cmd.output.display(),
+        s.objects,
+        s.parts,
+        report::human(s.decoded_bytes),
+    );
+    Ok(())
+}

@@ -1,0 +1,328 @@
+//! `ztfs pack`: writing a model (any format ztfs reads, or `.npy` files)
+//! as a zTensor v2 file.
+//!
+//! By default the output is canonical (§6.3): blobs at successive 64 KiB
+//! boundaries from 65536 in the bytewise order of (object name, part
+//! name), parts with the same decoded bytes sharing one blob (confirmed
+//! on the bytes, not only the hash), all raw, every part with an xxh3
+//! digest, one file, the manifest last. Identical inputs give identical
+//! bytes. Options leave canonical form knowingly: a coarser or finer
+//! `--align`, `--digest sha256`, `--zstd` (each part compressed as
+//! `zt.zstd-seekable/1` only where that makes it smaller), `--shard-size`
+//! (data shards named `NNNNN-of-NNNNN`, found positionally beside the
+//! root). Names are written as the source has them.
+//!
+//! Parts are streamed: memory is a few chunks and one compression frame,
+//! whatever the model's size. Every source part is decoded and checked as
+//! it is read (its encoding, its content rules, its digest when it has
+//! one), so a damaged source stops the pack rather than being copied.
+//! Files are written under temporary names and renamed at the end
+//! ([`out`]).
+
+mod out;
+mod seekable;
+mod source;
+
+use crate::digest::{Algo, Hasher};
+use crate::error::{Error, Result};
+use crate::format::manifest::{BlobRef, Digest, Manifest, Object, Part};
+use crate::format::text::Texts;
+use out::{Out, Place};
+pub use seekable::DEFAULT_FRAME_LEN;
+pub use source::Source;
+
+/// Canonical placement (§6.3 rule 2).
+pub const CANONICAL_ALIGN: u64 = 64 << 10;
+
+/// How to write.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The digest of every part, and of every shard.
+    pub digest: Algo,
+    /// zstd level, when parts are to be compressed.
+    pub zstd: Option<i32>,
+    /// Decoded bytes per zstd frame.
+    pub frame_len: u64,
+    /// Data shards of about this many bytes; `None` for one file.
+    pub shard_size: Option<u64>,
+    /// Blob placement, a multiple of 4096.
+    pub align: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            digest: Algo::Xxh3,
+            zstd: None,
+            frame_len: DEFAULT_FRAME_LEN,
+            shard_size: None,
+            align: CANONICAL_ALIGN,
+        }
+    }
+}
+
+/// What a pack wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Objects written.
+    pub objects: usize,
+    /// Parts written, and of those how many share an earlier part's blob.
+    pub parts: usize,
+    /// Parts that share an earlier part's blob.
+    pub shared: usize,
+    /// Parts stored compressed.
+    pub compressed: usize,
+    /// Decoded bytes of all parts.
+    pub decoded_bytes: u64,
+    /// The root file's length.
+    pub root_len: u64,
+    /// Data shards written.
+    pub shards: usize,
+}
+
+/// Writes `source` to `path` as `opts` say; `progress` hears of every
+/// decoded byte read from the source.
+pub fn pack(
+    source: &Source,
+    path: &std::path::Path,
+    opts: &Options,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Summary> {
+    check_options(opts)?;
+    let mut out = Out::create(path, opts.align, opts.shard_size)?;
+    let mut written = Written::default();
+    let mut summary = Summary {
+        objects: 0,
+        parts: 0,
+        shared: 0,
+        compressed: 0,
+        decoded_bytes: 0,
+        root_len: 0,
+        shards: 0,
+    };
+    let mut texts = Texts::default();
+    let mut objects = Vec::new();
+    for object in source.objects_in_canonical_order() {
+        let mut parts = Vec::new();
+        for part in source.parts_in_canonical_order(object) {
+            let mut stream = |sink: &mut dyn FnMut(&[u8]) -> Result<()>| {
+                source.stream(object, part, &mut |c| {
+                    progress(c.len() as u64);
+                    sink(c)
+                })
+            };
+            let w = write_part(
+                &mut out,
+                &mut written,
+                &mut stream,
+                part.decoded_size(),
+                opts,
+            )?;
+            summary.parts += 1;
+            summary.shared += usize::from(w.shared);
+            summary.compressed += usize::from(w.encoded);
+            summary.decoded_bytes += part.decoded_size();
+            parts.push(w.part(part, &out, &mut texts));
+        }
+        objects.push(Object {
+            parts,
+            ..object.clone()
+        });
+        summary.objects += 1;
+    }
+    summary.shards = out.shard_count();
+    let manifest = Manifest {
+        objects,
+        shards: None,
+        attributes: source.attributes()?,
+    };
+    summary.root_len = out.finish(manifest, opts.digest)?;
+    Ok(summary)
+}
+
+impl Options {
+    /// True when these options write canonical form (§6.3 rules 2, 4, 6;
+    /// rule 5, names in NFC, is the source's).
+    pub fn is_canonical(&self) -> bool {
+        self.digest == Algo::Xxh3
+            && self.zstd.is_none()
+            && self.shard_size.is_none()
+            && self.align == CANONICAL_ALIGN
+    }
+}
+
+fn check_options(opts: &Options) -> Result<()> {
+    let usage = |m: String| Err(Error::Usage(m));
+    if opts.align == 0 || opts.align % crate::format::ALIGN != 0 {
+        return usage(format!(
+            "--align {}: blobs must be placed at a multiple of 4096 (§2.4)",
+            opts.align
+        ));
+    }
+    let max = crate::decode::zstd_seekable::MAX_FRAME_LEN;
+    if opts.frame_len == 0 || opts.frame_len > max {
+        return usage(format!(
+            "--frame-size {}: a zt.zstd-seekable/1 frame holds 1 byte to 16 MiB ({max})",
+            opts.frame_len
+        ));
+    }
+    if let Some(level) = opts.zstd {
+        let range = zstd::compression_level_range();
+        if !range.contains(&level) {
+            return usage(format!(
+                "--zstd {level}: zstd levels run from {} to {}",
+                range.start(),
+                range.end()
+            ));
+        }
+    }
+    if opts.shard_size == Some(0) {
+        return usage("--shard-size 0: a shard must hold something".into());
+    }
+    Ok(())
+}
+
+/// One written part.
+struct WrittenPart {
+    place: Place,
+    stored_len: u64,
+    encoded: bool,
+    shared: bool,
+    digest: String,
+}
+
+impl WrittenPart {
+    /// The output manifest's part: the source's name and types, the new
+    /// blob, encoding and digest.
+    fn part(&self, source: &Part, out: &Out, texts: &mut Texts) -> Part {
+        let shard = self.place.file.map(|i| texts.get(&out.shard_name(i)));
+        Part {
+            name: source.name.clone(),
+            ty: source.ty.clone(),
+            blob: BlobRef {
+                offset: self.place.offset,
+                length: self.stored_len,
+                shard,
+            },
+            encoding: self
+                .encoded
+                .then(|| texts.get(crate::decode::zstd_seekable::ID)),
+            decoded_length: self.encoded.then_some(source.decoded_size()),
+            digest: Some(Digest::parse(&self.digest)),
+        }
+    }
+}
+
+/// The blobs written so far, by what could make a later part share one:
+/// its decoded length and XXH3-64.
+#[derive(Default)]
+struct Written {
+    blobs: std::collections::HashMap<(u64, u64), Vec<(Place, u64, bool)>>,
+}
+
+/// A part's decoded bytes, streamed to the sink it is given; callable
+/// more than once.
+type Stream<'a> = dyn FnMut(&mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> + 'a;
+
+/// Writes one part: compressed when asked and smaller, else raw; then
+/// taken back in favour of an earlier blob with the same bytes.
+fn write_part(
+    out: &mut Out,
+    written: &mut Written,
+    stream: &mut Stream<'_>,
+    decoded_len: u64,
+    opts: &Options,
+) -> Result<WrittenPart> {
+    let mut hasher = Hasher::new(opts.digest);
+    let mut key = xxhash_rust::xxh3::Xxh3::new();
+    let mut n = 0u64;
+    let mut place = out.start(decoded_len)?;
+    let mut encoded = false;
+    if let Some(level) = opts.zstd {
+        let mut enc = seekable::Encoder::new(level, opts.frame_len)?;
+        stream(&mut |c| {
+            hasher.update(c);
+            key.update(c);
+            n += c.len() as u64;
+            enc.push(c, &mut |f| out.write(f))
+        })?;
+        enc.finish(&mut |f| out.write(f))?;
+        let stored = out.end();
+        encoded = stored < decoded_len;
+        if !encoded {
+            out.rewind(place)?;
+            place = out.start(decoded_len)?;
+        }
+    }
+    if !encoded {
+        let (mut again, mut m) = (xxhash_rust::xxh3::Xxh3::new(), 0u64);
+        let first = opts.zstd.is_none();
+        stream(&mut |c| {
+            if first {
+                hasher.update(c);
+                key.update(c);
+                n += c.len() as u64;
+            } else {
+                again.update(c);
+                m += c.len() as u64;
+            }
+            out.write(c)
+        })?;
+        if !first && (again.digest(), m) != (key.digest(), n) {
+            return Err(changed("its bytes differ between two reads"));
+        }
+    }
+    let stored_len = out.end();
+    if n != decoded_len {
+        return Err(changed(&format!(
+            "it gave {n} bytes for a part of {decoded_len}"
+        )));
+    }
+    let k = (decoded_len, key.digest());
+    let mut part = WrittenPart {
+        place,
+        stored_len,
+        encoded,
+        shared: false,
+        digest: hasher.finish(),
+    };
+    let candidates = written.blobs.entry(k).or_default();
+    for &(earlier, len, enc) in candidates.iter() {
+        if enc == encoded && len == stored_len && same_bytes(out, earlier, place, len)? {
+            out.rewind(place)?;
+            part.place = earlier;
+            part.shared = true;
+            return Ok(part);
+        }
+    }
+    candidates.push((place, stored_len, encoded));
+    Ok(part)
+}
+
+/// True when `len` bytes at `a` and at `b` of the output are the same.
+fn same_bytes(out: &Out, a: Place, b: Place, len: u64) -> Result<bool> {
+    const STEP: u64 = 1 << 20;
+    let (mut x, mut y) = (vec![0u8; STEP as usize], vec![0u8; STEP as usize]);
+    let mut off = 0;
+    while off < len {
+        let n = (len - off).min(STEP) as usize;
+        out.read_at(a.file, a.offset + off, &mut x[..n])?;
+        out.read_at(b.file, b.offset + off, &mut y[..n])?;
+        if x[..n] != y[..n] {
+            return Ok(false);
+        }
+        off += n as u64;
+    }
+    Ok(true)
+}
+
+/// The source did not hold still while it was read.
+fn changed(why: &str) -> Error {
+    Error::io(
+        "the source",
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("changed while it was packed: {why}"),
+        ),
+    )
+}

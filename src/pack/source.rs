@@ -1,0 +1,118 @@
+//! What a pack reads: a model ztfs opens (zTensor, safetensors, GGUF;
+//! local or by URL), with its objects, their parts' decoded bytes and the
+//! file attributes its format carries.
+//!
+//! File attributes: a zTensor model's own; a safetensors file's
+//! `__metadata__` (text values); a GGUF file's key-values, typed (as the
+//! public implementation's converter keeps them).
+
+use crate::decode::{ContentCheck, Encoding};
+use crate::digest::{Algo, Hasher};
+use crate::error::{Error, Result};
+use crate::format::types::Interpretation;
+use crate::format::{gguf, safetensors, Object, Part};
+use crate::model::Model;
+
+/// A model to pack.
+pub struct Source {
+    model: Model,
+}
+
+impl Source {
+    /// The model to pack. A Hurray file is refused for now: its tensors
+    /// are not all row-major parts (some are views computed by the mount).
+    pub fn of_model(model: Model) -> Result<Source> {
+        if model.hurray().is_some() {
+            return Err(Error::Unsupported(
+                "ztfs pack does not read Hurray files yet".into(),
+            ));
+        }
+        if model.manifest().is_none() {
+            return Err(Error::Usage(
+                "a data shard has no objects to pack: give its model's root file".into(),
+            ));
+        }
+        Ok(Source { model })
+    }
+
+    /// Objects by the bytewise order of their names (§6.3 rule 3).
+    pub fn objects_in_canonical_order(&self) -> Vec<&Object> {
+        let m = self.model.manifest().expect("checked at open");
+        let mut objects: Vec<&Object> = m.objects.iter().collect();
+        objects.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        objects
+    }
+
+    /// An object's parts by the bytewise order of their names.
+    pub fn parts_in_canonical_order<'a>(&self, object: &'a Object) -> Vec<&'a Part> {
+        let mut parts: Vec<&Part> = object.parts.iter().collect();
+        parts.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        parts
+    }
+
+    /// The sum of the decoded sizes of every part.
+    pub fn decoded_bytes(&self) -> u64 {
+        let objects = self.objects_in_canonical_order();
+        objects
+            .iter()
+            .flat_map(|o| o.parts.iter())
+            .map(Part::decoded_size)
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Streams a part's decoded bytes to `sink`, checking them on the way:
+    /// the encoding (frame checksums, lengths), the content rules of a
+    /// dense object's logical type, and the part's digest when it has one
+    /// of a known algorithm. A part of an unknown encoding or logical type
+    /// is refused: its bytes cannot be decoded faithfully.
+    pub fn stream(
+        &self,
+        object: &Object,
+        part: &Part,
+        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let what = format!("part {:?}/{:?}", object.name, part.name);
+        if let Interpretation::Unknown = part.ty.interpretation() {
+            return Err(Error::Unsupported(format!(
+                "{what} has logical type {:?}, which ztfs does not know: it cannot be decoded",
+                part.ty.type_name()
+            )));
+        }
+        let stored = self.model.blob(part)?;
+        let enc = Encoding::of_from(part, &stored)?;
+        let mut rules = ContentCheck::new(object, part);
+        let check_rules = object.layout == "dense" && rules.applies();
+        let expected = part.digest.as_ref().map(ToString::to_string);
+        let algo = expected.as_deref().and_then(|d| Algo::of(d).ok());
+        let mut hasher = algo.map(Hasher::new);
+        enc.stream_from(&stored, &mut |c| {
+            if check_rules {
+                rules.update(c)?;
+            }
+            if let Some(h) = hasher.as_mut() {
+                h.update(c);
+            }
+            sink(c)
+        })?;
+        if check_rules {
+            rules.finish()?;
+        }
+        if let (Some(h), Some(expected)) = (hasher, expected) {
+            crate::digest::check(&expected, &h.finish(), &what)?;
+        }
+        Ok(())
+    }
+
+    /// The file attributes to write, as deterministic CBOR.
+    pub fn attributes(&self) -> Result<Option<Vec<u8>>> {
+        let m = &self.model;
+        if let Some(file) = m.gguf() {
+            return gguf::attributes(file);
+        }
+        if m.safetensors().is_some() {
+            let header = safetensors::read_header_from(m.root())?;
+            return Ok(safetensors::objects::attributes(&header));
+        }
+        Ok(m.manifest().and_then(|m| m.attributes.clone()))
+    }
+}
