@@ -1,13 +1,16 @@
 //! `ztfs pack`: its options and the one function that runs it.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
 
 use super::{parse_shard, parse_size, AlgoArg};
 use crate::digest::Algo;
 use crate::error::{Error, Result};
 use crate::model::Model;
-use crate::pack::{self, Options, Source};
+use crate::pack::{self, Options, Source, Summary};
 use crate::report::{self, Progress};
 
 /// Options of `ztfs pack`.
@@ -43,6 +46,58 @@ pub struct PackCmd {
     pub shard: Vec<(String, PathBuf)>,
 }
 
+/// The signals that stop a pack.
+const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// How long a signalled pack may take to stop by itself before its
+/// temporary files are removed under it (it may be waiting on a server).
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// Packs on a worker thread while this one waits for a stop signal; a
+/// signal stops the pack and removes its temporary files, so nothing is
+/// left behind.
+fn pack_until_signalled(source: Source, output: &Path, opts: &Options) -> Result<Summary> {
+    crate::sys::block_signals(&STOP_SIGNALS).map_err(|e| Error::io("signal mask", e))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let worker = {
+        let (stop, output, opts) = (stop.clone(), output.to_path_buf(), opts.clone());
+        std::thread::spawn(move || {
+            let terminal = std::io::stderr().is_terminal();
+            let mut progress = Progress::doing("packing", source.decoded_bytes(), terminal);
+            let r = pack::pack(&source, &output, &opts, &mut |n| {
+                if stop.load(Relaxed) {
+                    return Err(Error::Interrupted);
+                }
+                progress.add(n);
+                Ok(())
+            });
+            progress.clear();
+            r
+        })
+    };
+    let mut signalled = None;
+    let mut waited = Duration::ZERO;
+    while !worker.is_finished() && waited < STOP_GRACE {
+        let step = Duration::from_millis(100);
+        if let Some(sig) = crate::sys::wait_signal(&STOP_SIGNALS, step) {
+            signalled.get_or_insert(sig);
+            stop.store(true, Relaxed);
+        }
+        if signalled.is_some() {
+            waited += step;
+        }
+    }
+    if let Some(sig) = signalled {
+        pack::abandon();
+        return Err(Error::Usage(format!(
+            "interrupted by signal {sig}: nothing was written"
+        )));
+    }
+    worker
+        .join()
+        .unwrap_or_else(|_| Err(Error::Usage("the pack failed".into())))
+}
+
 /// Runs `ztfs pack`: writes the file, then says what it wrote.
 pub fn run(cmd: PackCmd) -> Result<()> {
     let opts = Options {
@@ -62,14 +117,7 @@ pub fn run(cmd: PackCmd) -> Result<()> {
         )));
     }
     let source = Source::of_model(Model::open_with(&cmd.input, cmd.shard)?)?;
-    let mut progress = Progress::doing(
-        "packing",
-        source.decoded_bytes(),
-        std::io::stderr().is_terminal(),
-    );
-    let summary = pack::pack(&source, &cmd.output, &opts, &mut |n| progress.add(n));
-    progress.clear();
-    let s = summary?;
+    let s = pack_until_signalled(source, &cmd.output, &opts)?;
     let mut notes = Vec::new();
     if s.shared > 0 {
         notes.push(format!("{} sharing an earlier part's blob", s.shared));

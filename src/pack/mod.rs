@@ -27,6 +27,7 @@ use crate::digest::{Algo, Hasher};
 use crate::error::{Error, Result};
 use crate::format::manifest::{BlobRef, Digest, Manifest, Object, Part};
 use crate::format::text::Texts;
+pub use out::abandon;
 use out::{Out, Place};
 pub use seekable::DEFAULT_FRAME_LEN;
 pub use source::Source;
@@ -81,12 +82,13 @@ pub struct Summary {
 }
 
 /// Writes `source` to `path` as `opts` say; `progress` hears of every
-/// decoded byte read from the source.
+/// decoded chunk read from the source, and an error from it (work
+/// abandoned) stops the pack, leaving nothing behind.
 pub fn pack(
     source: &Source,
     path: &std::path::Path,
     opts: &Options,
-    progress: &mut dyn FnMut(u64),
+    progress: &mut dyn FnMut(u64) -> Result<()>,
 ) -> Result<Summary> {
     check_options(opts)?;
     let mut out = Out::create(path, opts.align, opts.shard_size)?;
@@ -102,12 +104,15 @@ pub fn pack(
     };
     let mut texts = Texts::default();
     let mut objects = Vec::new();
+    // Per part written, in order: the data shard holding its blob.
+    let mut files = Vec::new();
     for object in source.objects_in_canonical_order() {
+        source.check_object(object)?;
         let mut parts = Vec::new();
         for part in source.parts_in_canonical_order(object) {
             let mut stream = |sink: &mut dyn FnMut(&[u8]) -> Result<()>| {
                 source.stream(object, part, &mut |c| {
-                    progress(c.len() as u64);
+                    progress(c.len() as u64)?;
                     sink(c)
                 })
             };
@@ -122,7 +127,8 @@ pub fn pack(
             summary.shared += usize::from(w.shared);
             summary.compressed += usize::from(w.encoded);
             summary.decoded_bytes += part.decoded_size();
-            parts.push(w.part(part, &out, &mut texts));
+            files.push(w.place.file);
+            parts.push(w.part(part, &mut texts));
         }
         objects.push(Object {
             parts,
@@ -131,6 +137,11 @@ pub fn pack(
         summary.objects += 1;
     }
     summary.shards = out.shard_count();
+    // Shard names carry the count, known only now.
+    let blobs = objects.iter_mut().flat_map(|o| o.parts.iter_mut());
+    for (p, file) in blobs.zip(files) {
+        p.blob.shard = file.map(|i| texts.get(&out.shard_name(i)));
+    }
     let manifest = Manifest {
         objects,
         shards: None,
@@ -153,7 +164,7 @@ impl Options {
 
 fn check_options(opts: &Options) -> Result<()> {
     let usage = |m: String| Err(Error::Usage(m));
-    if opts.align == 0 || opts.align % crate::format::ALIGN != 0 {
+    if opts.align == 0 || !opts.align.is_multiple_of(crate::format::ALIGN) {
         return usage(format!(
             "--align {}: blobs must be placed at a multiple of 4096 (§2.4)",
             opts.align
@@ -193,16 +204,15 @@ struct WrittenPart {
 
 impl WrittenPart {
     /// The output manifest's part: the source's name and types, the new
-    /// blob, encoding and digest.
-    fn part(&self, source: &Part, out: &Out, texts: &mut Texts) -> Part {
-        let shard = self.place.file.map(|i| texts.get(&out.shard_name(i)));
+    /// blob (its shard named later), encoding and digest.
+    fn part(&self, source: &Part, texts: &mut Texts) -> Part {
         Part {
             name: source.name.clone(),
             ty: source.ty.clone(),
             blob: BlobRef {
                 offset: self.place.offset,
                 length: self.stored_len,
-                shard,
+                shard: None,
             },
             encoding: self
                 .encoded
@@ -217,7 +227,15 @@ impl WrittenPart {
 /// its decoded length and XXH3-64.
 #[derive(Default)]
 struct Written {
-    blobs: std::collections::HashMap<(u64, u64), Vec<(Place, u64, bool)>>,
+    blobs: std::collections::HashMap<(u64, u64), Vec<Blob>>,
+}
+
+/// A blob written: where, its stored length, and whether it is encoded.
+#[derive(Clone, Copy)]
+struct Blob {
+    place: Place,
+    len: u64,
+    encoded: bool,
 }
 
 /// A part's decoded bytes, streamed to the sink it is given; callable
@@ -238,6 +256,7 @@ fn write_part(
     let mut n = 0u64;
     let mut place = out.start(decoded_len)?;
     let mut encoded = false;
+    let mut stored_len = 0;
     if let Some(level) = opts.zstd {
         let mut enc = seekable::Encoder::new(level, opts.frame_len)?;
         stream(&mut |c| {
@@ -247,8 +266,8 @@ fn write_part(
             enc.push(c, &mut |f| out.write(f))
         })?;
         enc.finish(&mut |f| out.write(f))?;
-        let stored = out.end();
-        encoded = stored < decoded_len;
+        stored_len = out.end();
+        encoded = stored_len < decoded_len;
         if !encoded {
             out.rewind(place)?;
             place = out.start(decoded_len)?;
@@ -271,8 +290,8 @@ fn write_part(
         if !first && (again.digest(), m) != (key.digest(), n) {
             return Err(changed("its bytes differ between two reads"));
         }
+        stored_len = out.end();
     }
-    let stored_len = out.end();
     if n != decoded_len {
         return Err(changed(&format!(
             "it gave {n} bytes for a part of {decoded_len}"
@@ -287,15 +306,19 @@ fn write_part(
         digest: hasher.finish(),
     };
     let candidates = written.blobs.entry(k).or_default();
-    for &(earlier, len, enc) in candidates.iter() {
-        if enc == encoded && len == stored_len && same_bytes(out, earlier, place, len)? {
+    for b in candidates.iter() {
+        if b.encoded == encoded && b.len == stored_len && same_bytes(out, b.place, place, b.len)? {
             out.rewind(place)?;
-            part.place = earlier;
+            part.place = b.place;
             part.shared = true;
             return Ok(part);
         }
     }
-    candidates.push((place, stored_len, encoded));
+    candidates.push(Blob {
+        place,
+        len: stored_len,
+        encoded,
+    });
     Ok(part)
 }
 

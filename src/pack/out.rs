@@ -13,6 +13,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::digest::{Algo, Hasher};
 use crate::error::{Error, Result};
@@ -30,9 +31,39 @@ pub struct Place {
 
 /// One file being written under a temporary name.
 struct Target {
-    file: tempfile::NamedTempFile,
+    /// `None` once published.
+    file: Option<tempfile::NamedTempFile>,
+    /// The temporary name.
+    path: PathBuf,
     /// End of the bytes written so far.
     end: u64,
+}
+
+/// The temporary files of the packs in progress, so that a signal can
+/// remove them ([`abandon`]); once abandoned, nothing more is published.
+static PENDING: Mutex<Pending> = Mutex::new(Pending {
+    paths: Vec::new(),
+    abandoned: false,
+});
+
+struct Pending {
+    paths: Vec<PathBuf>,
+    abandoned: bool,
+}
+
+fn pending() -> std::sync::MutexGuard<'static, Pending> {
+    PENDING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Removes the temporary files of every pack in progress and stops them
+/// from publishing anything: for a pack interrupted by a signal, whose
+/// worker may be blocked in a read.
+pub fn abandon() {
+    let mut p = pending();
+    p.abandoned = true;
+    for path in p.paths.drain(..) {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// The output files of one pack.
@@ -93,10 +124,7 @@ impl Out {
     pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
         let (place, at) = self.at.expect("a blob was started");
         let t = self.target_mut(place.file);
-        t.file
-            .as_file()
-            .write_all_at(bytes, at)
-            .map_err(|e| Error::io(t.file.path().display().to_string(), e))?;
+        (t.file().write_all_at(bytes, at)).map_err(|e| t.io_error(e))?;
         let at = at + bytes.len() as u64;
         t.end = at;
         self.at = Some((place, at));
@@ -115,10 +143,7 @@ impl Out {
         assert_eq!(last, place, "only the last blob can be taken back");
         self.at = None;
         let t = self.target_mut(place.file);
-        t.file
-            .as_file()
-            .set_len(before)
-            .map_err(|e| Error::io(t.file.path().display().to_string(), e))?;
+        t.file().set_len(before).map_err(|e| t.io_error(e))?;
         t.end = before;
         Ok(())
     }
@@ -126,10 +151,9 @@ impl Out {
     /// Reads back `buf.len()` bytes written at `offset` of `file`.
     pub fn read_at(&self, file: Option<usize>, offset: u64, buf: &mut [u8]) -> Result<()> {
         let t = self.target(file);
-        t.file
-            .as_file()
+        t.file()
             .read_exact_at(buf, offset)
-            .map_err(|e| Error::io(t.file.path().display().to_string(), e))
+            .map_err(|e| t.io_error(e))
     }
 
     /// Shard `i`'s name: its number and the count, as distributed
@@ -199,6 +223,10 @@ impl Target {
             _ => Path::new("."),
         };
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let mut p = pending();
+        if p.abandoned {
+            return Err(Error::Interrupted);
+        }
         let file = tempfile::Builder::new()
             .prefix(&format!(".{}.", name.unwrap_or_default()))
             .suffix(".part")
@@ -206,48 +234,68 @@ impl Target {
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(dir)
             .map_err(|e| Error::io(dir.display().to_string(), e))?;
-        let mut t = Target { file, end: 0 };
+        p.paths.push(file.path().to_path_buf());
+        drop(p);
+        let mut t = Target {
+            path: file.path().to_path_buf(),
+            file: Some(file),
+            end: 0,
+        };
         t.append(&MAGIC)?;
         Ok(t)
     }
 
+    fn file(&self) -> &File {
+        self.file.as_ref().expect("not yet published").as_file()
+    }
+
+    fn io_error(&self, e: std::io::Error) -> Error {
+        Error::io(self.path.display().to_string(), e)
+    }
+
     fn append(&mut self, bytes: &[u8]) -> Result<()> {
         let at = self.end;
-        self.file
-            .as_file()
-            .write_all_at(bytes, at)
-            .map_err(|e| Error::io(self.file.path().display().to_string(), e))?;
+        (self.file().write_all_at(bytes, at)).map_err(|e| self.io_error(e))?;
         self.end = at + bytes.len() as u64;
         Ok(())
     }
 
     /// The whole file's digest, read back.
     fn digest(&self, algo: Algo) -> Result<String> {
-        let f: &File = self.file.as_file();
         let mut h = Hasher::new(algo);
         let mut buf = vec![0u8; 8 << 20];
         let mut off = 0;
         while off < self.end {
             let n = (self.end - off).min(buf.len() as u64) as usize;
-            f.read_exact_at(&mut buf[..n], off)
-                .map_err(|e| Error::io(self.file.path().display().to_string(), e))?;
+            (self.file().read_exact_at(&mut buf[..n], off)).map_err(|e| self.io_error(e))?;
             h.update(&buf[..n]);
             off += n as u64;
         }
         Ok(h.finish())
     }
 
-    /// Syncs the file and renames it to `dest`, replacing what is there.
-    fn publish(self, dest: &Path) -> Result<()> {
+    /// Syncs the file and renames it to `dest`, replacing what is there,
+    /// unless the pack was abandoned.
+    fn publish(mut self, dest: &Path) -> Result<()> {
         let ctx = || dest.display().to_string();
-        self.file
-            .as_file()
-            .sync_all()
-            .map_err(|e| Error::io(ctx(), e))?;
-        self.file
-            .persist(dest)
-            .map_err(|e| Error::io(ctx(), e.error))?;
+        self.file().sync_all().map_err(|e| Error::io(ctx(), e))?;
+        let p = pending();
+        if p.abandoned {
+            return Err(Error::Interrupted);
+        }
+        let file = self.file.take().expect("published once");
+        file.persist(dest).map_err(|e| Error::io(ctx(), e.error))?;
+        drop(p);
         Ok(())
+    }
+}
+
+impl Drop for Target {
+    /// The temporary file itself is removed by `NamedTempFile` (unless it
+    /// was published); here it leaves the list of pending files.
+    fn drop(&mut self) {
+        let mut p = pending();
+        p.paths.retain(|q| *q != self.path);
     }
 }
 

@@ -62,9 +62,9 @@ impl Source {
 
     /// Streams a part's decoded bytes to `sink`, checking them on the way:
     /// the encoding (frame checksums, lengths), the content rules of a
-    /// dense object's logical type, and the part's digest when it has one
-    /// of a known algorithm. A part of an unknown encoding or logical type
-    /// is refused: its bytes cannot be decoded faithfully.
+    /// dense object's logical type, and the part's digest when it has one.
+    /// A part of an unknown encoding, logical type or digest algorithm is
+    /// refused, as `check --verify` refuses it.
     pub fn stream(
         &self,
         object: &Object,
@@ -83,7 +83,9 @@ impl Source {
         let mut rules = ContentCheck::new(object, part);
         let check_rules = object.layout == "dense" && rules.applies();
         let expected = part.digest.as_ref().map(ToString::to_string);
-        let algo = expected.as_deref().and_then(|d| Algo::of(d).ok());
+        // A digest that cannot be checked is refused, as `check --verify`
+        // refuses it: the pack would otherwise replace it unchecked.
+        let algo = expected.as_deref().map(Algo::of).transpose()?;
         let mut hasher = algo.map(Hasher::new);
         enc.stream_from(&stored, &mut |c| {
             if check_rules {
@@ -101,6 +103,16 @@ impl Source {
             crate::digest::check(&expected, &h.finish(), &what)?;
         }
         Ok(())
+    }
+
+    /// Checks an object's layout data rules (sparse indices, MX scales)
+    /// over its decoded parts, as `check --verify` does: a pack writes
+    /// nothing that check would reject.
+    pub fn check_object(&self, object: &Object) -> Result<()> {
+        match crate::read::has_data_rules(object) {
+            true => crate::read::verify_object(&self.model, object),
+            false => Ok(()),
+        }
     }
 
     /// The file attributes to write, as deterministic CBOR.
