@@ -19,6 +19,7 @@
 //! Files are written under temporary names and renamed at the end
 //! ([`out`]).
 
+mod hurray;
 mod out;
 mod seekable;
 mod source;
@@ -107,6 +108,9 @@ pub fn pack(
     // Per part written, in order: the data shard holding its blob.
     let mut files = Vec::new();
     for object in source.objects_in_canonical_order() {
+        crate::format::check_name(&object.name, "object name").map_err(|e| {
+            Error::Unsupported(format!("cannot be written as zTensor: {}", e.detail()))
+        })?;
         source.check_object(object)?;
         let mut parts = Vec::new();
         for part in source.parts_in_canonical_order(object) {

@@ -2,6 +2,9 @@
 //! local or by URL), with its objects, their parts' decoded bytes and the
 //! file attributes its format carries.
 //!
+//! A Hurray file's tensors become dense objects of their row-major data
+//! ([`super::hurray`]).
+//!
 //! File attributes: a zTensor model's own; a safetensors file's
 //! `__metadata__` (text values); a GGUF file's key-values, typed (as the
 //! public implementation's converter keeps them).
@@ -16,29 +19,32 @@ use crate::model::Model;
 /// A model to pack.
 pub struct Source {
     model: Model,
+    /// A Hurray file's tensors as dense objects.
+    hurray: Option<super::hurray::Objects>,
 }
 
+/// Bytes of a computed view read at once.
+const VIEW_CHUNK: u64 = 8 << 20;
+
 impl Source {
-    /// The model to pack. A Hurray file is refused for now: its tensors
-    /// are not all row-major parts (some are views computed by the mount).
+    /// The model to pack.
     pub fn of_model(model: Model) -> Result<Source> {
-        if model.hurray().is_some() {
-            return Err(Error::Unsupported(
-                "ztfs pack does not read Hurray files yet".into(),
-            ));
-        }
         if model.manifest().is_none() {
             return Err(Error::Usage(
                 "a data shard has no objects to pack: give its model's root file".into(),
             ));
         }
-        Ok(Source { model })
+        let hurray = model.hurray().map(super::hurray::objects).transpose()?;
+        Ok(Source { model, hurray })
     }
 
     /// Objects by the bytewise order of their names (§6.3 rule 3).
     pub fn objects_in_canonical_order(&self) -> Vec<&Object> {
-        let m = self.model.manifest().expect("checked at open");
-        let mut objects: Vec<&Object> = m.objects.iter().collect();
+        let all = match &self.hurray {
+            Some(h) => &h.objects,
+            None => &self.model.manifest().expect("checked at open").objects,
+        };
+        let mut objects: Vec<&Object> = all.iter().collect();
         objects.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
         objects
     }
@@ -78,6 +84,7 @@ impl Source {
                 part.ty.type_name()
             )));
         }
+        let view = self.hurray.as_ref().and_then(|h| h.views.get(&object.name));
         let stored = self.model.blob(part)?;
         let enc = Encoding::of_from(part, &stored)?;
         let mut rules = ContentCheck::new(object, part);
@@ -87,7 +94,7 @@ impl Source {
         // refuses it: the pack would otherwise replace it unchecked.
         let algo = expected.as_deref().map(Algo::of).transpose()?;
         let mut hasher = algo.map(Hasher::new);
-        enc.stream_from(&stored, &mut |c| {
+        let mut each = |c: &[u8]| {
             if check_rules {
                 rules.update(c)?;
             }
@@ -95,12 +102,35 @@ impl Source {
                 h.update(c);
             }
             sink(c)
-        })?;
+        };
+        match view {
+            Some(v) => self.stream_view(v, &what, &mut each)?,
+            None => enc.stream_from(&stored, &mut each)?,
+        }
         if check_rules {
             rules.finish()?;
         }
         if let (Some(h), Some(expected)) = (hasher, expected) {
             crate::digest::check(&expected, &h.finish(), &what)?;
+        }
+        Ok(())
+    }
+
+    /// A computed view's bytes, a chunk at a time.
+    fn stream_view(
+        &self,
+        view: &crate::decode::hurray::View,
+        what: &str,
+        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let mut buf = vec![0u8; view.len().min(VIEW_CHUNK) as usize];
+        let mut off = 0;
+        while off < view.len() {
+            let n = (view.len() - off).min(VIEW_CHUNK) as usize;
+            view.read_into(self.model.root(), off, &mut buf[..n])
+                .map_err(|e| Error::Unsupported(format!("{what}: {e}")))?;
+            sink(&buf[..n])?;
+            off += n as u64;
         }
         Ok(())
     }

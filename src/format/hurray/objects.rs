@@ -144,3 +144,42 @@ pub fn objects(file: &File) -> Vec<Object> {
 pub fn is_hurray(o: &Object) -> bool {
     o.layout.starts_with(LAYOUT_PREFIX)
 }
+
+/// The zTensor storage type and logical type name with the same bytes as
+/// Hurray element type `e` (App. A), for writing a tensor's row-major
+/// data as a dense zTensor object; `None` where zTensor has none: Hurray
+/// bool is bit-packed (zTensor's is a byte), and f6, f128, the 2- and
+/// 4-bit integers and extension types are not registered.
+pub fn ztensor_type(e: ElemType) -> Option<(DType, Option<&'static str>)> {
+    Some(match e {
+        ElemType::F16 => (DType::F16, None),
+        ElemType::BF16 => (DType::BF16, None),
+        ElemType::F32 => (DType::F32, None),
+        ElemType::F64 => (DType::F64, None),
+        ElemType::I8 => (DType::I8, None),
+        ElemType::U8 => (DType::U8, None),
+        ElemType::I16 => (DType::I16, None),
+        ElemType::U16 => (DType::U16, None),
+        ElemType::I32 => (DType::I32, None),
+        ElemType::U32 => (DType::U32, None),
+        ElemType::I64 => (DType::I64, None),
+        ElemType::U64 => (DType::U64, None),
+        // OCP OFP8 E4M3 (no infinities): zTensor's f8_e4m3fn.
+        ElemType::F8E4M3 => (DType::U8, Some("f8_e4m3fn")),
+        ElemType::F8E5M2 => (DType::U8, Some("f8_e5m2")),
+        ElemType::F8E8M0 => (DType::U8, Some("f8_e8m0")),
+        // Two a byte, low nibble first in both formats.
+        ElemType::F4E2M1 => (DType::U8, Some("f4_e2m1")),
+        ElemType::C64 => (DType::F32, Some("complex64")),
+        ElemType::C128 => (DType::F64, Some("complex128")),
+        ElemType::Bool
+        | ElemType::F6E2M3
+        | ElemType::F6E3M2
+        | ElemType::F128
+        | ElemType::I4
+        | ElemType::U4
+        | ElemType::I2
+        | ElemType::U2
+        | ElemType::Extension(_) => return None,
+    })
+}
