@@ -320,7 +320,9 @@ impl Command {
             | Command::Digest { file, .. }
             | Command::Manifest { file } => Some(file),
             Command::Mount(m) => Some(&m.file),
-            Command::Pack(p) => Some(&p.input),
+            // Several .npy files: each error names its own.
+            Command::Pack(p) if p.input.len() == 1 => Some(&p.input[0]),
+            Command::Pack(_) => None,
             Command::Unmount { .. } | Command::Completions { .. } | Command::Man => None,
         }
     }

@@ -16,8 +16,11 @@ use crate::report::{self, Progress};
 /// Options of `ztfs pack`.
 #[derive(clap::Args, Debug)]
 pub struct PackCmd {
-    /// The model to pack (.zt, .safetensors, .gguf) or its URL.
-    pub input: PathBuf,
+    /// The model to pack (.zt, .hrry, .safetensors, .gguf, local or by
+    /// URL), or one or more .npy files (each an object named by its
+    /// file's stem).
+    #[arg(required = true, num_args = 1..)]
+    pub input: Vec<PathBuf>,
     /// The zTensor file to write (replaced if it exists). Its shards, with
     /// --shard-size, go beside it as STEM-NNNNN-of-NNNNN.zt.
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -98,6 +101,25 @@ fn pack_until_signalled(source: Source, output: &Path, opts: &Options) -> Result
         .unwrap_or_else(|_| Err(Error::Usage("the pack failed".into())))
 }
 
+/// The model, or the `.npy` files, to pack.
+fn source(input: &[PathBuf], shards: Vec<(String, PathBuf)>) -> Result<Source> {
+    let is_npy = |p: &PathBuf| (p.extension()).is_some_and(|e| e.eq_ignore_ascii_case("npy"));
+    if input.iter().all(is_npy) {
+        if let Some((name, _)) = shards.first() {
+            return Err(Error::Usage(format!(
+                "--shard {name}: .npy files have no shards"
+            )));
+        }
+        return Source::of_npy_files(input);
+    }
+    match input {
+        [one] => Source::of_model(Model::open_with(one, shards)?),
+        _ => Err(Error::Usage(
+            "several inputs must all be .npy files (one model file otherwise)".into(),
+        )),
+    }
+}
+
 /// Runs `ztfs pack`: writes the file, then says what it wrote.
 pub fn run(cmd: PackCmd) -> Result<()> {
     let opts = Options {
@@ -116,7 +138,7 @@ pub fn run(cmd: PackCmd) -> Result<()> {
             cmd.output.display()
         )));
     }
-    let source = Source::of_model(Model::open_with(&cmd.input, cmd.shard)?)?;
+    let source = source(&cmd.input, cmd.shard)?;
     let s = pack_until_signalled(source, &cmd.output, &opts)?;
     let mut notes = Vec::new();
     if s.shared > 0 {

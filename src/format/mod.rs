@@ -12,6 +12,7 @@ pub mod gguf;
 pub mod hurray;
 pub mod json;
 pub mod manifest;
+pub mod npy;
 pub mod profiles;
 pub mod safetensors;
 pub mod text;

@@ -12,15 +12,28 @@
 use crate::decode::{ContentCheck, Encoding};
 use crate::digest::{Algo, Hasher};
 use crate::error::{Error, Result};
+use crate::format::text::Texts;
+use crate::format::types::ElementType;
 use crate::format::types::Interpretation;
-use crate::format::{gguf, safetensors, Object, Part};
+use crate::format::{gguf, npy, safetensors, Object, Part};
 use crate::model::Model;
+use crate::store::{Blob, Store};
+use std::path::PathBuf;
 
 /// A model to pack.
 pub struct Source {
-    model: Model,
-    /// A Hurray file's tensors as dense objects.
-    hurray: Option<super::hurray::Objects>,
+    kind: Kind,
+}
+
+enum Kind {
+    /// A model ztfs opens; a Hurray file's tensors as dense objects.
+    Model {
+        model: Box<Model>,
+        hurray: Option<super::hurray::Objects>,
+    },
+    /// `.npy` files, each an object named by its file's stem, with its
+    /// file; sorted by name.
+    Npy(Vec<(Object, Store)>),
 }
 
 /// Bytes of a computed view read at once.
@@ -35,18 +48,97 @@ impl Source {
             ));
         }
         let hurray = model.hurray().map(super::hurray::objects).transpose()?;
-        Ok(Source { model, hurray })
+        Ok(Source {
+            kind: Kind::Model {
+                model: Box::new(model),
+                hurray,
+            },
+        })
+    }
+
+    /// `.npy` files, each an object named by its file's stem (`w.npy` is
+    /// `w`) of one part `data`; two files of one stem are refused.
+    pub fn of_npy_files(paths: &[PathBuf]) -> Result<Source> {
+        let mut files = Vec::with_capacity(paths.len());
+        let mut texts = Texts::default();
+        for path in paths {
+            let store = Store::open(path)?;
+            let head = store.slice(0, store.len().min(12 + npy::MAX_HEADER_LEN))?;
+            // With one input, the command line names it already.
+            let h = npy::read_header(&head, store.len()).map_err(|e| match paths.len() {
+                1 => e,
+                _ => Error::Unsupported(format!("{}: {}", path.display(), e.detail())),
+            })?;
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            let name = name.unwrap_or_default();
+            let name = name.strip_suffix(".npy").unwrap_or(&name).to_string();
+            let ty = ElementType {
+                dtype: h.dtype,
+                logical: h.logical.map(|l| texts.get(l)),
+            };
+            let object = Object {
+                name: name.into(),
+                shape: texts.shape(&h.shape),
+                layout: texts.get("dense"),
+                attributes: None,
+                parts: vec![Part::raw(texts.get("data"), ty, h.data_offset, h.data_len)],
+            };
+            files.push((object, store));
+        }
+        files.sort_by(|a, b| a.0.name.as_bytes().cmp(b.0.name.as_bytes()));
+        if let Some(w) = files.windows(2).find(|w| w[0].0.name == w[1].0.name) {
+            return Err(Error::Usage(format!(
+                "two .npy files would both be object {:?}",
+                w[0].0.name
+            )));
+        }
+        Ok(Source {
+            kind: Kind::Npy(files),
+        })
     }
 
     /// Objects by the bytewise order of their names (§6.3 rule 3).
     pub fn objects_in_canonical_order(&self) -> Vec<&Object> {
-        let all = match &self.hurray {
-            Some(h) => &h.objects,
-            None => &self.model.manifest().expect("checked at open").objects,
+        let mut objects: Vec<&Object> = match &self.kind {
+            Kind::Model {
+                hurray: Some(h), ..
+            } => h.objects.iter().collect(),
+            Kind::Model { model, .. } => {
+                let m = model.manifest().expect("checked at open");
+                m.objects.iter().collect()
+            }
+            Kind::Npy(files) => files.iter().map(|(o, _)| o).collect(),
         };
-        let mut objects: Vec<&Object> = all.iter().collect();
         objects.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
         objects
+    }
+
+    /// The stored bytes of `part` of `object`.
+    fn blob(&self, object: &Object, part: &Part) -> Result<Blob<'_>> {
+        match &self.kind {
+            Kind::Model { model, .. } => model.blob(part),
+            Kind::Npy(files) => {
+                let i = files
+                    .binary_search_by(|(o, _)| o.name.as_bytes().cmp(object.name.as_bytes()))
+                    .map_err(|_| Error::NotFound(format!("object {:?}", object.name)))?;
+                Ok(Blob {
+                    store: &files[i].1,
+                    offset: part.blob.offset,
+                    len: part.blob.length,
+                })
+            }
+        }
+    }
+
+    /// The computed view of a Hurray tensor, and the file it reads.
+    fn view(&self, object: &Object) -> Option<(&crate::decode::hurray::View, &Store)> {
+        match &self.kind {
+            Kind::Model {
+                model,
+                hurray: Some(h),
+            } => Some((h.views.get(&object.name)?, model.root())),
+            _ => None,
+        }
     }
 
     /// An object's parts by the bytewise order of their names.
@@ -84,8 +176,8 @@ impl Source {
                 part.ty.type_name()
             )));
         }
-        let view = self.hurray.as_ref().and_then(|h| h.views.get(&object.name));
-        let stored = self.model.blob(part)?;
+        let view = self.view(object);
+        let stored = self.blob(object, part)?;
         let enc = Encoding::of_from(part, &stored)?;
         let mut rules = ContentCheck::new(object, part);
         let check_rules = object.layout == "dense" && rules.applies();
@@ -104,7 +196,7 @@ impl Source {
             sink(c)
         };
         match view {
-            Some(v) => self.stream_view(v, &what, &mut each)?,
+            Some((v, file)) => stream_view(v, file, &what, &mut each)?,
             None => enc.stream_from(&stored, &mut each)?,
         }
         if check_rules {
@@ -116,38 +208,23 @@ impl Source {
         Ok(())
     }
 
-    /// A computed view's bytes, a chunk at a time.
-    fn stream_view(
-        &self,
-        view: &crate::decode::hurray::View,
-        what: &str,
-        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
-    ) -> Result<()> {
-        let mut buf = vec![0u8; view.len().min(VIEW_CHUNK) as usize];
-        let mut off = 0;
-        while off < view.len() {
-            let n = (view.len() - off).min(VIEW_CHUNK) as usize;
-            view.read_into(self.model.root(), off, &mut buf[..n])
-                .map_err(|e| Error::Unsupported(format!("{what}: {e}")))?;
-            sink(&buf[..n])?;
-            off += n as u64;
-        }
-        Ok(())
-    }
-
     /// Checks an object's layout data rules (sparse indices, MX scales)
     /// over its decoded parts, as `check --verify` does: a pack writes
     /// nothing that check would reject.
     pub fn check_object(&self, object: &Object) -> Result<()> {
-        match crate::read::has_data_rules(object) {
-            true => crate::read::verify_object(&self.model, object),
-            false => Ok(()),
+        match &self.kind {
+            Kind::Model { model, .. } if crate::read::has_data_rules(object) => {
+                crate::read::verify_object(model, object)
+            }
+            _ => Ok(()),
         }
     }
 
     /// The file attributes to write, as deterministic CBOR.
     pub fn attributes(&self) -> Result<Option<Vec<u8>>> {
-        let m = &self.model;
+        let Kind::Model { model: m, .. } = &self.kind else {
+            return Ok(None);
+        };
         if let Some(file) = m.gguf() {
             return gguf::attributes(file);
         }
@@ -157,4 +234,23 @@ impl Source {
         }
         Ok(m.manifest().and_then(|m| m.attributes.clone()))
     }
+}
+
+/// A computed view's bytes, a chunk at a time.
+fn stream_view(
+    view: &crate::decode::hurray::View,
+    file: &Store,
+    what: &str,
+    sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut buf = vec![0u8; view.len().min(VIEW_CHUNK) as usize];
+    let mut off = 0;
+    while off < view.len() {
+        let n = (view.len() - off).min(VIEW_CHUNK) as usize;
+        view.read_into(file, off, &mut buf[..n])
+            .map_err(|e| Error::Unsupported(format!("{what}: {e}")))?;
+        sink(&buf[..n])?;
+        off += n as u64;
+    }
+    Ok(())
 }
