@@ -1,0 +1,85 @@
+"""The pack suite (--suite pack): `ztfs pack` against the ztensor package.
+
+  pack_corpus   every valid corpus file packed, checked, compared with
+                ztensor.convert (allowlists REFUSED, CONVERT_REFUSES)
+  pack_options  --zstd, --frame-size, --digest, --align, --shard-size on a
+                generated safetensors file
+  pack_gguf     GGUF key-values of every type, pack and convert
+  this module   the suite's order, and the mount check: a packed
+                safetensors model (default and --zstd) mounted, its
+                `model.safetensors` loaded with safe_open, every tensor the
+                source's, byte for byte, and its __metadata__ kept
+"""
+
+from __future__ import annotations
+
+import os
+
+from .mount import is_mounted, mounted
+from .pack_common import pack, st_tensors
+from .pack_corpus import CONVERT_REFUSES, REFUSED, run_corpus
+from .pack_gguf import run_gguf_kv
+from .pack_options import run_options, write_source
+from .results import Results, short
+from .ztfs import Ztfs
+
+
+def check_mount(z: Ztfs, res: Results, tmp: str) -> None:
+    from safetensors import safe_open
+
+    src = os.path.join(tmp, "mount-src.safetensors")
+    ts = write_source(src)
+    _, meta = st_tensors(src)
+    for label, flags in (("default", ()), ("zstd", ("--zstd",))):
+        where = f"pack mount {label}"
+        out = os.path.join(tmp, f"mount-{label}.zt")
+        rc, _, err = pack(z, src, out, flags)
+        if not res.check(rc == 0, where, f"`ztfs pack` exited {rc}: {short(err)}"):
+            continue
+        with mounted(z, out, res, where) as (rc, err, mnt):
+            if not res.check(rc == 0 and is_mounted(mnt), where, f"mount exited {rc}: {short(err)}"):
+                continue
+            view = os.path.join(mnt, "model.safetensors")
+            with safe_open(view, framework="numpy") as f:
+                res.check(sorted(f.keys()) == sorted(ts), where,
+                          f"model.safetensors holds {sorted(f.keys())}, the source {sorted(ts)}")
+                md = f.metadata() or {}
+                for k, v in (meta or {}).items():
+                    res.check(k == "format" or md.get(k) == v, where,
+                              f"__metadata__[{k!r}] is {md.get(k)!r}, the source's {v!r}")
+                for name in f.keys():
+                    a, b = f.get_tensor(name), ts.get(name)
+                    res.check(b is not None and a.dtype == b.dtype and a.shape == b.shape
+                              and a.tobytes() == b.tobytes(), where,
+                              f"{name!r}: {a.dtype}{a.shape} vs the source's "
+                              f"{getattr(b, 'dtype', None)}{getattr(b, 'shape', None)}, "
+                              f"equal bytes: {b is not None and a.tobytes() == b.tobytes()}")
+    print("ok   pack mount: model.safetensors of packed files (raw and zstd)", flush=True)
+
+
+def run_pack(args, z: Ztfs, res: Results, tmpdir: str) -> None:
+    if z is None:
+        print("\n== pack: skipped (--package-only)")
+        return
+    tmp = os.path.join(tmpdir, "pack")
+    os.makedirs(tmp, exist_ok=True)
+    steps = [("options", lambda: run_options(z, res, os.path.join(tmp, "options"))),
+             ("gguf key-values", lambda: run_gguf_kv(z, res, os.path.join(tmp, "gguf"))),
+             ("mount", lambda: check_mount(z, res, os.path.join(tmp, "mount")))]
+    if not args.skip_corpus:
+        steps.insert(0, ("corpus", lambda: run_corpus(args.corpus, z, res,
+                                                      os.path.join(tmp, "corpus"))))
+    for sub in ("corpus", "options", "gguf", "mount"):
+        os.makedirs(os.path.join(tmp, sub), exist_ok=True)
+    for label, step in steps:
+        print(f"\n== pack: {label}", flush=True)
+        try:
+            step()
+        except Exception as e:  # noqa: BLE001 - a harness error is a failure
+            res.fail(f"pack {label}", f"harness error: {type(e).__name__}: {e}")
+    print("== pack: refusals expected (REFUSED)")
+    for k, (why, _) in sorted(REFUSED.items()):
+        print(f"  {k}: {why}")
+    print("== pack: files ztensor.convert refuses and ztfs packs (CONVERT_REFUSES)")
+    for k, (why, _) in sorted(CONVERT_REFUSES.items()):
+        print(f"  {k}: {why}")
