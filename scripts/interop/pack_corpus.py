@@ -41,7 +41,9 @@ REFUSED = {
                                     "which ztfs does not know"),
     "view-unknown-encoding-refused.zt": ("an unregistered encoding cannot be decoded",
                                          "which this reader does not know"),
-    "tiny-llama.hrry": ("ztfs pack does not read Hurray files yet", "does not read Hurray"),
+    "digest-unknown-algorithm.zt": ("the part's digest is of an algorithm ztfs does not know "
+                                    "(blake3), so its bytes cannot be confirmed",
+                                    "is not one this reader knows"),
     "data-shard.zt": ("a data shard has no objects to pack", "a data shard has no objects"),
     "minimal-data-shard.zt": ("a data shard has no objects to pack", "a data shard has no objects"),
     "digest-mismatch-sha256.zt": (_DIGEST, "rejected (Digest)"),
@@ -83,6 +85,7 @@ CONVERT_REFUSES = {
                                          "(known.py)", "reserved descriptor bits"),
     "zstd-seekable-descriptor-bit1.zt": ("the same, bit 1", "reserved descriptor bits"),
     "shard-size-48.zt": ("the package cannot find the 48-byte shard", "No such file"),
+    "tiny-llama.hrry": ("the package does not read Hurray files", "cannot detect the format"),
 }
 
 

@@ -15,7 +15,8 @@ frame per `--frame-size` bytes (the seek table's count); the tied tensors
 share one blob; every blob sits at a multiple of `--align`; with
 `--shard-size` the shards are the positional files beside the root, of the
 size and digest the table gives. Packing again gives the same bytes, shards
-included, and leaves no temporary file.
+included, and leaves no temporary file; the default pack is byte for byte
+what ztensor.convert writes.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ import struct
 
 import numpy as np
 import xxhash
+import ztensor
 
-from .pack_common import (check_packed, diff_tensors, files_of, one_part, pack, st_tensors,
-                          zt_objects, ztfs_digest)
+from .pack_common import (check_packed, diff_tensors, files_of, first_diff, one_part, pack,
+                          st_tensors, zt_objects, ztfs_digest)
 from .results import Results, short
 from .ztfs import Ztfs
 
@@ -147,6 +149,17 @@ def without_digests(value: list) -> list:
     return v
 
 
+def check_convert(res: Results, where: str, src: str, out: str) -> None:
+    """The default pack is byte for byte what ztensor.convert writes."""
+    conv = out[:-3] + ".convert.zt"
+    ztensor.convert(src, conv)
+    with open(out, "rb") as f, open(conv, "rb") as g:
+        a, b = f.read(), g.read()
+    res.check(a == b, where, f"pack and ztensor.convert differ: {len(a)} vs {len(b)} bytes, "
+              f"first difference at {first_diff(a, b)}")
+    os.remove(conv)
+
+
 def run_options(z: Ztfs, res: Results, tmp: str) -> None:
     src = os.path.join(tmp, "options.safetensors")
     write_source(src)
@@ -176,6 +189,7 @@ def run_options(z: Ztfs, res: Results, tmp: str) -> None:
             digest = ztfs_digest(z, outs[0])[0]
             if label == "default":
                 base_value, base_digest = value, digest
+                check_convert(res, where, src, outs[0])
             elif "--digest" not in flags:
                 res.check(digest == base_digest, where,
                           f"content digest {digest}, the default pack's {base_digest}")
