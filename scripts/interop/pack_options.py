@@ -164,36 +164,48 @@ def run_options(z: Ztfs, res: Results, tmp: str) -> None:
     src = os.path.join(tmp, "options.safetensors")
     write_source(src)
     want, _meta = st_tensors(src)
-    base_value = base_digest = None
+    base = (None, None)
     for label, flags in OPTION_SETS.items():
         where = f"pack options {label}"
-        outs = []
-        for run in ("a", "b"):
-            d = os.path.join(tmp, f"opt-{label}-{run}")
-            os.makedirs(d, exist_ok=True)
-            outs.append(os.path.join(d, "model.zt"))
-            rc, _, err = pack(z, src, outs[-1], flags)
-            if not res.check(rc == 0, where, f"`ztfs pack {' '.join(flags)}` exited {rc}: {short(err)}"):
-                break
-        else:
-            fa, fb = files_of(outs[0]), files_of(outs[1])
-            res.check(fa == fb, where, f"two packs differ: files {sorted(fa)} vs {sorted(fb)}, "
-                      f"differing {[n for n in fa if fa.get(n) != fb.get(n)]}")
-            res.check(not any(n.startswith(".") for n in fa), where, f"temporary files left: {sorted(fa)}")
-            value = check_packed(z, res, where, outs[0])
-            problems = diff_tensors(want, one_part(zt_objects(outs[0])))
-            res.check(not problems, where, "read back: " + "; ".join(problems[:4]))
-            rc, out, err = z.run("manifest", [outs[0]])
-            if res.check(rc == 0, where, f"`ztfs manifest` exited {rc}: {short(err)}"):
-                check_layout(res, where, outs[0], flags, json.loads(out))
-            digest = ztfs_digest(z, outs[0])[0]
-            if label == "default":
-                base_value, base_digest = value, digest
-                check_convert(res, where, src, outs[0])
-            elif "--digest" not in flags:
-                res.check(digest == base_digest, where,
-                          f"content digest {digest}, the default pack's {base_digest}")
-            elif value is not None and base_value is not None:
-                res.check(without_digests(value) == without_digests(base_value), where,
-                          "content value differs from the default pack's beyond part digests")
+        try:
+            base = check_set(z, res, src, want, tmp, label, flags, base)
+        except Exception as e:  # noqa: BLE001 - a harness error fails this set, not the rest
+            res.fail(where, f"harness error: {type(e).__name__}: {e}")
     print(f"ok   pack options: {len(OPTION_SETS)} option sets, each packed twice", flush=True)
+
+
+def check_set(z: Ztfs, res: Results, src: str, want: dict, tmp: str, label: str, flags: tuple,
+              base: tuple) -> tuple:
+    """Packs `src` twice with `flags` and checks the output; returns the
+    default pack's (content value, content digest), `base` until then."""
+    where = f"pack options {label}"
+    base_value, base_digest = base
+    outs = []
+    for run in ("a", "b"):
+        d = os.path.join(tmp, f"opt-{label}-{run}")
+        os.makedirs(d, exist_ok=True)
+        outs.append(os.path.join(d, "model.zt"))
+        rc, _, err = pack(z, src, outs[-1], flags)
+        if not res.check(rc == 0, where, f"`ztfs pack {' '.join(flags)}` exited {rc}: {short(err)}"):
+            return base
+    fa, fb = files_of(outs[0]), files_of(outs[1])
+    res.check(fa == fb, where, f"two packs differ: files {sorted(fa)} vs {sorted(fb)}, "
+              f"differing {[n for n in fa if fa.get(n) != fb.get(n)]}")
+    res.check(not any(n.startswith(".") for n in fa), where, f"temporary files left: {sorted(fa)}")
+    value = check_packed(z, res, where, outs[0])
+    problems = diff_tensors(want, one_part(zt_objects(outs[0])))
+    res.check(not problems, where, "read back: " + "; ".join(problems[:4]))
+    rc, out, err = z.run("manifest", [outs[0]])
+    if res.check(rc == 0, where, f"`ztfs manifest` exited {rc}: {short(err)}"):
+        check_layout(res, where, outs[0], flags, json.loads(out))
+    digest = ztfs_digest(z, outs[0])[0]
+    if label == "default":
+        check_convert(res, where, src, outs[0])
+        return value, digest
+    if "--digest" not in flags:
+        res.check(digest == base_digest, where,
+                  f"content digest {digest}, the default pack's {base_digest}")
+    elif value is not None and base_value is not None:
+        res.check(without_digests(value) == without_digests(base_value), where,
+                  "content value differs from the default pack's beyond part digests")
+    return base_value, base_digest
