@@ -5,7 +5,9 @@
   pack_options  --zstd, --frame-size, --digest, --align, --shard-size on a
                 generated safetensors file
   pack_gguf     GGUF key-values of every type, pack and convert
-  this module   the suite's order, and the mount check: a packed
+  this module   the suite's order; edge cases (an empty __metadata__, one
+                blob under three dtypes, empty tensors, a 20 MB part), each
+                byte for byte convert's output; and the mount check: a packed
                 safetensors model (default and --zstd) mounted, its
                 `model.safetensors` loaded with safe_open, every tensor the
                 source's, byte for byte, and its __metadata__ kept
@@ -15,9 +17,14 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+import ztensor
+
+from .container import read_raw
 from .mount import is_mounted, mounted
-from .pack_common import pack, st_tensors
-from .pack_corpus import CONVERT_REFUSES, REFUSED, run_corpus
+from .pack_common import (check_packed, diff_tensors, first_diff, one_part, pack, st_tensors,
+                          zt_objects)
+from .pack_corpus import CONVERT_REFUSES, REFUSED, manifest_diff, run_corpus
 from .pack_gguf import run_gguf_kv
 from .pack_options import run_options, write_source
 from .results import Results, short
@@ -57,6 +64,50 @@ def check_mount(z: Ztfs, res: Results, tmp: str) -> None:
     print("ok   pack mount: model.safetensors of packed files (raw and zstd)", flush=True)
 
 
+def edge_cases() -> dict:
+    """Small safetensors files where two writers could part ways: name ->
+    (tensors, __metadata__)."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 2**31, 1000, dtype=np.int32)
+    return {
+        # An empty __metadata__ map: file attributes {} or none?
+        "empty-metadata": ({"a": np.ones(3, np.float32)}, {}),
+        # The same bytes under three dtypes: one blob (§6.3 rule 3).
+        "same-bytes-three-dtypes": ({"a": x.view(np.float32), "b": x, "c": x.view(np.uint8)}, None),
+        # Empty tensors of several shapes and dtypes, all at one offset.
+        "empty-tensors": ({"e1": np.zeros(0, np.float32), "e2": np.zeros((0, 3), np.int64),
+                           "e3": np.zeros((2, 0), np.uint8)}, None),
+        # A part of 20 MB, streamed in many chunks.
+        "large": ({"big": rng.standard_normal(5_000_000).astype(np.float32),
+                   "small": np.zeros(5, np.int8)}, {"k": "v"}),
+    }
+
+
+def check_edges(z: Ztfs, res: Results, tmp: str) -> None:
+    """Each edge case packed: the checks of every packed file, the source's
+    tensors, and byte for byte ztensor.convert's output."""
+    from safetensors.numpy import save_file
+
+    for name, (ts, meta) in edge_cases().items():
+        where = f"pack edge {name}"
+        src, out = os.path.join(tmp, f"{name}.safetensors"), os.path.join(tmp, f"{name}.pack.zt")
+        save_file(ts, src, metadata=meta)
+        rc, _, err = pack(z, src, out)
+        if not res.check(rc == 0, where, f"`ztfs pack` exited {rc}: {short(err)}"):
+            continue
+        check_packed(z, res, where, out)
+        problems = diff_tensors(st_tensors(src)[0], one_part(zt_objects(out)))
+        res.check(not problems, where, "read back: " + "; ".join(problems[:4]))
+        conv = os.path.join(tmp, f"{name}.convert.zt")
+        ztensor.convert(src, conv)
+        with open(out, "rb") as f, open(conv, "rb") as g:
+            a, b = f.read(), g.read()
+        res.check(a == b, where, f"pack and ztensor.convert differ: {len(a)} vs {len(b)} bytes, "
+                  f"first difference at {first_diff(a, b)}; manifests: "
+                  f"{manifest_diff(read_raw(out).manifest, read_raw(conv).manifest)}")
+    print(f"ok   pack edge cases: {len(edge_cases())} files", flush=True)
+
+
 def run_pack(args, z: Ztfs, res: Results, tmpdir: str) -> None:
     if z is None:
         print("\n== pack: skipped (--package-only)")
@@ -64,12 +115,13 @@ def run_pack(args, z: Ztfs, res: Results, tmpdir: str) -> None:
     tmp = os.path.join(tmpdir, "pack")
     os.makedirs(tmp, exist_ok=True)
     steps = [("options", lambda: run_options(z, res, os.path.join(tmp, "options"))),
+             ("edge cases", lambda: check_edges(z, res, os.path.join(tmp, "edge"))),
              ("gguf key-values", lambda: run_gguf_kv(z, res, os.path.join(tmp, "gguf"))),
              ("mount", lambda: check_mount(z, res, os.path.join(tmp, "mount")))]
     if not args.skip_corpus:
         steps.insert(0, ("corpus", lambda: run_corpus(args.corpus, z, res,
                                                       os.path.join(tmp, "corpus"))))
-    for sub in ("corpus", "options", "gguf", "mount"):
+    for sub in ("corpus", "options", "edge", "gguf", "mount"):
         os.makedirs(os.path.join(tmp, sub), exist_ok=True)
     for label, step in steps:
         print(f"\n== pack: {label}", flush=True)
