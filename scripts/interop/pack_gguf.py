@@ -2,7 +2,9 @@
 
 gguf-py's GGUFWriter writes a file holding every KV type (u8..i64, f32,
 f64, bool, string, arrays of each, an array given as bytes, nested arrays)
-and f32, f16 and q8_0 tensors (q8_0 made by gguf.quants.quantize). Both
+and tensors of every unquantized type (f32, f16, bf16, f64, i8..i64) and
+some block types (q8_0 made by gguf.quants.quantize; q4_0, q5_1, q4_k,
+q6_k, iq4_nl as random blocks). Both
 converters write it; the outputs must be byte-identical, and the file
 attributes each gives (`ztensor.open(out).attributes`) must be the values
 written, typed as GGUF types them (an f32 as the float it holds, arrays as
@@ -119,6 +121,16 @@ def write_kv_file(path: str) -> dict:
     q = gguf.quants.quantize(rng.standard_normal((2, 64)).astype(np.float32),
                              gguf.GGMLQuantizationType.Q8_0)
     w.add_tensor("q8", q, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    w.add_tensor("f64", rng.standard_normal(8))
+    for dt in (np.int8, np.int16, np.int32, np.int64):
+        w.add_tensor(np.dtype(dt).name, rng.integers(-100, 100, 8, dtype=dt))
+    bf16 = (rng.standard_normal(64).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    w.add_tensor("bf16", bf16.view(np.uint8).reshape(2, 64),
+                 raw_dtype=gguf.GGMLQuantizationType.BF16)
+    for name in ("Q4_0", "Q5_1", "Q4_K", "Q6_K", "IQ4_NL"):  # block bytes as they come
+        qt = getattr(gguf.GGMLQuantizationType, name)
+        row = gguf.GGML_QUANT_SIZES[qt][1]
+        w.add_tensor(name.lower(), rng.integers(0, 256, (2, row), dtype=np.uint8), raw_dtype=qt)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
