@@ -7,7 +7,8 @@
   pack_gguf     GGUF key-values of every type, pack and convert
   this module   the suite's order; edge cases (an empty __metadata__, one
                 blob under three dtypes, empty tensors, a 20 MB part), each
-                byte for byte convert's output; and the mount check: a packed
+                byte for byte convert's output, and names zTensor forbids
+                (over 1024 bytes, U+0000), refused by both; and the mount check: a packed
                 safetensors model (default and --zstd) mounted, its
                 `model.safetensors` loaded with safe_open, every tensor the
                 source's, byte for byte, and its __metadata__ kept
@@ -105,7 +106,20 @@ def check_edges(z: Ztfs, res: Results, tmp: str) -> None:
         res.check(a == b, where, f"pack and ztensor.convert differ: {len(a)} vs {len(b)} bytes, "
                   f"first difference at {first_diff(a, b)}; manifests: "
                   f"{manifest_diff(read_raw(out).manifest, read_raw(conv).manifest)}")
-    print(f"ok   pack edge cases: {len(edge_cases())} files", flush=True)
+    # Names safetensors allows and zTensor does not (§3.5): both writers refuse.
+    for name, tensor in (("name-1100-bytes", "x" * 1100), ("name-nul", "a\x00b")):
+        where = f"pack edge {name}"
+        src = os.path.join(tmp, f"{name}.safetensors")
+        save_file({tensor: np.ones(2, np.float32)}, src)
+        rc, _, err = pack(z, src, os.path.join(tmp, f"{name}.pack.zt"))
+        res.check(rc == 1 and b"cannot be written as zTensor" in err, where,
+                  f"`ztfs pack` exited {rc} ({short(err)}); a name zTensor forbids must be refused")
+        try:
+            ztensor.convert(src, os.path.join(tmp, f"{name}.convert.zt"))
+            res.fail(where, "ztensor.convert writes a name zTensor forbids")
+        except ValueError as e:
+            res.check("invalid name" in str(e), where, f"ztensor.convert: {e}")
+    print(f"ok   pack edge cases: {len(edge_cases()) + 2} files", flush=True)
 
 
 def run_pack(args, z: Ztfs, res: Results, tmpdir: str) -> None:
