@@ -112,6 +112,12 @@ The package, one job a module (each imports only those listed before it):
   st_input        safetensors files as input: save_file's files through ztfs, and
                   the safetensors corpus through safe_open (--suite safetensors)
   gguf_input      the GGUF suite: GGUFWriter files through ztfs, reject files through GGUFReader
+  pack_common     the pack suite's shared pieces: running `ztfs pack`, sources as their own
+                  readers give them, the checks of every packed file
+  pack_corpus     every valid corpus file packed and compared with ztensor.convert
+  pack_options    --zstd, --frame-size, --digest, --align, --shard-size on a generated file
+  pack_gguf       GGUF key-values of every type through pack and convert
+  pack_check      the pack suite: its order, and the mount of a packed model
   main        argument parsing and the run; __main__ calls it
 
 Hurray (--suite hurray runs only this): pyhurray 0.1.0 writes files
@@ -145,6 +151,20 @@ metadata) must check, give its header as `ztfs manifest`, and read the
 same bytes through `ztfs cat`, the mount's `data` and np.load of
 `data.npy`; every corpus/safetensors file must open in safe_open exactly
 when ztfs opens it, but for the documented decisions (st_input.KNOWN).
+
+pack (--suite pack runs only this): every valid corpus file (safetensors,
+GGUF, zTensor, samples) that `ztfs check` accepts is packed with `ztfs
+pack`; the output must pass the package's deep verify and `ztfs check
+--verify`, have the content digest computed here (content.py), read back
+through the package as the source's own reader reads it, and be
+byte-identical to `ztensor.convert`'s output wherever that converts too.
+Refusals only as pack_corpus.REFUSED lists them, convert's refusals only
+as CONVERT_REFUSES does. Options (--zstd [LEVEL], --frame-size, --digest,
+--align, --shard-size) on a generated file: same content digest, same
+tensors, compressed only where smaller, tied tensors in one blob,
+deterministic bytes. GGUF key-values of every type: pack and convert
+byte-identical, attributes as written. A packed model mounted: its
+model.safetensors loads in safe_open with the source's bytes.
 
 Run it as `python -m interop` with scripts/ on the path (scripts/interop.sh
 does that).

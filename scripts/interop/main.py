@@ -26,6 +26,7 @@ from .hurray_gen import gen_hurray
 from .known import KNOWN_DIFFERENCES
 from .mount import MOUNT_STATS
 from .mutations import check_mutation, mutations
+from .pack_check import run_pack
 from .results import Results
 from .sharded import gen_sharded
 from .st_input import run_st_input
@@ -87,11 +88,12 @@ def main() -> int:
     ap.add_argument("--only", metavar="SUBSTR",
                     help="check only the generated files (views: corpus files) whose name "
                          "contains SUBSTR")
-    ap.add_argument("--suite", choices=("all", "zt", "hurray", "views", "safetensors", "gguf"),
+    ap.add_argument("--suite", choices=("all", "zt", "hurray", "views", "safetensors", "gguf",
+                                          "pack"),
                     default="all",
                     help="run the zTensor checks, the Hurray checks (pyhurray), the .npy and "
                          "safetensors views of the mounts, safetensors files as input, the GGUF "
-                         "checks (gguf-py), or all")
+                         "checks (gguf-py), `ztfs pack` against ztensor.convert, or all")
     args = ap.parse_args()
 
     t_start = time.monotonic()
@@ -191,6 +193,10 @@ def main() -> int:
             t0 = time.monotonic()
             run_st_input(args, z, res, tmp)
             t_views += time.monotonic() - t0
+        if args.suite in ("all", "pack"):
+            t0 = time.monotonic()
+            run_pack(args, z, res, tmp)
+            t_fwd += time.monotonic() - t0
     finally:
         if cleanup:
             shutil.rmtree(cleanup, ignore_errors=True)
