@@ -122,7 +122,7 @@ def main() -> int:
         "cp + sync": (f'cp "{src}" "{dst}" && sync "{dst}"', True),
         "cp": (["cp", src, dst], False),
         "ztfs pack": ([args.ztfs, "pack", src, "-o", dst], False),
-        "ztfs pack --zstd": ([args.ztfs, "pack", src, "-o", dst, "--zstd", "3",
+        "ztfs pack --zstd": ([args.ztfs, "pack", src, "-o", dst, "--zstd=3",
                               "--frame-size", "1M"], False),
         "zstd -3 -T1": (["zstd", "-3", "-T1", "-q", src, "-o", dst], False),
     }

@@ -41,12 +41,12 @@ SIZES = {"K": 1 << 10, "M": 1 << 20}
 OPTION_SETS = {
     "default": (),
     "zstd": ("--zstd",),
-    "zstd19-frame64k": ("--zstd", "19", "--frame-size", "64K"),
+    "zstd19-frame64k": ("--zstd=19", "--frame-size", "64K"),
     "sha256": ("--digest", "sha256"),
     "align4k": ("--align", "4K"),
     "shard1m": ("--shard-size", "1M"),
     "zstd-shard1m-align4k": ("--zstd", "--shard-size", "1M", "--align", "4K"),
-    "everything": ("--zstd", "19", "--frame-size", "64K", "--digest", "sha256",
+    "everything": ("--zstd=19", "--frame-size", "64K", "--digest", "sha256",
                    "--shard-size", "1M", "--align", "4K"),
 }
 COMPRESSED = {"a.ramp", "e.mask"}
@@ -108,7 +108,7 @@ def check_layout(res: Results, where: str, out: str, flags: tuple, doc: dict) ->
         want = max(1, math.ceil(p["decoded_length"] / frame))
         res.check(magic == 0x8F92EAB1 and frames == want, where,
                   f"{n}: seek table magic {magic:#x}, {frames} frames, want {want} of {frame}")
-    zstd = "--zstd" in flags
+    zstd = any(f.startswith("--zstd") for f in flags)
     for n in COMPRESSED | RAW:
         encoded = "encoding" in parts[n]
         res.check(encoded == (zstd and n in COMPRESSED), where,

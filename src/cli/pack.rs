@@ -28,10 +28,10 @@ pub struct PackCmd {
     /// The digest of every part (and shard). Canonical form needs xxh3.
     #[arg(long, value_enum, default_value_t = AlgoArg::Xxh3)]
     pub digest: AlgoArg,
-    /// Compress each part as zt.zstd-seekable/1 at LEVEL (default 3),
-    /// where that makes it smaller.
+    /// Compress each part as zt.zstd-seekable/1 at LEVEL (default 3;
+    /// `--zstd=19`), where that makes it smaller.
     #[arg(long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "3",
-          allow_negative_numbers = true)]
+          require_equals = true, allow_negative_numbers = true)]
     pub zstd: Option<i32>,
     /// Decoded bytes per zstd frame (at most 16M).
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1M")]
@@ -147,23 +147,28 @@ pub fn run(cmd: PackCmd) -> Result<()> {
     if opts.zstd.is_some() {
         notes.push(format!("{} compressed", s.compressed));
     }
+    let plural = |n: usize, what: &str| match n {
+        1 => format!("1 {what}"),
+        n => format!("{n} {what}s"),
+    };
     let notes = match notes.is_empty() {
         true => String::new(),
         false => format!(" ({})", notes.join(", ")),
     };
     let shards = match s.shards {
         0 => String::new(),
-        n => format!(", {n} data shards"),
+        n => format!(", {}", plural(n, "data shard")),
     };
-    let form = match opts.is_canonical() {
-        true => "canonical",
-        false => "not canonical",
+    let form = match (&s.not_nfc, opts.is_canonical()) {
+        (None, true) => "canonical".to_string(),
+        (Some(n), true) => format!("not canonical: name {n:?} is not in Unicode NFC"),
+        (_, false) => "not canonical".to_string(),
     };
     println!(
-        "{}: {} objects, {} parts{notes}, {} decoded, {form}{shards}",
+        "{}: {}, {}{notes}, {} decoded, {form}{shards}",
         cmd.output.display(),
-        s.objects,
-        s.parts,
+        plural(s.objects, "object"),
+        plural(s.parts, "part"),
         report::human(s.decoded_bytes),
     );
     Ok(())

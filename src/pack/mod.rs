@@ -80,6 +80,10 @@ pub struct Summary {
     pub root_len: u64,
     /// Data shards written.
     pub shards: usize,
+    /// The first object or part name not in Unicode NFC, if any (canonical
+    /// form needs NFC names, §6.3 rule 5; names are written as the source
+    /// has them).
+    pub not_nfc: Option<String>,
 }
 
 /// Writes `source` to `path` as `opts` say; `progress` hears of every
@@ -102,16 +106,25 @@ pub fn pack(
         decoded_bytes: 0,
         root_len: 0,
         shards: 0,
+        not_nfc: None,
     };
     let mut texts = Texts::default();
     let mut objects = Vec::new();
     // Per part written, in order: the data shard holding its blob.
     let mut files = Vec::new();
     for object in source.objects_in_canonical_order() {
-        crate::format::check_name(&object.name, "object name").map_err(|e| {
+        crate::format::check_name(&object.name, "object").map_err(|e| {
             Error::Unsupported(format!("cannot be written as zTensor: {}", e.detail()))
         })?;
         source.check_object(object)?;
+        let names =
+            std::iter::once(&*object.name).chain(object.parts.iter().map(|p| p.name.as_str()));
+        if let Some(n) = names
+            .into_iter()
+            .find(|n| !unicode_normalization::is_nfc(n))
+        {
+            summary.not_nfc.get_or_insert_with(|| n.to_string());
+        }
         let mut parts = Vec::new();
         for part in source.parts_in_canonical_order(object) {
             let mut stream = |sink: &mut dyn FnMut(&[u8]) -> Result<()>| {

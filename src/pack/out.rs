@@ -84,6 +84,14 @@ impl Out {
     /// multiple of 4096), in data shards of about `shard_size` bytes when
     /// it is given.
     pub fn create(path: &Path, align: u64, shard_size: Option<u64>) -> Result<Out> {
+        let dir = parent(path);
+        if !dir.is_dir() {
+            return Err(Error::Usage(format!(
+                "{}: {} is not a directory",
+                path.display(),
+                dir.display()
+            )));
+        }
         Ok(Out {
             path: path.to_path_buf(),
             align,
@@ -218,10 +226,7 @@ impl Target {
     /// A temporary file beside `path` (so the rename stays on one
     /// filesystem), hidden, beginning with the magic.
     fn create(path: &Path) -> Result<Target> {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
+        let dir = parent(path);
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
         let mut p = pending();
         if p.abandoned {
@@ -296,6 +301,14 @@ impl Drop for Target {
     fn drop(&mut self) {
         let mut p = pending();
         p.paths.retain(|q| *q != self.path);
+    }
+}
+
+/// The directory `path` goes in.
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
     }
 }
 

@@ -77,10 +77,13 @@ pub fn objects(header: &Header) -> Vec<Object> {
 }
 
 /// `__metadata__` as zTensor file attributes (deterministic CBOR, text
-/// values), for `ztfs pack`; `None` when the header has none.
+/// values), for `ztfs pack`; `None` when the header has none or an empty
+/// one (as the public implementation's converter writes it, so the same
+/// tensors give the same file).
 pub fn attributes(header: &Header) -> Option<Vec<u8>> {
     use crate::format::cbor::{self, text_key_cmp, Value};
-    let mut entries: Vec<&(String, String)> = header.metadata.as_ref()?.iter().collect();
+    let metadata = header.metadata.as_ref().filter(|m| !m.is_empty())?;
+    let mut entries: Vec<&(String, String)> = metadata.iter().collect();
     entries.sort_by(|a, b| text_key_cmp(&a.0, &b.0));
     let map = Value::Map(
         (entries.into_iter())
