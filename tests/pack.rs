@@ -416,6 +416,30 @@ fn bad_options_are_refused_before_anything_is_written() {
     assert_eq!(names_in(dir.path()), vec!["model.safetensors"]);
 }
 
+/// An output that is not a regular file (a symlink such as /dev/stdout, a
+/// directory) is refused, never replaced.
+#[test]
+fn an_output_that_is_not_a_regular_file_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let src = sample_model(dir.path());
+    let link = dir.path().join("link.zt");
+    std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+    let sub = dir.path().join("sub");
+    fs::create_dir(&sub).unwrap();
+    for out in [&link, &sub, &dir.path().join("missing/out.zt")] {
+        let o = pack(&src, out, &[]);
+        assert_eq!(o.status.code(), Some(2), "{}", describe(&["pack"], &o));
+    }
+    assert!(fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        names_in(dir.path()),
+        vec!["link.zt", "model.safetensors", "sub"]
+    );
+}
+
 /// A source that fails a check half-way leaves neither an output nor a
 /// temporary file, and a file already at the output's name untouched.
 #[test]

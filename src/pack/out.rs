@@ -84,6 +84,7 @@ impl Out {
     /// multiple of 4096), in data shards of about `shard_size` bytes when
     /// it is given.
     pub fn create(path: &Path, align: u64, shard_size: Option<u64>) -> Result<Out> {
+        check_replaceable(path)?;
         let dir = parent(path);
         if !dir.is_dir() {
             return Err(Error::Usage(format!(
@@ -301,6 +302,21 @@ impl Drop for Target {
     fn drop(&mut self) {
         let mut p = pending();
         p.paths.retain(|q| *q != self.path);
+    }
+}
+
+/// Refuses an output that exists and is not a regular file: the pack
+/// renames a new file into its place, which would replace a symlink (to
+/// a file elsewhere, or `/dev/stdout`) or a device rather than write to
+/// it.
+fn check_replaceable(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_file() => Err(Error::Usage(format!(
+            "{}: exists and is not a regular file (a {}); ztfs pack writes a new file and renames it into place, so give the path of a file",
+            path.display(),
+            crate::store::kind_of(&m.file_type())
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -30,8 +30,10 @@ use memmap2::Mmap;
 use crate::error::{Error, Result};
 
 /// What a file that is not a regular file is, for messages.
-fn kind_of(t: &std::fs::FileType) -> &'static str {
-    if t.is_dir() {
+pub fn kind_of(t: &std::fs::FileType) -> &'static str {
+    if t.is_symlink() {
+        "symbolic link"
+    } else if t.is_dir() {
         "directory"
     } else if t.is_fifo() {
         "FIFO"
