@@ -5,6 +5,8 @@
   pack_options  --zstd, --frame-size, --digest, --align, --shard-size on a
                 generated safetensors file
   pack_gguf     GGUF key-values of every type, pack and convert
+  pack_npy      np.save arrays of every dtype zTensor has, packed together;
+                the ones ztfs refuses
   this module   the suite's order; edge cases (an empty __metadata__, one
                 blob under three dtypes, empty tensors, a 20 MB part), each
                 byte for byte convert's output, and names zTensor forbids
@@ -27,6 +29,7 @@ from .pack_common import (check_packed, diff_tensors, first_diff, one_part, pack
                           zt_objects)
 from .pack_corpus import CONVERT_REFUSES, REFUSED, manifest_diff, run_corpus
 from .pack_gguf import run_gguf_kv
+from .pack_npy import run_npy
 from .pack_options import run_options, write_source
 from .results import Results, short
 from .ztfs import Ztfs
@@ -131,6 +134,7 @@ def run_pack(args, z: Ztfs, res: Results, tmpdir: str) -> None:
     steps = [("options", lambda: run_options(z, res, os.path.join(tmp, "options"))),
              ("edge cases", lambda: check_edges(z, res, os.path.join(tmp, "edge"))),
              ("gguf key-values", lambda: run_gguf_kv(z, res, os.path.join(tmp, "gguf"))),
+             (".npy files", lambda: run_npy(z, res, os.path.join(tmp, "npy"))),
              ("mount", lambda: check_mount(z, res, os.path.join(tmp, "mount")))]
     if not args.skip_corpus:
         steps.insert(0, ("corpus", lambda: run_corpus(args.corpus, z, res,
