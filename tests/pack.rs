@@ -478,6 +478,18 @@ fn a_pack_may_replace_its_own_source() {
     assert_same_model(&src, &zt);
 }
 
+/// A model read by URL packs to the same bytes as the local file.
+#[test]
+fn a_model_by_url_packs_as_the_local_file_does() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let src = sample_model(dir.path());
+    let nginx = common::http::Nginx::serve(dir.path());
+    let (local, remote) = (dir.path().join("local.zt"), dir.path().join("remote.zt"));
+    pack_ok(&src, &local, &[]);
+    pack_ok(Path::new(&nginx.url("model.safetensors")), &remote, &[]);
+    assert!(fs::read(&local).unwrap() == fs::read(&remote).unwrap());
+}
+
 /// SIGTERM stops a pack whose source hangs (a server that never answers):
 /// it exits within its grace period, with no output and no temporary file.
 #[test]
