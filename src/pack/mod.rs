@@ -17,7 +17,7 @@
 //! it is read (its encoding, its content rules, its digest when it has
 //! one), so a damaged source stops the pack rather than being copied.
 //! Files are written under temporary names and renamed at the end
-//! ([`out`]).
+//! (`out.rs`).
 
 mod hurray;
 mod out;

@@ -3,7 +3,7 @@
 //! file attributes its format carries.
 //!
 //! A Hurray file's tensors become dense objects of their row-major data
-//! ([`super::hurray`]).
+//! (`hurray.rs`).
 //!
 //! File attributes: a zTensor model's own; a safetensors file's
 //! `__metadata__` (text values); a GGUF file's key-values, typed (as the
