@@ -35,6 +35,7 @@
 //! `"__metadata__": null` means no metadata, zero-length tensors may share
 //! an offset, and any JSON whitespace may pad the header.
 
+pub mod index;
 pub mod json;
 pub mod objects;
 
