@@ -195,6 +195,11 @@ pub fn check_file_name(name: &str) -> Result<()> {
 }
 
 impl Index {
+    /// Where `weight_map` lists `tensor`, if it does.
+    pub fn position(&self, tensor: &str) -> Option<usize> {
+        self.by_name.get(tensor).copied()
+    }
+
     /// The file `weight_map` maps `tensor` to, if it lists it.
     pub fn file_of(&self, tensor: &str) -> Option<usize> {
         self.by_name.get(tensor).map(|&i| self.weight_map[i].1)
