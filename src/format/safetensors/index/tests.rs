@@ -185,6 +185,9 @@ fn a_tensor_unlisted_or_mapped_to_another_file() {
 fn an_index_is_told_from_a_safetensors_file_by_its_first_bytes() {
     assert!(looks_like(b" \n{\"weight_map\""));
     assert!(!looks_like(&st_file(&["a"])));
+    // A length whose first byte is '{' but whose high bytes are not zero.
+    assert!(!looks_like(b"{\0\0\0\x01\0\0\0{}"));
+    assert!(!looks_like(b"[]"));
     assert!(!super::super::looks_like(b"{\"weight_map\": {}}"));
 }
 
