@@ -3,7 +3,8 @@
 //! `ls`, `cat`, `manifest` on the index and on its folder; every tensor's
 //! `data`, `data.npy` and the `model.safetensors` view equal to the source
 //! bytes; the same by URL; and one refused checkpoint per index rule, plus
-//! a missing file and a file breaking a safetensors rule.
+//! a missing file and a file breaking a safetensors rule; every valid
+//! checkpoint of the corpus (`corpus/safetensors/sharded/`) mounted.
 //!
 //! The cases are generated here, into temporary folders, by
 //! [`Checkpoint`]: valid files written by the `safetensors` crate, an index
@@ -455,4 +456,43 @@ fn digest_and_shards_are_refused() {
     ];
     let out = ztfs(&args);
     assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+}
+
+/// Every valid checkpoint of the corpus (`safetensors/sharded/`) mounted:
+/// `manifest.json` is its index; each tensor's `data` and its entry in the
+/// `model.safetensors` view equal what the `safetensors` crate reads from
+/// the file the index names.
+#[test]
+fn every_valid_corpus_checkpoint_mounts_and_serves_its_tensors() {
+    let indexes: Vec<PathBuf> = (rows().iter())
+        .filter(|r| r.dir == "safetensors/sharded" && r.open == "valid" && r.name.ends_with(INDEX))
+        .map(Row::path)
+        .collect();
+    assert!(indexes.len() >= 3, "{indexes:?}");
+    for index in indexes {
+        let parsed: serde_json::Value = serde_json::from_slice(&fs::read(&index).unwrap()).unwrap();
+        let m = Mount::new(&index, &[]);
+        let manifest = fs::read(m.join("manifest.json")).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(&manifest).unwrap(),
+            parsed
+        );
+        let map = parsed["weight_map"].as_object().unwrap();
+        let dirs = object_dirs(&m);
+        assert_eq!(dirs.len(), map.len(), "{}", index.display());
+        let view = if map.is_empty() {
+            BTreeMap::new()
+        } else {
+            view_tensors(&m)
+        };
+        for (name, file) in map {
+            let b = fs::read(index.with_file_name(file.as_str().unwrap())).unwrap();
+            let st = safetensors::SafeTensors::deserialize(&b).unwrap();
+            let t = st.tensor(name).unwrap();
+            let data = fs::read(m.join(&dirs[name]).join("data")).unwrap();
+            assert_eq!(data, t.data(), "{}: {name}", index.display());
+            let want = (t.dtype(), t.shape().to_vec(), t.data().to_vec());
+            assert_eq!(view[name], want, "{}: {name} in the view", index.display());
+        }
+    }
 }
