@@ -133,8 +133,14 @@ pub fn parse_index(text: &str) -> Result<Index> {
     };
     let map = match field(WEIGHT_MAP) {
         Some(Json::Object(m)) => m,
-        Some(other) => return Err(weight_map(format!("is {}", other.type_name()))),
-        None => return Err(weight_map("is missing".to_string())),
+        Some(other) => {
+            let what = format!("{WEIGHT_MAP} is {}, not an object", other.type_name());
+            return Err(weight_map(what));
+        }
+        None => {
+            let what = format!("the JSON object has no {WEIGHT_MAP}: not a Hugging Face index");
+            return Err(weight_map(what));
+        }
     };
     let mut index = Index {
         weight_map: Vec::with_capacity(map.len()),
@@ -146,7 +152,11 @@ pub fn parse_index(text: &str) -> Result<Index> {
     let mut file_pos: HashMap<&str, usize> = HashMap::new();
     for (tensor, file) in map {
         let Json::String(file) = file else {
-            let what = format!("entry {:?} is {}", truncate(tensor), file.type_name());
+            let what = format!(
+                "{WEIGHT_MAP} entry {:?} is {}, not a string",
+                truncate(tensor),
+                file.type_name()
+            );
             return Err(weight_map(what));
         };
         let pos = match file_pos.get(file.as_str()) {
@@ -175,7 +185,7 @@ pub fn parse_index(text: &str) -> Result<Index> {
 fn weight_map(what: String) -> Error {
     reject(
         Rule::SafetensorsIndexWeightMap,
-        format!("{WEIGHT_MAP} {what}, not an object of tensor name to file name strings"),
+        format!("{what} ({WEIGHT_MAP} maps tensor names to file name strings)"),
     )
 }
 

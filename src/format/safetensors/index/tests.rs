@@ -207,3 +207,30 @@ fn manifest_is_the_index_in_document_order() {
     .collect();
     assert!(keys.windows(2).all(|w| w[0] < w[1]), "{m}");
 }
+
+proptest::proptest! {
+    /// Seeded edits of a valid index (a byte replaced, the text cut) never
+    /// panic: each is accepted or refused under a `SafetensorsIndex*` rule,
+    /// and an accepted one agrees with itself.
+    #[test]
+    fn edited_indexes_are_accepted_or_refused_by_rule(
+        at in 0usize..TWO.len(),
+        byte in proptest::prelude::any::<u8>(),
+        cut in 0usize..=TWO.len(),
+    ) {
+        let mut b = TWO.as_bytes().to_vec();
+        b[at] = byte;
+        b.truncate(cut.max(1));
+        match index_text(b).and_then(|t| parse_index(&t)) {
+            Ok(i) => {
+                for (t, f) in &i.weight_map {
+                    proptest::prop_assert_eq!(i.file_of(t), Some(*f));
+                }
+            }
+            Err(e) => {
+                let rule = e.rule().expect("a rule").name();
+                proptest::prop_assert!(rule.starts_with("SafetensorsIndex"), "{}", e);
+            }
+        }
+    }
+}
