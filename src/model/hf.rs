@@ -99,30 +99,7 @@ impl Model {
         let text = index::index_text(root.slice(0, root.len())?.into_owned())?;
         let idx = index::parse_index(&text)?;
         drop(text);
-        let dir = root.path().parent().unwrap_or(Path::new("")).to_path_buf();
-        let mut slots: Vec<Option<Object>> = std::iter::repeat_with(|| None)
-            .take(idx.weight_map.len())
-            .collect();
-        let mut files = Vec::with_capacity(idx.files.len());
-        let mut data_len = 0u64;
-        for (i, name) in idx.files.iter().enumerate() {
-            let store = Store::open(&dir.join(name))?;
-            let header = safetensors::read_header_from(&store).map_err(|e| in_file(name, e))?;
-            idx.check_file(i, &header)?;
-            data_len = data_len.saturating_add(store.len() - header.data_start());
-            let shard = Text::from(name.as_str());
-            for mut o in safetensors::objects::objects(&header) {
-                for p in &mut o.parts {
-                    p.blob.shard = Some(shard.clone());
-                }
-                let pos = idx.position(&o.name);
-                slots[pos.expect("check_file: every tensor is listed")] = Some(o);
-            }
-            files.push((name.clone(), store));
-        }
-        let objects = (slots.into_iter())
-            .map(|o| o.expect("check_file: every listed tensor is in its file"))
-            .collect();
+        let (objects, mut files, data_len) = open_files(root.path(), &idx)?;
         files.sort_by(|a, b| a.0.cmp(&b.0));
         let info = SafetensorsFile {
             header_len: root.len(),
@@ -142,6 +119,40 @@ impl Model {
             .map(|i| &self.files[i].1)
             .map_err(|_| Error::NotFound(format!("file {name:?} of the checkpoint")))
     }
+}
+
+/// Opens and validates every file `idx` names, beside `index`: the
+/// objects in `weight_map` order, each part's `blob.shard` its file's name;
+/// the opened files; their tensor bytes together.
+fn open_files(
+    index: &Path,
+    idx: &index::Index,
+) -> Result<(Vec<Object>, Vec<(String, Store)>, u64)> {
+    let dir = index.parent().unwrap_or(Path::new(""));
+    let mut slots: Vec<Option<Object>> = std::iter::repeat_with(|| None)
+        .take(idx.weight_map.len())
+        .collect();
+    let mut files = Vec::with_capacity(idx.files.len());
+    let mut data_len = 0u64;
+    for (i, name) in idx.files.iter().enumerate() {
+        let store = Store::open(&dir.join(name))?;
+        let header = safetensors::read_header_from(&store).map_err(|e| in_file(name, e))?;
+        idx.check_file(i, &header)?;
+        data_len = data_len.saturating_add(store.len() - header.data_start());
+        let shard = Text::from(name.as_str());
+        for mut o in safetensors::objects::objects(&header) {
+            for p in &mut o.parts {
+                p.blob.shard = Some(shard.clone());
+            }
+            let pos = idx.position(&o.name);
+            slots[pos.expect("check_file: every tensor is listed")] = Some(o);
+        }
+        files.push((name.clone(), store));
+    }
+    let objects = (slots.into_iter())
+        .map(|o| o.expect("check_file: every listed tensor is in its file"))
+        .collect();
+    Ok((objects, files, data_len))
 }
 
 /// A rejection of file `name` of a checkpoint, its message naming the file.
