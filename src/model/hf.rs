@@ -99,7 +99,11 @@ impl Model {
         let text = index::index_text(root.slice(0, root.len())?.into_owned())?;
         let idx = index::parse_index(&text)?;
         drop(text);
-        let (objects, mut files, data_len) = open_files(root.path(), &idx)?;
+        let Opened {
+            objects,
+            mut files,
+            data_len,
+        } = open_files(root.path(), &idx)?;
         files.sort_by(|a, b| a.0.cmp(&b.0));
         let info = SafetensorsFile {
             header_len: root.len(),
@@ -121,13 +125,18 @@ impl Model {
     }
 }
 
-/// Opens and validates every file `idx` names, beside `index`: the
-/// objects in `weight_map` order, each part's `blob.shard` its file's name;
-/// the opened files; their tensor bytes together.
-fn open_files(
-    index: &Path,
-    idx: &index::Index,
-) -> Result<(Vec<Object>, Vec<(String, Store)>, u64)> {
+/// The files of a checkpoint, opened and validated.
+struct Opened {
+    /// In `weight_map` order, each part's `blob.shard` its file's name.
+    objects: Vec<Object>,
+    /// By name, in order of first mention.
+    files: Vec<(String, Store)>,
+    /// Their byte buffers' lengths together.
+    data_len: u64,
+}
+
+/// Opens and validates every file `idx` names, beside `index`.
+fn open_files(index: &Path, idx: &index::Index) -> Result<Opened> {
     let dir = index.parent().unwrap_or(Path::new(""));
     let mut slots: Vec<Option<Object>> = std::iter::repeat_with(|| None)
         .take(idx.weight_map.len())
@@ -152,7 +161,11 @@ fn open_files(
     let objects = (slots.into_iter())
         .map(|o| o.expect("check_file: every listed tensor is in its file"))
         .collect();
-    Ok((objects, files, data_len))
+    Ok(Opened {
+        objects,
+        files,
+        data_len,
+    })
 }
 
 /// A rejection of file `name` of a checkpoint, its message naming the file.

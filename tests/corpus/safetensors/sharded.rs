@@ -56,8 +56,11 @@ fn usual_files() -> [(&'static str, Vec<u8>); 2] {
     ]
 }
 
+/// `weight_map` entries: tensor name, file name.
+type Map = Vec<(&'static str, &'static str)>;
+
 /// The usual `weight_map` entries, sorted as transformers writes them.
-fn usual_map() -> Vec<(&'static str, &'static str)> {
+fn usual_map() -> Map {
     vec![
         ("lm_head.weight", F2),
         ("model.embed_tokens.weight", F1),
@@ -117,7 +120,7 @@ fn valid_cases() -> Vec<Case> {
 
 fn reject_cases() -> Vec<Case> {
     let usual = index(&usual_map());
-    let map_with = |edit: &dyn Fn(&mut Vec<(&'static str, &'static str)>)| {
+    let map_with = |edit: &dyn Fn(&mut Map)| {
         let mut map = usual_map();
         edit(&mut map);
         index(&map)
