@@ -16,7 +16,8 @@
 //! - **Repeated keys** are refused anywhere in the index (Python's
 //!   `json.load` keeps the last), as they are in a safetensors header.
 //! - **`metadata`**, when present, must be an object (of anything);
-//!   transformers requires it, ztfs does not.
+//!   transformers requires it, ztfs does not. Its `total_size` is not
+//!   checked (transformers does not use it either).
 //! - **An index of no tensors** (`"weight_map": {}`) is a valid model of no
 //!   tensors and no files.
 //! - **A file name is one path component**: it comes from a file and
