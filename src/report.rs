@@ -23,10 +23,10 @@ pub fn manifest_json(model: &Model) -> Result<String> {
         return Ok(crate::format::gguf::json::manifest(file));
     }
     if let Some(header) = model.read_safetensors_header()? {
-        return match model.is_checkpoint() {
-            true => crate::format::safetensors::index::manifest(&header),
-            false => crate::format::safetensors::manifest(&header),
-        };
+        if model.is_checkpoint() {
+            return crate::format::safetensors::index::manifest(&header);
+        }
+        return crate::format::safetensors::manifest(&header);
     }
     manifest_json_of(model.manifest().map(|_| model.manifest_bytes()).as_deref())
 }
