@@ -46,6 +46,7 @@ for t in "${targets[@]}"; do
     # corpus seeds them.
     [[ $t == container || $t == tree_views ]] && seeds+=(corpus)
     [[ $t == safetensors ]] && seeds+=(corpus/safetensors)
+    [[ $t == safetensors_index ]] && seeds+=(corpus/safetensors/sharded)
     [[ $t == gguf ]] && seeds+=(corpus/gguf/valid corpus/gguf/reject)
     # rss_limit bounds what stays resident; malloc_limit takes effect only
     # under a sanitizer (see fuzz_targets/common); timeout turns a hang into

@@ -58,7 +58,7 @@ pub enum Command {
     /// without reading tensor bytes: footer, manifest hash, strict CBOR,
     /// schema, names, shapes, blob bounds and overlap, layout metadata.
     Check {
-        /// The model file (.zt, .hrry, .safetensors, .gguf) or its URL.
+        /// The model file (.zt, .hrry, .safetensors, .gguf, .safetensors.index.json), its URL, or a folder holding one safetensors checkpoint.
         file: PathBuf,
         /// Also decode every part and check its digest and content rules
         /// (bool bytes, f4_e2m1 padding), and each shard's whole-file
@@ -73,7 +73,7 @@ pub enum Command {
     /// List objects: names; with -l layout, type, shape and size, file
     /// attributes and the shard table.
     Ls {
-        /// The model file (.zt, .hrry, .safetensors, .gguf) or its URL.
+        /// The model file (.zt, .hrry, .safetensors, .gguf, .safetensors.index.json), its URL, or a folder holding one safetensors checkpoint.
         file: PathBuf,
         /// Long listing.
         #[arg(short = 'l', long = "long")]
@@ -91,7 +91,7 @@ pub enum Command {
     },
     /// Write a part's decoded bytes to stdout.
     Cat {
-        /// The model file (.zt, .hrry, .safetensors, .gguf) or its URL.
+        /// The model file (.zt, .hrry, .safetensors, .gguf, .safetensors.index.json), its URL, or a folder holding one safetensors checkpoint.
         file: PathBuf,
         /// The object's name, exactly as in the manifest.
         object: String,
@@ -112,7 +112,7 @@ pub enum Command {
     },
     /// Print the model's content digest (zt.content/1, §6.4).
     Digest {
-        /// The model file (.zt, .hrry, .safetensors, .gguf) or its URL.
+        /// The model file (.zt, .hrry, .safetensors, .gguf, .safetensors.index.json), its URL, or a folder holding one safetensors checkpoint.
         file: PathBuf,
         /// The hash over the content value.
         #[arg(long, value_enum, default_value_t = AlgoArg::Sha256)]
@@ -120,7 +120,7 @@ pub enum Command {
     },
     /// Print the manifest as JSON (the mount's manifest.json).
     Manifest {
-        /// The model file (.zt, .hrry, .safetensors, .gguf) or its URL.
+        /// The model file (.zt, .hrry, .safetensors, .gguf, .safetensors.index.json), its URL, or a folder holding one safetensors checkpoint.
         file: PathBuf,
     },
     /// Mount a model as a read-only directory tree.
@@ -154,7 +154,7 @@ pub enum Command {
 /// Options of `ztfs mount`.
 #[derive(clap::Args, Debug)]
 pub struct MountCmd {
-    /// The model file (.zt, .hrry, .safetensors, .gguf) or its URL.
+    /// The model file (.zt, .hrry, .safetensors, .gguf, .safetensors.index.json), its URL, or a folder holding one safetensors checkpoint.
     pub file: PathBuf,
     /// An existing directory to mount on.
     pub mountpoint: PathBuf,

@@ -134,6 +134,26 @@ pub enum Rule {
     SafetensorsSize,
     /// The tensors do not end where the file ends: bytes after the last tensor, or tensors past the end of the file.
     SafetensorsCoverage,
+    // Hugging Face sharded safetensors checkpoints (an index and its files;
+    // src/format/safetensors/index.rs).
+    /// A Hugging Face index (`model.safetensors.index.json`) is longer than 64 MiB (`MAX_INDEX_LEN`), checked before it is read: transformers reads the whole file with `json.load`; ztfs bounds it.
+    SafetensorsIndexTooLarge,
+    /// The index is not UTF-8, not one valid JSON value (serde_json, as for the safetensors header), or not a JSON object (transformers `load_sharded_checkpoint` indexes it as a dict).
+    SafetensorsIndexJson,
+    /// A key occurs twice in one object of the index: Python's `json.load` keeps the last, so two readers could map a tensor to different files (refused as the safetensors header's repeated keys are).
+    SafetensorsIndexDuplicateKey,
+    /// `weight_map` is missing or not an object whose values are strings (transformers reads `index["weight_map"]` as tensor name → file name).
+    SafetensorsIndexWeightMap,
+    /// `metadata` is present but not an object (transformers writes `{"total_size": N}` there and reads it as a dict).
+    SafetensorsIndexMetadata,
+    /// A file name in `weight_map` is not one path component: empty, `.`, `..`, or holding `/`, `\` or NUL (transformers joins it onto the index's folder; a name from a file must not leave it).
+    SafetensorsIndexFileName,
+    /// `weight_map` names more than 100,000 files (`MAX_INDEX_FILES`), checked before any is opened.
+    SafetensorsIndexTooManyFiles,
+    /// A tensor named in `weight_map` is not in the file it names (transformers reports it as a missing key).
+    SafetensorsIndexMissingTensor,
+    /// A tensor of a named file is not in `weight_map`, or is mapped to another file (so present in two files): two readers could pick different copies.
+    SafetensorsIndexUnlisted,
     // GGUF input (ggml docs/gguf.md, versions 2 and 3; src/format/gguf).
     /// The first four bytes are not `GGUF`, or the file is shorter than the 24-byte header (gguf.md § File Structure).
     GgufMagic,
@@ -214,6 +234,15 @@ impl Rule {
             Rule::SafetensorsOffsets => "SafetensorsOffsets",
             Rule::SafetensorsSize => "SafetensorsSize",
             Rule::SafetensorsCoverage => "SafetensorsCoverage",
+            Rule::SafetensorsIndexTooLarge => "SafetensorsIndexTooLarge",
+            Rule::SafetensorsIndexJson => "SafetensorsIndexJson",
+            Rule::SafetensorsIndexDuplicateKey => "SafetensorsIndexDuplicateKey",
+            Rule::SafetensorsIndexWeightMap => "SafetensorsIndexWeightMap",
+            Rule::SafetensorsIndexMetadata => "SafetensorsIndexMetadata",
+            Rule::SafetensorsIndexFileName => "SafetensorsIndexFileName",
+            Rule::SafetensorsIndexTooManyFiles => "SafetensorsIndexTooManyFiles",
+            Rule::SafetensorsIndexMissingTensor => "SafetensorsIndexMissingTensor",
+            Rule::SafetensorsIndexUnlisted => "SafetensorsIndexUnlisted",
             Rule::GgufMagic => "GgufMagic",
             Rule::GgufVersion => "GgufVersion",
             Rule::GgufCount => "GgufCount",
@@ -225,7 +254,7 @@ impl Rule {
     }
 
     /// Every rule, for documentation and the corpus table.
-    pub const ALL: [Rule; 66] = [
+    pub const ALL: [Rule; 75] = [
         Rule::FileTooSmall,
         Rule::HeaderMagic,
         Rule::FooterMagic,
@@ -285,6 +314,15 @@ impl Rule {
         Rule::SafetensorsOffsets,
         Rule::SafetensorsSize,
         Rule::SafetensorsCoverage,
+        Rule::SafetensorsIndexTooLarge,
+        Rule::SafetensorsIndexJson,
+        Rule::SafetensorsIndexDuplicateKey,
+        Rule::SafetensorsIndexWeightMap,
+        Rule::SafetensorsIndexMetadata,
+        Rule::SafetensorsIndexFileName,
+        Rule::SafetensorsIndexTooManyFiles,
+        Rule::SafetensorsIndexMissingTensor,
+        Rule::SafetensorsIndexUnlisted,
         Rule::GgufMagic,
         Rule::GgufVersion,
         Rule::GgufCount,

@@ -4,6 +4,12 @@
 //! Opening validates the root alone, so local parts stay readable when a
 //! shard is missing (notes §4 item 10). A shard that cannot be resolved is
 //! remembered, and every part in it fails with the same explanation.
+//!
+//! A Hugging Face sharded safetensors checkpoint (an index and the files it
+//! names, [`hf`]) is the exception: all its files are opened and validated
+//! at open, and a part's `blob.shard` names its file.
+
+pub mod hf;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -27,6 +33,9 @@ pub struct Model {
     safetensors: Option<SafetensorsFile>,
     /// A GGUF file, whose tensors are `manifest`'s objects in the same order.
     gguf: Option<gguf::File>,
+    /// The files of a sharded safetensors checkpoint by name, sorted, each
+    /// opened and validated at open; empty for any other model.
+    files: Vec<(String, Store)>,
     manifest: Option<Manifest>,
     overrides: Vec<(String, PathBuf)>,
     shards: Vec<OnceLock<std::result::Result<(Store, Found), ShardError>>>,
@@ -44,8 +53,12 @@ pub struct SafetensorsFile {
     pub header_len: u64,
     /// Entries in `__metadata__`.
     pub metadata_entries: usize,
-    /// The byte buffer's length.
+    /// The byte buffer's length (a checkpoint's: all its files' together).
     pub data_len: u64,
+    /// For a sharded checkpoint, read from its index: how many files it
+    /// has (then `header_len` is the index's length and `metadata_entries`
+    /// counts its `metadata`); `None` for a single file.
+    pub index_files: Option<usize>,
 }
 
 /// Why a shard could not be used, kept so every later use reports it again.
@@ -62,8 +75,9 @@ impl Model {
     }
 
     /// Opens `path`, resolving the named shards to the given files first.
+    /// A local folder stands for the model file in it (see [`hf`]).
     pub fn open_with(path: &Path, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
-        let root = Store::open(path)?;
+        let root = Store::open(&hf::resolve_dir(path)?)?;
         // Enough of the beginning to tell the format (and name a foreign one).
         let head = root.slice(0, root.len().min(64))?;
         if head.starts_with(&hurray::FILE_MAGIC) {
@@ -74,6 +88,9 @@ impl Model {
         }
         if safetensors::looks_like(&head) {
             return Model::open_safetensors(root, overrides);
+        }
+        if safetensors::index::looks_like(&head) {
+            return Model::open_safetensors_index(root, overrides);
         }
         let container = format::read_container_from(&root).map_err(|e| match e.rule() {
             Some(Rule::FileTooSmall | Rule::HeaderMagic | Rule::FooterMagic) => {
@@ -102,6 +119,7 @@ impl Model {
             hurray: None,
             safetensors: None,
             gguf: None,
+            files: Vec::new(),
             manifest,
             overrides,
             shards: (0..n).map(|_| OnceLock::new()).collect(),
@@ -149,6 +167,7 @@ impl Model {
             header_len: header.len,
             metadata_entries: header.metadata.as_ref().map_or(0, Vec::len),
             data_len: root.len() - header.data_start(),
+            index_files: None,
         };
         let mut model = Model::one_file(root, objects);
         model.safetensors = Some(info);
@@ -164,6 +183,7 @@ impl Model {
             hurray: None,
             safetensors: None,
             gguf: None,
+            files: Vec::new(),
             manifest: Some(Manifest {
                 objects,
                 shards: None,
@@ -181,14 +201,19 @@ impl Model {
         self.safetensors.as_ref()
     }
 
-    /// A safetensors file's header text, read from the root file now (as
+    /// A safetensors file's header text, or a sharded checkpoint's index
+    /// (its format's header), read from the root file now (as
     /// [`Model::read_manifest_bytes`] reads a manifest); `None` for other
     /// files.
     pub fn read_safetensors_header(&self) -> Result<Option<String>> {
         let Some(st) = &self.safetensors else {
             return Ok(None);
         };
-        let bytes = self.read_root(safetensors::LEN_BYTES, st.header_len)?;
+        let start = match st.index_files {
+            Some(_) => 0,
+            None => safetensors::LEN_BYTES,
+        };
+        let bytes = self.read_root(start, st.header_len)?;
         String::from_utf8(bytes).map(Some).map_err(|_| {
             Error::io(
                 self.root.path().display().to_string(),
@@ -198,6 +223,11 @@ impl Model {
                 ),
             )
         })
+    }
+
+    /// True for a sharded safetensors checkpoint (opened from its index).
+    pub fn is_checkpoint(&self) -> bool {
+        self.safetensors.is_some_and(|s| s.index_files.is_some())
     }
 
     /// The GGUF file, when the root is one.
@@ -302,10 +332,12 @@ impl Model {
 
     /// The file holding a part's stored bytes. A shard is proven to be the
     /// declared one (its whole-file digest) before any of its bytes are
-    /// handed out, unless shards are trusted.
+    /// handed out, unless shards are trusted. A sharded safetensors
+    /// checkpoint's part is in the file its `blob.shard` names.
     pub fn store_of(&self, part: &Part) -> Result<&Store> {
         match &part.blob.shard {
             None => Ok(&self.root),
+            Some(name) if self.is_checkpoint() => self.checkpoint_file(name),
             Some(name) => self.prove_shard(name, &mut |_| {}),
         }
     }
@@ -337,6 +369,9 @@ impl Model {
     /// cannot be resolved, or its digest was checked and differs. Does not
     /// hash anything itself.
     pub fn shard_usable(&self, name: &str) -> bool {
+        if self.is_checkpoint() {
+            return self.checkpoint_file(name).is_ok();
+        }
         let failed_proof = self
             .shard_index(name)
             .is_ok_and(|i| matches!(self.proofs[i].get(), Some(Err(_))));

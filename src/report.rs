@@ -23,6 +23,9 @@ pub fn manifest_json(model: &Model) -> Result<String> {
         return Ok(crate::format::gguf::json::manifest(file));
     }
     if let Some(header) = model.read_safetensors_header()? {
+        if model.is_checkpoint() {
+            return crate::format::safetensors::index::manifest(&header);
+        }
         return crate::format::safetensors::manifest(&header);
     }
     manifest_json_of(model.manifest().map(|_| model.manifest_bytes()).as_deref())
@@ -108,8 +111,12 @@ pub fn summary_of(model: &Model, m: &Manifest) -> String {
     }
     if let Some(st) = model.safetensors() {
         let n = st.metadata_entries;
+        let what = match st.index_files {
+            Some(files) => format!("sharded safetensors checkpoint of {}", count(files, "file")),
+            None => "safetensors file".to_string(),
+        };
         return format!(
-            "safetensors file, {}, {n} metadata entr{}, {} of tensor data",
+            "{what}, {}, {n} metadata entr{}, {} of tensor data",
             count(m.objects.len(), "tensor"),
             if n == 1 { "y" } else { "ies" },
             human(st.data_len)

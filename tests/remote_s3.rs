@@ -3,7 +3,8 @@
 //! command prints what it prints for the local file (a shard family found
 //! by its root's key included), a mount by URL serves the bytes of a local
 //! mount, a wrong secret is refused, and an object overwritten under a
-//! mount fails the reads of what was not yet read.
+//! mount fails the reads of what was not yet read; a sharded safetensors
+//! checkpoint's files are found beside its index's key.
 //! tests/remote.rs tests the same reader over plain HTTP against nginx.
 //!
 //! The tests that run at the same time share one server, each with keys
@@ -176,6 +177,32 @@ fn a_hurray_file_by_s3_url_verifies_and_cats_as_the_local_file() {
         assert!(runs.len() > 2, "{local}: nothing to cat");
         same_by_url(&s3, local, &url, &runs);
     }
+}
+
+#[test]
+fn a_sharded_safetensors_checkpoint_by_s3_url_reads_its_files_beside_its_index() {
+    let s3 = Seaweed::shared();
+    let folder = common::corpus().join("safetensors/sharded/two-files");
+    for entry in fs::read_dir(&folder).unwrap() {
+        let path = entry.unwrap().path();
+        let key = format!("hf/{}", path.file_name().unwrap().to_str().unwrap());
+        s3.put(&key, &fs::read(&path).unwrap());
+    }
+    let path = folder.join("model.safetensors.index.json");
+    let (url, local) = (
+        s3.url("hf/model.safetensors.index.json"),
+        path.to_str().unwrap(),
+    );
+    let mut runs = vec![
+        (vec!["check", "--verify"], vec![]),
+        (vec!["ls", "-l"], vec![]),
+        (vec!["manifest"], vec![]),
+    ];
+    for o in common::ls(&path).objects {
+        runs.push((vec!["cat"], vec![o.name.clone(), "data".to_string()]));
+    }
+    assert!(runs.len() > 4, "{local}: nothing to cat");
+    same_by_url(&s3, local, &url, &runs);
 }
 
 /// A mount by URL with the server's variables, unmounted on drop.

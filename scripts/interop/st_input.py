@@ -4,7 +4,8 @@ safetensors package (0.8.0, the same Rust crate underneath), both ways.
 Forward: files `safetensors.numpy.save_file` writes (every dtype numpy can
 express, scalars, empty tensors, metadata) read identically through
 `ztfs cat` and a mount (the `data` file, and `np.load` of `data.npy`),
-and `ztfs manifest` is the file's header. Reverse: every file of
+and `ztfs manifest` is the file's header; a sharded checkpoint
+(st_sharded.py) read as one model. Reverse: every file of
 corpus/safetensors/ that ztfs refuses, `safetensors.safe_open` refuses,
 and every file ztfs opens, it opens, except the documented decisions in
 KNOWN (the README's "safetensors files").
@@ -21,6 +22,7 @@ import numpy as np
 
 from .mount import is_mounted, mounted
 from .results import Results, short
+from .st_sharded import check_sharded
 from .ztfs import Ztfs
 
 # Corpus files ztfs refuses on purpose though the package opens them.
@@ -146,5 +148,10 @@ def run_st_input(args, z: Ztfs, res: Results, tmpdir: str) -> None:
         check_written(z, res, tmp)
     except Exception as e:  # noqa: BLE001 - a harness error is a failure
         res.fail("safetensors save_file", f"harness error: {type(e).__name__}: {e}")
+    print("\n== safetensors input: a sharded checkpoint (save_file and an index), through ztfs")
+    try:
+        check_sharded(z, res, tmp)
+    except Exception as e:  # noqa: BLE001 - a harness error is a failure
+        res.fail("sharded checkpoint", f"harness error: {type(e).__name__}: {e}")
     print(f"\n== safetensors input: {args.corpus}/safetensors through the package")
     check_corpus(args.corpus, z, res)

@@ -12,6 +12,8 @@
 //! * `safetensors/valid/<name>.safetensors`,
 //!   `safetensors/reject/<name>.safetensors`: the same for safetensors
 //!   files
+//! * `safetensors/sharded/<case>/`: a Hugging Face sharded checkpoint, an
+//!   index (`model.safetensors.index.json`) and the files it names
 //! * `gguf/valid/<name>.gguf`, `gguf/reject/<name>.gguf`: GGUF files
 //! * `expected.tsv`: `name`, `dir`, `open`, `verify` for every file, sorted
 //!   by name; an outcome is `valid`, `refused` or `reject:<Rule>`. A name is
@@ -34,7 +36,7 @@ use std::path::PathBuf;
 /// `Rule` enum, in the order a reader checks them (implementer notes §1),
 /// then the Hurray, safetensors and GGUF rules in the order of `Rule::ALL`
 /// in `src/error.rs`.
-pub const RULES: [&str; 66] = [
+pub const RULES: [&str; 75] = [
     "FileTooSmall",
     "HeaderMagic",
     "FooterMagic",
@@ -94,6 +96,15 @@ pub const RULES: [&str; 66] = [
     "SafetensorsOffsets",
     "SafetensorsSize",
     "SafetensorsCoverage",
+    "SafetensorsIndexTooLarge",
+    "SafetensorsIndexJson",
+    "SafetensorsIndexDuplicateKey",
+    "SafetensorsIndexWeightMap",
+    "SafetensorsIndexMetadata",
+    "SafetensorsIndexFileName",
+    "SafetensorsIndexTooManyFiles",
+    "SafetensorsIndexMissingTensor",
+    "SafetensorsIndexUnlisted",
     "GgufMagic",
     "GgufVersion",
     "GgufCount",
@@ -123,6 +134,9 @@ pub enum Dir {
     SafetensorsValid,
     /// safetensors files rejected at open.
     SafetensorsReject,
+    /// Hugging Face sharded checkpoints: a folder per case, an index and
+    /// its files, each with its own outcome.
+    SafetensorsSharded,
     /// GGUF files that open and verify.
     GgufValid,
     /// GGUF files rejected at open.
@@ -140,6 +154,7 @@ impl Dir {
             Dir::HurrayReject => "hurray/reject",
             Dir::SafetensorsValid => "safetensors/valid",
             Dir::SafetensorsReject => "safetensors/reject",
+            Dir::SafetensorsSharded => "safetensors/sharded",
             Dir::GgufValid => "gguf/valid",
             Dir::GgufReject => "gguf/reject",
         }
@@ -155,6 +170,7 @@ impl Dir {
             Dir::HurrayReject,
             Dir::SafetensorsValid,
             Dir::SafetensorsReject,
+            Dir::SafetensorsSharded,
             Dir::GgufValid,
             Dir::GgufReject,
         ]

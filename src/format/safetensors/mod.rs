@@ -11,6 +11,9 @@
 //! tensor by tensor in offset order, the offsets and the size their shape
 //! and dtype give; last, that the tensors end where the file ends.
 //!
+//! A Hugging Face sharded checkpoint's index, which names several such
+//! files, is parsed by [`index`].
+//!
 //! Every number from the file goes through checked arithmetic; nothing is
 //! allocated by a count read from the file (the header text is `N` bytes,
 //! and `N` was checked against the file's length first).
@@ -35,6 +38,7 @@
 //! `"__metadata__": null` means no metadata, zero-length tensors may share
 //! an offset, and any JSON whitespace may pad the header.
 
+pub mod index;
 pub mod json;
 pub mod objects;
 

@@ -9,6 +9,8 @@
 //!
 //! Every file is a few hundred bytes at most.
 
+pub mod sharded;
+
 use super::{Case, Dir, Outcome};
 
 /// `name` with the `.safetensors` extension the table and the file keep.
@@ -177,6 +179,7 @@ fn usual_header() -> String {
 pub fn all() -> Vec<Case> {
     let mut cases = valid_cases();
     cases.extend(reject_cases());
+    cases.extend(sharded::all());
     cases
 }
 

@@ -1,0 +1,177 @@
+//! A Hugging Face sharded safetensors checkpoint as one model: its index
+//! (`model.safetensors.index.json`, see [`crate::format::safetensors::index`])
+//! and the safetensors files it names, the union of their tensors.
+//!
+//! Every file is opened and its header validated at open (every
+//! safetensors rule, then the index's agreement with it), so a model that
+//! opens serves every tensor from a file already in hand: unlike a zTensor
+//! shard, a file of the checkpoint is never resolved lazily, never missing
+//! later, and has no digest to prove. A file is found by joining its name
+//! (one path component, checked) onto the index's folder, or onto the
+//! index URL's "folder" (the URL up to its last `/`).
+//!
+//! Each object's one part has `blob.shard` set to its file's name; the
+//! model answers a part's file from [`Model::checkpoint_file`].
+
+use std::path::{Path, PathBuf};
+
+use super::{no_shards, Model, SafetensorsFile};
+use crate::error::{Error, Result};
+use crate::format::safetensors::{self, index};
+use crate::format::{text::Text, Object};
+use crate::store::Store;
+
+/// How an index's name ends, for finding it in a folder.
+pub const INDEX_SUFFIX: &str = ".safetensors.index.json";
+/// How a safetensors file's name ends, for finding it in a folder.
+pub const FILE_SUFFIX: &str = ".safetensors";
+
+/// `path` itself, or for a local folder the model file in it: its one
+/// `*.safetensors.index.json`, or with none its one `*.safetensors`. A
+/// folder with none, or with several and no single choice, is a usage
+/// error naming what it holds.
+pub(super) fn resolve_dir(path: &Path) -> Result<PathBuf> {
+    if crate::store::remote::url_of(path).is_some() || !path.is_dir() {
+        return Ok(path.to_path_buf());
+    }
+    let (indexes, files) = model_files_in(path)?;
+    let shown = path.display();
+    match (&indexes[..], &files[..]) {
+        ([one], _) | ([], [one]) => Ok(path.join(one)),
+        ([], []) => Err(Error::Usage(format!(
+            "{shown}: the folder holds no *{INDEX_SUFFIX} and no *{FILE_SUFFIX} file; give a model file"
+        ))),
+        ([], many) => Err(Error::Usage(format!(
+            "{shown}: the folder holds no *{INDEX_SUFFIX} and {} *{FILE_SUFFIX} files ({}); give the index or one file",
+            many.len(),
+            list(many)
+        ))),
+        (many, _) => Err(Error::Usage(format!(
+            "{shown}: the folder holds {} *{INDEX_SUFFIX} files ({}); give one of them",
+            many.len(),
+            list(many)
+        ))),
+    }
+}
+
+/// The names of the indexes and of the safetensors files in `dir`, sorted.
+fn model_files_in(dir: &Path) -> Result<(Vec<String>, Vec<String>)> {
+    let io = |e| Error::io(dir.display().to_string(), e);
+    let (mut indexes, mut files) = (Vec::new(), Vec::new());
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let name = entry.map_err(io)?.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name.ends_with(INDEX_SUFFIX) {
+            indexes.push(name.to_string());
+        } else if name.ends_with(FILE_SUFFIX) {
+            files.push(name.to_string());
+        }
+    }
+    indexes.sort();
+    files.sort();
+    Ok((indexes, files))
+}
+
+/// Names for a message: the first few, then how many more.
+fn list(names: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut s = names[..names.len().min(SHOWN)].join(", ");
+    if names.len() > SHOWN {
+        s.push_str(&format!(", and {} more", names.len() - SHOWN));
+    }
+    s
+}
+
+impl Model {
+    /// Opens a sharded checkpoint from its index: the index's rules, then
+    /// each file it names, in order of first mention: its safetensors
+    /// rules (the message names the file) and its agreement with the index.
+    /// Objects are in `weight_map` order.
+    pub(super) fn open_safetensors_index(
+        root: Store,
+        overrides: Vec<(String, PathBuf)>,
+    ) -> Result<Model> {
+        no_shards(
+            &overrides,
+            "a sharded safetensors checkpoint has no shards to override (its index names its files)",
+        )?;
+        index::check_len(root.len())?;
+        let text = index::index_text(root.slice(0, root.len())?.into_owned())?;
+        let idx = index::parse_index(&text)?;
+        drop(text);
+        let Opened {
+            objects,
+            mut files,
+            data_len,
+        } = open_files(root.path(), &idx)?;
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        let info = SafetensorsFile {
+            header_len: root.len(),
+            metadata_entries: idx.metadata_entries.unwrap_or(0),
+            data_len,
+            index_files: Some(files.len()),
+        };
+        let mut model = Model::one_file(root, objects);
+        model.safetensors = Some(info);
+        model.files = files;
+        Ok(model)
+    }
+
+    /// The opened file `name` of a sharded checkpoint.
+    pub fn checkpoint_file(&self, name: &str) -> Result<&Store> {
+        (self.files.binary_search_by(|(n, _)| n.as_str().cmp(name)))
+            .map(|i| &self.files[i].1)
+            .map_err(|_| Error::NotFound(format!("file {name:?} of the checkpoint")))
+    }
+}
+
+/// The files of a checkpoint, opened and validated.
+struct Opened {
+    /// In `weight_map` order, each part's `blob.shard` its file's name.
+    objects: Vec<Object>,
+    /// By name, in order of first mention.
+    files: Vec<(String, Store)>,
+    /// Their byte buffers' lengths together.
+    data_len: u64,
+}
+
+/// Opens and validates every file `idx` names, beside `index`.
+fn open_files(index: &Path, idx: &index::Index) -> Result<Opened> {
+    let dir = index.parent().unwrap_or(Path::new(""));
+    let mut slots: Vec<Option<Object>> = std::iter::repeat_with(|| None)
+        .take(idx.weight_map.len())
+        .collect();
+    let mut files = Vec::with_capacity(idx.files.len());
+    let mut data_len = 0u64;
+    for (i, name) in idx.files.iter().enumerate() {
+        let store = Store::open(&dir.join(name))?;
+        let header = safetensors::read_header_from(&store).map_err(|e| in_file(name, e))?;
+        idx.check_file(i, &header)?;
+        data_len = data_len.saturating_add(store.len() - header.data_start());
+        let shard = Text::from(name.as_str());
+        for mut o in safetensors::objects::objects(&header) {
+            for p in &mut o.parts {
+                p.blob.shard = Some(shard.clone());
+            }
+            let pos = idx.position(&o.name);
+            slots[pos.expect("check_file: every tensor is listed")] = Some(o);
+        }
+        files.push((name.clone(), store));
+    }
+    let objects = (slots.into_iter())
+        .map(|o| o.expect("check_file: every listed tensor is in its file"))
+        .collect();
+    Ok(Opened {
+        objects,
+        files,
+        data_len,
+    })
+}
+
+/// A rejection of file `name` of a checkpoint, its message naming the file.
+fn in_file(name: &str, e: Error) -> Error {
+    match e {
+        Error::Reject { rule, detail } => Error::reject(rule, format!("{name:?}: {detail}")),
+        other => other,
+    }
+}
