@@ -71,29 +71,19 @@ const VALUED: &[&str] = &[
 ];
 
 /// True when `args` (the whole command line) is the helper's convention:
-/// no subcommand, a source and a mount point first.
-pub fn is_helper_call(args: &[OsString]) -> bool {
+/// no subcommand (none of `subcommands`, the command line's own list), a
+/// source and a mount point first.
+pub fn is_helper_call(args: &[OsString], subcommands: &[String]) -> bool {
     let Some(first) = args.get(1).and_then(|a| a.to_str()) else {
         return false;
     };
-    const SUBCOMMANDS: &[&str] = &[
-        "check",
-        "ls",
-        "cat",
-        "digest",
-        "manifest",
-        "mount",
-        "unmount",
-        "completions",
-        "man",
-        "help",
-    ];
     // The helper passes an existing mount point: a mistyped subcommand
     // (`ztfs chek model.zt`) is left to the parser to name.
     let mnt_is_dir = args
         .get(2)
         .is_some_and(|m| std::path::Path::new(m).is_dir());
-    args.len() >= 3 && !first.starts_with('-') && !SUBCOMMANDS.contains(&first) && mnt_is_dir
+    let subcommand = first == "help" || subcommands.iter().any(|s| s == first);
+    args.len() >= 3 && !first.starts_with('-') && !subcommand && mnt_is_dir
 }
 
 /// `ztfs SOURCE MNT [-o OPTS]...` as `ztfs mount SOURCE MNT FLAGS...`.
@@ -179,7 +169,8 @@ mod tests {
             "-o",
             "ro,allow_other,cache_mib=64,dev,suid,x-systemd.automount",
         ]);
-        assert!(is_helper_call(&call));
+        let subs: Vec<String> = ["ls", "pack"].map(String::from).to_vec();
+        assert!(is_helper_call(&call, &subs));
         let got = to_mount_args(&call).unwrap();
         let want = args(&[
             "ztfs",
@@ -191,9 +182,16 @@ mod tests {
             "64",
         ]);
         assert_eq!(got, want);
-        assert!(!is_helper_call(&args(&["ztfs", "ls", "x"])));
-        assert!(!is_helper_call(&args(&["ztfs", "chek", "/nonexistent.zt"])));
-        assert!(!is_helper_call(&args(&["ztfs", "--help"])));
+        assert!(!is_helper_call(&args(&["ztfs", "ls", "x"]), &subs));
+        assert!(!is_helper_call(
+            &args(&["ztfs", "pack", "/", "-o", "x.zt"]),
+            &subs
+        ));
+        assert!(!is_helper_call(
+            &args(&["ztfs", "chek", "/nonexistent.zt"]),
+            &subs
+        ));
+        assert!(!is_helper_call(&args(&["ztfs", "--help"]), &subs));
         let e = to_mount_args(&args(&["ztfs", "/m.zt", "/mnt", "-o", "rw,bogus"])).unwrap_err();
         assert!(e.contains("\"bogus\""), "{e}");
         assert!(to_mount_args(&args(&["ztfs", "/m.zt", "-o", "ro"])).is_err());

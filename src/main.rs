@@ -7,7 +7,10 @@ use ztfs::error::Error;
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // mount(8) and /etc/fstab, through mount.fuse3: `ztfs SOURCE MNT -o OPTS`.
-    let args = if ztfs::fstab::is_helper_call(&args) {
+    let subcommands: Vec<String> = (<Cli as clap::CommandFactory>::command().get_subcommands())
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let args = if ztfs::fstab::is_helper_call(&args, &subcommands) {
         match ztfs::fstab::to_mount_args(&args) {
             Ok(a) => a,
             Err(e) => {

@@ -5,6 +5,8 @@
   pack_options  --zstd, --frame-size, --digest, --align, --shard-size on a
                 generated safetensors file
   pack_gguf     GGUF key-values of every type, pack and convert
+  pack_checkpoint  a Hugging Face sharded checkpoint (folder, index), as the
+                package writes its files read as one model
   pack_npy      np.save arrays of every dtype zTensor has, packed together;
                 the ones ztfs refuses
   this module   the suite's order; edge cases (an empty __metadata__, one
@@ -28,6 +30,7 @@ from .mount import is_mounted, mounted
 from .pack_common import (check_packed, diff_tensors, first_diff, one_part, pack, st_tensors,
                           zt_objects)
 from .pack_corpus import CONVERT_REFUSES, REFUSED, manifest_diff, run_corpus
+from .pack_checkpoint import run_checkpoint
 from .pack_gguf import run_gguf_kv
 from .pack_npy import run_npy
 from .pack_options import run_options, write_source
@@ -135,6 +138,7 @@ def run_pack(args, z: Ztfs, res: Results, tmpdir: str) -> None:
              ("edge cases", lambda: check_edges(z, res, os.path.join(tmp, "edge"))),
              ("gguf key-values", lambda: run_gguf_kv(z, res, os.path.join(tmp, "gguf"))),
              (".npy files", lambda: run_npy(z, res, os.path.join(tmp, "npy"))),
+             ("sharded checkpoint", lambda: run_checkpoint(z, res, os.path.join(tmp, "hf"))),
              ("mount", lambda: check_mount(z, res, os.path.join(tmp, "mount")))]
     if not args.skip_corpus:
         steps.insert(0, ("corpus", lambda: run_corpus(args.corpus, z, res,

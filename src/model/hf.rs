@@ -117,6 +117,12 @@ impl Model {
         Ok(model)
     }
 
+    /// The files of a sharded checkpoint, by name (sorted); empty for any
+    /// other model.
+    pub fn checkpoint_files(&self) -> &[(String, Store)] {
+        &self.files
+    }
+
     /// The opened file `name` of a sharded checkpoint.
     pub fn checkpoint_file(&self, name: &str) -> Result<&Store> {
         (self.files.binary_search_by(|(n, _)| n.as_str().cmp(name)))

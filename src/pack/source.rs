@@ -6,7 +6,8 @@
 //! (`hurray.rs`).
 //!
 //! File attributes: a zTensor model's own; a safetensors file's
-//! `__metadata__` (text values); a GGUF file's key-values, typed (as the
+//! `__metadata__` (text values; a sharded checkpoint's first file's, by
+//! name); a GGUF file's key-values, typed (as the
 //! public implementation's converter keeps them).
 
 use crate::decode::{ContentCheck, Encoding};
@@ -232,7 +233,14 @@ impl Source {
             return gguf::attributes(file);
         }
         if m.safetensors().is_some() {
-            let header = safetensors::read_header_from(m.root())?;
+            // A sharded checkpoint: its first file's, as the ztensor
+            // package keeps when it reads several files as one model.
+            let file = match m.checkpoint_files().first() {
+                Some((_, store)) => store,
+                None if m.is_checkpoint() => return Ok(None),
+                None => m.root(),
+            };
+            let header = safetensors::read_header_from(file)?;
             return Ok(safetensors::objects::attributes(&header));
         }
         Ok(m.manifest().and_then(|m| m.attributes.clone()))
