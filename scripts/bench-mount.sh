@@ -5,7 +5,16 @@
 #   scripts/bench-mount.sh [--size 1G] [--reps 5] [--slow-reps 3]
 #                          [--objects 1000,100000,1000000] [--ls-objects 100000,1000000]
 #                          [--only default,views,direct,random,metadata,passthrough,remote]
-#                          [--format zt|hurray]
+#                          [--format zt|hurray|safetensors|gguf]
+#
+# --format picks the big file's container (scripts/bench_formats.py writes
+# it): one tensor `big` whose bytes sit at 64 KiB in every format (a U8
+# tensor in safetensors, its header padded with spaces; an f32 tensor in a
+# GGUF v3 file with general.alignment 65536), so the bare server and native
+# reads are the same whatever the format; `ztfs check` must accept the file
+# and the mount's big/data must be those bytes, or the run fails. With
+# safetensors and gguf the metadata section's many-object files are of that
+# format too. --size must be a multiple of 4 for gguf.
 #
 # Needs root (FUSE mounts, /sys/class/bdi), dd, ls and python3 (standard
 # library only). Builds release binaries into $CARGO_TARGET_DIR (default
