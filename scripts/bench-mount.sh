@@ -7,14 +7,10 @@
 #                          [--only default,views,direct,random,metadata,passthrough,remote]
 #                          [--format zt|hurray|safetensors|gguf]
 #
-# --format picks the big file's container (scripts/bench_formats.py writes
-# it): one tensor `big` whose bytes sit at 64 KiB in every format (a U8
-# tensor in safetensors, its header padded with spaces; an f32 tensor in a
-# GGUF v3 file with general.alignment 65536), so the bare server and native
-# reads are the same whatever the format; `ztfs check` must accept the file
-# and the mount's big/data must be those bytes, or the run fails. With
-# safetensors and gguf the metadata section's many-object files are of that
-# format too. --size must be a multiple of 4 for gguf.
+# --format: the big file's container (scripts/bench_formats.py writes it),
+# the tensor's bytes at 64 KiB in every one so the baselines are unchanged;
+# `ztfs check` must accept it and big/data must be its bytes, or the run
+# fails. gguf (an f32 tensor) needs a --size that is a multiple of 4.
 #
 # Needs root (FUSE mounts, /sys/class/bdi), dd, ls and python3 (standard
 # library only). Builds release binaries into $CARGO_TARGET_DIR (default
