@@ -5,7 +5,12 @@
 #   scripts/bench-mount.sh [--size 1G] [--reps 5] [--slow-reps 3]
 #                          [--objects 1000,100000,1000000] [--ls-objects 100000,1000000]
 #                          [--only default,views,direct,random,metadata,passthrough,remote]
-#                          [--format zt|hurray]
+#                          [--format zt|hurray|safetensors|gguf]
+#
+# --format: the big file's container (scripts/bench_formats.py writes it),
+# the tensor's bytes at 64 KiB in every one so the baselines are unchanged;
+# `ztfs check` must accept it and big/data must be its bytes, or the run
+# fails. gguf (an f32 tensor) needs a --size that is a multiple of 4.
 #
 # Needs root (FUSE mounts, /sys/class/bdi), dd, ls and python3 (standard
 # library only). Builds release binaries into $CARGO_TARGET_DIR (default

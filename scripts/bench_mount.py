@@ -22,9 +22,12 @@ and a compressed part's memory clone, beside native reads, a memfd of the
 same bytes, the bare server and `--passthrough off`; its table and what it
 measures are described in bench_passthrough.py.
 
-With --format hurray the big file is a Hurray container (one u8 tensor,
-its buffer at the same offset) instead of a .zt file: the same reads,
-against the same baselines, through `big/data`.
+With --format hurray, safetensors or gguf the big file is a Hurray
+container (one u8 tensor), a safetensors file (one U8 tensor) or a GGUF v3
+file (one f32 tensor) instead of a .zt file, the tensor's bytes at the same
+offset (bench_formats.py): the same reads, against the same baselines,
+through `big/data`; the metadata section's many-object files are then
+safetensors or GGUF files too (hurray keeps .zt ones).
 
 A benchmark, not a test: nothing is asserted about time. It exits non-zero
 only when something fails to run. Python standard library only.
@@ -39,20 +42,17 @@ import select
 import shutil
 import signal
 import statistics
-import struct
 import subprocess
 import sys
 import time
 
-import bench_hurray
+import bench_formats
 import bench_passthrough
 import bench_remote
 import bench_views
 
-MAGIC = b"\x89ZT2\r\n\x1a\n"
-BLOB_OFFSET = 65536
-ALIGN = 65536
-MIB = 1 << 20
+BLOB_OFFSET = bench_formats.BLOB_OFFSET
+MIB = bench_formats.MIB
 PAGE = 4096
 # The blob's byte pattern never contains this byte, so mmap.find scans it all.
 ABSENT = b"\xff"
@@ -64,97 +64,6 @@ class Failed(Exception):
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------- the files
-
-
-def cbor_head(major, n):
-    if n < 24:
-        return bytes([major << 5 | n])
-    for extra, width in ((24, 1), (25, 2), (26, 4), (27, 8)):
-        if n < 1 << (8 * width):
-            return bytes([major << 5 | extra]) + n.to_bytes(width, "big")
-    raise ValueError(n)
-
-
-class Encoded(bytes):
-    """A value already in CBOR."""
-
-
-def cbor(v):
-    """Deterministic CBOR (RFC 8949 §4.2.1) of ints, strings, lists, dicts."""
-    if isinstance(v, Encoded):
-        return bytes(v)
-    if isinstance(v, int):
-        return cbor_head(0, v)
-    if isinstance(v, str):
-        b = v.encode()
-        return cbor_head(3, len(b)) + b
-    if isinstance(v, list):
-        return cbor_head(4, len(v)) + b"".join(cbor(x) for x in v)
-    if isinstance(v, dict):
-        items = sorted((cbor(k), cbor(x)) for k, x in v.items())
-        return cbor_head(5, len(items)) + b"".join(k + x for k, x in items)
-    raise TypeError(type(v))
-
-
-def u8_object(offset, length):
-    return {
-        "parts": {"data": {"blob": [offset, length], "dtype": "u8"}},
-        "shape": [length],
-        "layout": "dense",
-    }
-
-
-def write_zt(path, write_blob, blob_len, manifest, xxh3):
-    """Magic, zeros, the blob at BLOB_OFFSET, the manifest at the next 64 KiB
-    boundary, the footer."""
-    hashed = subprocess.run([xxh3], input=manifest, capture_output=True, check=True)
-    digest = int(hashed.stdout)
-    moff = -(-(BLOB_OFFSET + blob_len) // ALIGN) * ALIGN
-    with open(path, "wb") as f:
-        f.write(MAGIC + bytes(BLOB_OFFSET - len(MAGIC)))
-        write_blob(f)
-        f.write(bytes(moff - BLOB_OFFSET - blob_len))
-        f.write(manifest)
-        f.write(struct.pack("<QQQII", moff, len(manifest), digest, 2, 0) + MAGIC)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def make_big(path, n, xxh3, fmt="zt"):
-    chunk = bytes(i % 251 for i in range(MIB))
-
-    def write_blob(f):
-        left = n
-        while left:
-            k = min(left, MIB)
-            f.write(chunk[:k])
-            left -= k
-
-    if fmt == "hurray":
-        bench_hurray.write_hurray(path, write_blob, n, BLOB_OFFSET)
-        return
-    manifest = cbor({"objects": {"big": u8_object(BLOB_OFFSET, n)}})
-    write_zt(path, write_blob, n, manifest, xxh3)
-
-
-def make_many(path, count, xxh3):
-    """`count` objects t0000000.., all referencing one 64-byte blob (identical
-    references are allowed, §2.4), so the file is little more than manifest."""
-    width = max(7, len(str(count - 1)))
-    value = cbor(u8_object(BLOB_OFFSET, 64))
-    body = b"".join(cbor(f"t{i:0{width}d}") + value for i in range(count))
-    objects = Encoded(cbor_head(5, count) + body)
-    manifest = cbor({"objects": objects})
-    write_zt(path, lambda f: f.write(bytes(range(64))), 64, manifest, xxh3)
-
-
-def manifest_len(path):
-    with open(path, "rb") as f:
-        f.seek(-40, os.SEEK_END)
-        return struct.unpack("<QQQII", f.read(32))[1]
 
 
 # ------------------------------------------------------------- processes
@@ -600,9 +509,9 @@ def bench_metadata(a, bins, big, n, many):
     mnt = os.path.join(a.work, "mnt-meta")
     native_dir = os.path.join(a.work, "native-ls")
     bare_mount = []
-    for count, path in many:
+    for count, path, manifest in many:
         reps = a.slow_reps if count >= 1_000_000 else a.reps
-        r = {"objects": count, "manifest": manifest_len(path), "check": [], "mount": [],
+        r = {"objects": count, "manifest": manifest, "check": [], "mount": [],
              "rss": [], "ls_cold": [], "ls_warm": [], "ls_native": [], "rss_ls": [],
              "hwm_ls": []}
         ls_reps = a.slow_reps if count in a.ls_objects else 0
@@ -667,6 +576,22 @@ def print_metadata(rows, bare_mount, out=sys.stdout):
                   f"| {fmt_cell(r['hwm_ls'])} | {hwm_ls * MIB / r['manifest']:.2f} |", file=out)
 
 
+def check_big(a, bins, big, n):
+    """`ztfs check` accepts the big file and a mount's big/data is its
+    tensor: the bytes at BLOB_OFFSET that the baselines read."""
+    r = subprocess.run([a.ztfs, "check", big], capture_output=True)
+    if r.returncode != 0:
+        raise Failed(f"ztfs check refuses the {a.format} file {big}: exit {r.returncode}: "
+                     f"{(r.stderr or r.stdout).decode().strip()}")
+    m = Mount.ztfs(bins, big, os.path.join(a.work, "mnt-ztfs"))
+    try:
+        wrong = bench_formats.same_bytes(m.path, big, BLOB_OFFSET, n)
+    finally:
+        m.unmount(bins)
+    if wrong:
+        raise Failed(wrong)
+
+
 def parse_size(s):
     m = re.fullmatch(r"(\d+)\s*([kmgt]?)(i?b?)", s.strip().lower())
     if not m:
@@ -695,7 +620,7 @@ def main():
     ap.add_argument("--only", default="default,direct,random,metadata",
                     help="sections, comma-separated: default (with views), views, direct, "
                          "random, metadata, passthrough, remote")
-    ap.add_argument("--format", choices=("zt", "hurray"), default="zt",
+    ap.add_argument("--format", choices=tuple(bench_formats.EXT), default="zt",
                     help="the big file's container (default zt)")
     a = ap.parse_args()
     a.ls_objects = {int(c) for c in a.ls_objects.split(",") if c}
@@ -703,19 +628,29 @@ def main():
     Mount.ztfs_bin = a.ztfs
     only = set(a.only.split(","))
     n = a.size
-    big = os.path.join(a.work, "big.zt" if a.format == "zt" else "big.hrry")
+    big = os.path.join(a.work, "big." + bench_formats.EXT[a.format])
     for d in ("mnt-bare", "mnt-ztfs", "mnt-meta"):
         os.makedirs(os.path.join(a.work, d), exist_ok=True)
 
-    log(f"writing {big}: one raw u8 part of {n} bytes")
-    make_big(big, n, a.xxh3, a.format)
-    timed([a.ztfs, "check", big])
+    log(f"writing {big}: one tensor of {n} bytes at {BLOB_OFFSET}")
+    try:
+        bench_formats.make_big(big, n, a.xxh3, a.format)
+    except ValueError as e:
+        raise Failed(str(e)) from None
+    check_big(a, bins, big, n)
     many = []
     gens = set()
     counts = [int(c) for c in a.objects.split(",") if c] if "metadata" in only else []
+    many_fmt = a.format if a.format in ("safetensors", "gguf") else "zt"
     for count in counts:
-        path = os.path.join(a.work, f"many-{count}.zt")
+        path = os.path.join(a.work, f"many-{count}.{bench_formats.EXT[many_fmt]}")
         how = "python"
+        if many_fmt != "zt":
+            log(f"writing {path}: {count} tensors (bench_formats.py)")
+            many.append((count, path, bench_formats.write_many(path, many_fmt, count)))
+            timed([a.ztfs, "check", path])
+            gens.add(how)
+            continue
         if a.gen_manifest:
             log(f"writing {path}: {count} objects (examples/gen_manifest)")
             r = subprocess.run([a.gen_manifest, str(count), path], capture_output=True)
@@ -724,9 +659,9 @@ def main():
             how = "gen_manifest" if ok else "python (gen_manifest failed)"
         if how.startswith("python"):
             log(f"writing {path}: {count} objects ({how})")
-            make_many(path, count, a.xxh3)
+            bench_formats.make_many(path, count, a.xxh3)
             timed([a.ztfs, "check", path])
-        many.append((count, path))
+        many.append((count, path, bench_formats.manifest_len(path)))
         gens.add(how)
 
     # Warm the backing file, then run the sections.
@@ -770,7 +705,8 @@ def main():
     if meta:
         print()
         print("**metadata** (ztfs only; baselines: validation alone, and the bare server's mount; "
-              f"files written by {', '.join(sorted(gens))})")
+              f"files written by {', '.join(sorted(gens))}"
+              + ("; the manifest is the file's header" if many_fmt != "zt" else "") + ")")
         print()
         print_metadata(*meta)
 
