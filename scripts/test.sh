@@ -22,8 +22,8 @@ cargo test --release --test mutation
 step "interoperability with the PyPI ztensor package"
 bash scripts/interop.sh
 
-step "fuzzing (30 s per target)"
-bash scripts/fuzz.sh 30
+step "fuzzing (15 s per target)"
+bash scripts/fuzz.sh 15
 
 echo
 echo "all tests passed in $SECONDS s"
