@@ -15,7 +15,7 @@
 # fresh destination (removed and synced, untimed, before each run):
 # `cp SRC DST && sync DST` (pack fsyncs its output before the rename, so
 # this is the copy it must be compared with), plain `cp` (context),
-# `ztfs pack SRC -o DST`, `ztfs pack --zstd 3 --frame-size 1M` and
+# `ztfs pack SRC -o DST`, `ztfs pack --zstd=3 --frame-size 1M` and
 # `zstd -3 -T1 -q SRC -o DST`. Medians, GB/s (10^9 bytes), the pack/cp ratio
 # (target 0.8x or better) and, for the two compressors, throughput per CPU
 # second and output sizes.

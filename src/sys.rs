@@ -501,6 +501,21 @@ pub fn drop_cache(file: &std::fs::File, offset: u64, len: u64) {
     }
 }
 
+/// Starts writing `[offset, offset + len)` of `file` back to disk without
+/// waiting (`sync_file_range(SYNC_FILE_RANGE_WRITE)`), so that a writer
+/// that syncs at the end finds most of it written. Advice only: errors
+/// are the final sync's to report.
+pub fn start_writeback(file: &std::fs::File, offset: u64, len: u64) {
+    use std::os::fd::AsRawFd;
+    let (Ok(off), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return;
+    };
+    // SAFETY: a request about the file's pages; no memory is touched.
+    unsafe {
+        libc::sync_file_range(file.as_raw_fd(), off, len, libc::SYNC_FILE_RANGE_WRITE);
+    }
+}
+
 /// Bytes of RAM (`MemTotal`), or 4 GiB when it cannot be read.
 pub fn memory_total() -> u64 {
     let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();

@@ -109,6 +109,8 @@ pub fn pack(
         not_nfc: None,
     };
     let mut texts = Texts::default();
+    // Where copied parts are read back, allocated once.
+    let mut buf: Vec<u8> = Vec::new();
     let mut objects = Vec::new();
     // Per part written, in order: the data shard holding its blob.
     let mut files = Vec::new();
@@ -127,19 +129,34 @@ pub fn pack(
         }
         let mut parts = Vec::new();
         for part in source.parts_in_canonical_order(object) {
-            let mut stream = |sink: &mut dyn FnMut(&[u8]) -> Result<()>| {
-                source.stream(object, part, &mut |c| {
-                    progress(c.len() as u64)?;
-                    sink(c)
-                })
+            // A raw part of a local file is copied file to file.
+            let copy = (opts.zstd.is_none())
+                .then(|| source.local_range(object, part))
+                .flatten();
+            let w = match copy {
+                Some(range) => {
+                    let check = source.checker(object, part)?;
+                    copy_part(
+                        &mut out,
+                        &mut written,
+                        range,
+                        check,
+                        opts,
+                        &mut buf,
+                        progress,
+                    )?
+                }
+                None => {
+                    let mut stream = |sink: &mut dyn FnMut(&[u8]) -> Result<()>| {
+                        source.stream(object, part, &mut |c| {
+                            progress(c.len() as u64)?;
+                            sink(c)
+                        })
+                    };
+                    let len = part.decoded_size();
+                    write_part(&mut out, &mut written, &mut stream, len, opts)?
+                }
             };
-            let w = write_part(
-                &mut out,
-                &mut written,
-                &mut stream,
-                part.decoded_size(),
-                opts,
-            )?;
             summary.parts += 1;
             summary.shared += usize::from(w.shared);
             summary.compressed += usize::from(w.encoded);
@@ -314,27 +331,92 @@ fn write_part(
             "it gave {n} bytes for a part of {decoded_len}"
         )));
     }
-    let k = (decoded_len, key.digest());
-    let mut part = WrittenPart {
+    let part = WrittenPart {
         place,
         stored_len,
         encoded,
         shared: false,
         digest: hasher.finish(),
     };
-    let candidates = written.blobs.entry(k).or_default();
+    share(out, written, (decoded_len, key.digest()), part)
+}
+
+/// Writes a raw part of a local file by copying it file to file, then
+/// reads it back from the output (from the page cache) for its digest and
+/// the source's checks: what is hashed is what was written.
+fn copy_part(
+    out: &mut Out,
+    written: &mut Written,
+    (file, offset, len): (&std::fs::File, u64, u64),
+    mut check: source::Checker<'_>,
+    opts: &Options,
+    buf: &mut Vec<u8>,
+    progress: &mut dyn FnMut(u64) -> Result<()>,
+) -> Result<WrittenPart> {
+    const STEP: u64 = 8 << 20;
+    let place = out.start(len)?;
+    out.copy_from(file, offset, len)?;
+    let stored_len = out.end();
+    let mut hasher = Hasher::new(opts.digest);
+    // One pass of XXH3 serves as digest and key when the digest is xxh3.
+    let mut key = (opts.digest != Algo::Xxh3).then(xxhash_rust::xxh3::Xxh3::new);
+    buf.resize(STEP.min(len.max(1)).max(buf.len() as u64) as usize, 0);
+    let mut off = 0;
+    while off < len {
+        let n = (len - off).min(STEP) as usize;
+        out.read_at(place.file, place.offset + off, &mut buf[..n])?;
+        check.update(&buf[..n])?;
+        hasher.update(&buf[..n]);
+        if let Some(k) = key.as_mut() {
+            k.update(&buf[..n]);
+        }
+        progress(n as u64)?;
+        off += n as u64;
+    }
+    check.finish()?;
+    let digest = hasher.finish();
+    let key = match key {
+        Some(k) => k.digest(),
+        None => match Digest::parse(&digest) {
+            Digest::Xxh3(v) => v,
+            _ => unreachable!("an xxh3 digest"),
+        },
+    };
+    let part = WrittenPart {
+        place,
+        stored_len,
+        encoded: false,
+        shared: false,
+        digest,
+    };
+    share(out, written, (len, key), part)
+}
+
+/// Takes back `part`'s blob in favour of an earlier one with the same
+/// bytes, when there is one; else remembers it under `key` (its decoded
+/// length and XXH3-64).
+fn share(
+    out: &mut Out,
+    written: &mut Written,
+    key: (u64, u64),
+    mut part: WrittenPart,
+) -> Result<WrittenPart> {
+    let candidates = written.blobs.entry(key).or_default();
     for b in candidates.iter() {
-        if b.encoded == encoded && b.len == stored_len && same_bytes(out, b.place, place, b.len)? {
-            out.rewind(place)?;
+        if b.encoded == part.encoded
+            && b.len == part.stored_len
+            && same_bytes(out, b.place, part.place, b.len)?
+        {
+            out.rewind(part.place)?;
             part.place = b.place;
             part.shared = true;
             return Ok(part);
         }
     }
     candidates.push(Blob {
-        place,
-        len: stored_len,
-        encoded,
+        place: part.place,
+        len: part.stored_len,
+        encoded: part.encoded,
     });
     Ok(part)
 }

@@ -140,9 +140,48 @@ impl Out {
         Ok(())
     }
 
-    /// Ends the blob being written; returns its length.
+    /// Appends `len` bytes of `src` from `offset` to the blob being
+    /// written, file to file (`copy_file_range`: the kernel moves them,
+    /// or shares them on a filesystem that can). Fewer than `len` (the
+    /// source shrank) is an error.
+    pub fn copy_from(&mut self, src: &File, offset: u64, len: u64) -> Result<()> {
+        use std::io::{Read, Seek, SeekFrom};
+        let (place, at) = self.at.expect("a blob was started");
+        let t = self.target_mut(place.file);
+        let src_err = |e| Error::io(format!("the source at offset {offset}"), e);
+        // Both descriptors are otherwise used only at explicit offsets.
+        let mut reader = src;
+        reader.seek(SeekFrom::Start(offset)).map_err(src_err)?;
+        let mut writer = t.file();
+        writer
+            .seek(SeekFrom::Start(at))
+            .map_err(|e| t.io_error(e))?;
+        let n = std::io::copy(&mut reader.take(len), &mut writer).map_err(|e| t.io_error(e))?;
+        let end = at + n;
+        t.end = end;
+        self.at = Some((place, end));
+        if n != len {
+            return Err(Error::io(
+                format!("the source at offset {offset}"),
+                std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("gave {n} of {len} bytes: it changed while it was packed"),
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Ends the blob being written; returns its length. Its bytes start
+    /// going to disk now, while the next blob is made, rather than all at
+    /// the final sync.
     pub fn end(&mut self) -> u64 {
         let (place, at) = self.at.take().expect("a blob was started");
+        crate::sys::start_writeback(
+            self.target(place.file).file(),
+            place.offset,
+            at - place.offset,
+        );
         at - place.offset
     }
 

@@ -172,30 +172,13 @@ impl Source {
         part: &Part,
         sink: &mut dyn FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
-        let what = format!("part {:?}/{:?}", object.name, part.name);
-        if let Interpretation::Unknown = part.ty.interpretation() {
-            return Err(Error::Unsupported(format!(
-                "{what} has logical type {:?}, which ztfs does not know: it cannot be decoded",
-                part.ty.type_name()
-            )));
-        }
+        let mut check = self.checker(object, part)?;
+        let what = check.what.clone();
         let view = self.view(object);
         let stored = self.blob(object, part)?;
         let enc = Encoding::of_from(part, &stored)?;
-        let mut rules = ContentCheck::new(object, part);
-        let check_rules = object.layout == "dense" && rules.applies();
-        let expected = part.digest.as_ref().map(ToString::to_string);
-        // A digest that cannot be checked is refused, as `check --verify`
-        // refuses it: the pack would otherwise replace it unchecked.
-        let algo = expected.as_deref().map(Algo::of).transpose()?;
-        let mut hasher = algo.map(Hasher::new);
         let mut each = |c: &[u8]| {
-            if check_rules {
-                rules.update(c)?;
-            }
-            if let Some(h) = hasher.as_mut() {
-                h.update(c);
-            }
+            check.update(c)?;
             sink(c)
         };
         match (view, &enc, stored.store.file()) {
@@ -203,13 +186,43 @@ impl Source {
             (None, Encoding::Raw, Some(file)) => stream_file(file, &stored, &mut each)?,
             _ => enc.stream_from(&stored, &mut each)?,
         }
-        if check_rules {
-            rules.finish()?;
+        check.finish()
+    }
+
+    /// The checks of a part's decoded bytes, fed as they pass: the
+    /// content rules of a dense object's logical type and the part's
+    /// digest. A part of an unknown logical type or digest algorithm is
+    /// refused here, as `check --verify` refuses it.
+    pub fn checker<'a>(&self, object: &'a Object, part: &'a Part) -> Result<Checker<'a>> {
+        let what = format!("part {:?}/{:?}", object.name, part.name);
+        if let Interpretation::Unknown = part.ty.interpretation() {
+            return Err(Error::Unsupported(format!(
+                "{what} has logical type {:?}, which ztfs does not know: it cannot be decoded",
+                part.ty.type_name()
+            )));
         }
-        if let (Some(h), Some(expected)) = (hasher, expected) {
-            crate::digest::check(&expected, &h.finish(), &what)?;
+        let rules = ContentCheck::new(object, part);
+        let check_rules = object.layout == "dense" && rules.applies();
+        let expected = part.digest.as_ref().map(ToString::to_string);
+        // A digest that cannot be checked is refused: the pack would
+        // otherwise replace it unchecked.
+        let algo = expected.as_deref().map(Algo::of).transpose()?;
+        Ok(Checker {
+            what,
+            rules: check_rules.then_some(rules),
+            hasher: algo.map(Hasher::new),
+            expected,
+        })
+    }
+
+    /// Where a raw part of a local file lies, for a copy from file to file
+    /// (none for an encoded part, a computed view or a remote file).
+    pub fn local_range(&self, object: &Object, part: &Part) -> Option<(&std::fs::File, u64, u64)> {
+        if part.encoding.is_some() || self.view(object).is_some() {
+            return None;
         }
-        Ok(())
+        let blob = self.blob(object, part).ok()?;
+        Some((blob.store.file()?, blob.offset, blob.len))
     }
 
     /// Checks an object's layout data rules (sparse indices, MX scales)
@@ -244,6 +257,38 @@ impl Source {
             return Ok(safetensors::objects::attributes(&header));
         }
         Ok(m.manifest().and_then(|m| m.attributes.clone()))
+    }
+}
+
+/// The checks of one part's decoded bytes ([`Source::checker`]).
+pub struct Checker<'a> {
+    what: String,
+    rules: Option<ContentCheck<'a>>,
+    hasher: Option<Hasher>,
+    expected: Option<String>,
+}
+
+impl Checker<'_> {
+    /// Checks the next decoded bytes.
+    pub fn update(&mut self, c: &[u8]) -> Result<()> {
+        if let Some(r) = self.rules.as_mut() {
+            r.update(c)?;
+        }
+        if let Some(h) = self.hasher.as_mut() {
+            h.update(c);
+        }
+        Ok(())
+    }
+
+    /// Checks what only the end shows: a final nibble, the digest.
+    pub fn finish(self) -> Result<()> {
+        if let Some(r) = &self.rules {
+            r.finish()?;
+        }
+        if let (Some(h), Some(expected)) = (self.hasher, &self.expected) {
+            crate::digest::check(expected, &h.finish(), &self.what)?;
+        }
+        Ok(())
     }
 }
 
