@@ -13,11 +13,13 @@
 //! root). Names are written as the source has them.
 //!
 //! Parts are streamed: memory is a few chunks and one compression frame,
-//! whatever the model's size. Every source part is decoded and checked as
-//! it is read (its encoding, its content rules, its digest when it has
-//! one), so a damaged source stops the pack rather than being copied.
-//! Files are written under temporary names and renamed at the end
-//! (`out.rs`).
+//! whatever the model's size. A raw part of a local file is copied file to
+//! file by the kernel and read back from the output for its digest (what
+//! is hashed is what was written); any other part is decoded into the
+//! output. Either way its bytes are checked as they pass (its encoding,
+//! its content rules, its digest when it has one), so a damaged source
+//! stops the pack rather than being copied. Files are written under
+//! temporary names and renamed at the end (`out.rs`).
 
 mod hurray;
 mod out;
