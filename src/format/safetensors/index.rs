@@ -95,22 +95,12 @@ pub fn index_text(bytes: Vec<u8>) -> Result<String> {
 
 /// Parses the index text as JSON: valid, no repeated key.
 fn parse_json(text: &str) -> Result<Json> {
-    let json = Json::parse(text).map_err(|e| {
-        reject(
-            Rule::SafetensorsIndexJson,
-            format!("the index is not valid JSON: {e}"),
-        )
-    })?;
-    if let Some(k) = json.repeated_key() {
-        return Err(reject(
-            Rule::SafetensorsIndexDuplicateKey,
-            format!(
-                "key {:?} occurs twice in one object of the index",
-                truncate(k)
-            ),
-        ));
-    }
-    Ok(json)
+    super::json_of(
+        text,
+        "index",
+        Rule::SafetensorsIndexJson,
+        Rule::SafetensorsIndexDuplicateKey,
+    )
 }
 
 /// Parses and validates an index's text (see the module's rules).

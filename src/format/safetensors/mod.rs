@@ -276,17 +276,24 @@ pub fn parse_json(text: &str) -> Result<Json> {
             format!("the header does not begin with '{{' but with {first:?}"),
         ));
     }
-    let json = Json::parse(text).map_err(|e| {
-        reject(
-            Rule::SafetensorsJson,
-            format!("the header is not valid JSON: {e}"),
-        )
-    })?;
+    json_of(
+        text,
+        "header",
+        Rule::SafetensorsJson,
+        Rule::SafetensorsDuplicateKey,
+    )
+}
+
+/// Parses `text` (the `what`: header or index) as JSON, refusing invalid
+/// JSON under `syntax` and a repeated key in one object under `repeated`.
+pub(super) fn json_of(text: &str, what: &str, syntax: Rule, repeated: Rule) -> Result<Json> {
+    let json = Json::parse(text)
+        .map_err(|e| reject(syntax, format!("the {what} is not valid JSON: {e}")))?;
     if let Some(k) = json.repeated_key() {
         return Err(reject(
-            Rule::SafetensorsDuplicateKey,
+            repeated,
             format!(
-                "key {:?} occurs twice in one object of the header",
+                "key {:?} occurs twice in one object of the {what}",
                 truncate(k)
             ),
         ));
