@@ -13,14 +13,17 @@
 //! root). Names are written as the source has them.
 //!
 //! Parts are streamed: memory is a few chunks and one compression frame,
-//! whatever the model's size. A raw part of a local file is copied file to
-//! file by the kernel and read back from the output for its digest (what
-//! is hashed is what was written); any other part is decoded into the
-//! output. Either way its bytes are checked as they pass (its encoding,
-//! its content rules, its digest when it has one), so a damaged source
-//! stops the pack rather than being copied. Files are written under
-//! temporary names and renamed at the end (`out.rs`).
+//! whatever the model's size. A raw part of a local file is checked and
+//! hashed from the source's pages (mapped a window at a time), then copied
+//! file to file by the kernel on a second thread (`copier.rs`) while the
+//! next parts are hashed; any other part is decoded into the output.
+//! Either way its bytes are checked as they pass (its encoding, its
+//! content rules, its digest when it has one), so a damaged source stops
+//! the pack rather than being copied; a source that shrinks under the copy
+//! stops it too. Files are written under temporary names and renamed at
+//! the end (`out.rs`).
 
+mod copier;
 mod hurray;
 mod out;
 mod seekable;
@@ -30,6 +33,7 @@ use crate::digest::{Algo, Hasher};
 use crate::error::{Error, Result};
 use crate::format::manifest::{BlobRef, Digest, Manifest, Object, Part};
 use crate::format::text::Texts;
+use copier::Copier;
 pub use out::abandon;
 use out::{Out, Place};
 pub use seekable::DEFAULT_FRAME_LEN;
@@ -111,8 +115,7 @@ pub fn pack(
         not_nfc: None,
     };
     let mut texts = Texts::default();
-    // Where copied parts are read back, allocated once.
-    let mut buf: Vec<u8> = Vec::new();
+    let mut copier = Copier::default();
     let mut objects = Vec::new();
     // Per part written, in order: the data shard holding its blob.
     let mut files = Vec::new();
@@ -141,10 +144,10 @@ pub fn pack(
                     copy_part(
                         &mut out,
                         &mut written,
+                        &mut copier,
                         range,
                         check,
                         opts,
-                        &mut buf,
                         progress,
                     )?
                 }
@@ -156,6 +159,8 @@ pub fn pack(
                         })
                     };
                     let len = part.decoded_size();
+                    // A streamed part may be compared with copied ones.
+                    finish_copies(&out, copier.wait_all())?;
                     write_part(&mut out, &mut written, &mut stream, len, opts)?
                 }
             };
@@ -172,6 +177,7 @@ pub fn pack(
         });
         summary.objects += 1;
     }
+    finish_copies(&out, copier.wait_all())?;
     summary.shards = out.shard_count();
     // Shard names carry the count, known only now.
     let blobs = objects.iter_mut().flat_map(|o| o.parts.iter_mut());
@@ -343,38 +349,31 @@ fn write_part(
     share(out, written, (decoded_len, key.digest()), part)
 }
 
-/// Writes a raw part of a local file by copying it file to file, then
-/// reads it back from the output (from the page cache) for its digest and
-/// the source's checks: what is hashed is what was written.
+/// Writes a raw part of a local file: checks and hashes it from the
+/// source (mapped a window at a time, from the page cache), then has the
+/// copier copy it file to file, unless an earlier blob holds the same
+/// bytes. The copy runs while the next parts are hashed;
+/// [`finish_copies`] collects it.
 fn copy_part(
     out: &mut Out,
     written: &mut Written,
+    copier: &mut Copier,
     (file, offset, len): (&std::fs::File, u64, u64),
     mut check: source::Checker<'_>,
     opts: &Options,
-    buf: &mut Vec<u8>,
     progress: &mut dyn FnMut(u64) -> Result<()>,
 ) -> Result<WrittenPart> {
-    const STEP: u64 = 8 << 20;
-    let place = out.start(len)?;
-    out.copy_from(file, offset, len)?;
-    let stored_len = out.end();
     let mut hasher = Hasher::new(opts.digest);
     // One pass of XXH3 serves as digest and key when the digest is xxh3.
     let mut key = (opts.digest != Algo::Xxh3).then(xxhash_rust::xxh3::Xxh3::new);
-    buf.resize(STEP.min(len.max(1)).max(buf.len() as u64) as usize, 0);
-    let mut off = 0;
-    while off < len {
-        let n = (len - off).min(STEP) as usize;
-        out.read_at(place.file, place.offset + off, &mut buf[..n])?;
-        check.update(&buf[..n])?;
-        hasher.update(&buf[..n]);
+    crate::store::for_each_mapped(file, "the source", offset, len, READ_WINDOW, &mut |bytes| {
+        check.update(bytes)?;
+        hasher.update(bytes);
         if let Some(k) = key.as_mut() {
-            k.update(&buf[..n]);
+            k.update(bytes);
         }
-        progress(n as u64)?;
-        off += n as u64;
-    }
+        progress(bytes.len() as u64)
+    })?;
     check.finish()?;
     let digest = hasher.finish();
     let key = match key {
@@ -384,14 +383,69 @@ fn copy_part(
             _ => unreachable!("an xxh3 digest"),
         },
     };
-    let part = WrittenPart {
+    let candidates = written.blobs.entry((len, key)).or_default();
+    if !candidates.is_empty() {
+        // Compared on the bytes written: the copies must have landed.
+        finish_copies(out, copier.wait_all())?;
+        for b in candidates.iter() {
+            let mut source = |off, buf: &mut [u8]| {
+                use std::os::unix::fs::FileExt;
+                (file.read_exact_at(buf, offset + off)).map_err(|e| Error::io("the source", e))
+            };
+            if !b.encoded
+                && b.len == len
+                && same_bytes(len, &mut output_at(out, b.place), &mut source)?
+            {
+                return Ok(WrittenPart {
+                    place: b.place,
+                    stored_len: len,
+                    encoded: false,
+                    shared: true,
+                    digest,
+                });
+            }
+        }
+    }
+    let (place, dst) = out.reserve(len)?;
+    let src = file.try_clone().map_err(|e| Error::io("the source", e))?;
+    let done = copier.send(copier::Job {
+        src,
+        src_offset: offset,
+        dst,
         place,
-        stored_len,
+        len,
+    });
+    finish_copies(out, done)?;
+    candidates.push(Blob {
+        place,
+        len,
+        encoded: false,
+    });
+    Ok(WrittenPart {
+        place,
+        stored_len: len,
         encoded: false,
         shared: false,
         digest,
-    };
-    share(out, written, (len, key), part)
+    })
+}
+
+/// Bytes of a source hashed at a time (each window mapped, then unmapped:
+/// the pack's resident set stays small).
+const READ_WINDOW: u64 = 8 << 20;
+
+/// Takes the copier's finished jobs: an error fails the pack; the bytes
+/// of each copy start going to disk (rather than all at the final sync).
+fn finish_copies(out: &Out, done: Vec<copier::Done>) -> Result<()> {
+    for d in done {
+        d.result.map_err(|e| match e.kind() {
+            // The copier's own message names the source and the offset.
+            std::io::ErrorKind::UnexpectedEof => Error::io("the source", e),
+            _ => out.error(d.place.file, e),
+        })?;
+        out.write_back(d.place, d.len);
+    }
+    Ok(())
 }
 
 /// Takes back `part`'s blob in favour of an earlier one with the same
@@ -407,7 +461,11 @@ fn share(
     for b in candidates.iter() {
         if b.encoded == part.encoded
             && b.len == part.stored_len
-            && same_bytes(out, b.place, part.place, b.len)?
+            && same_bytes(
+                b.len,
+                &mut output_at(out, b.place),
+                &mut output_at(out, part.place),
+            )?
         {
             out.rewind(part.place)?;
             part.place = b.place;
@@ -423,21 +481,31 @@ fn share(
     Ok(part)
 }
 
-/// True when `len` bytes at `a` and at `b` of the output are the same.
-fn same_bytes(out: &Out, a: Place, b: Place, len: u64) -> Result<bool> {
+/// True when the `len` bytes that `a` and `b` read (each given an offset
+/// from 0 and a buffer to fill) are the same.
+fn same_bytes(
+    len: u64,
+    a: &mut dyn FnMut(u64, &mut [u8]) -> Result<()>,
+    b: &mut dyn FnMut(u64, &mut [u8]) -> Result<()>,
+) -> Result<bool> {
     const STEP: u64 = 1 << 20;
     let (mut x, mut y) = (vec![0u8; STEP as usize], vec![0u8; STEP as usize]);
     let mut off = 0;
     while off < len {
         let n = (len - off).min(STEP) as usize;
-        out.read_at(a.file, a.offset + off, &mut x[..n])?;
-        out.read_at(b.file, b.offset + off, &mut y[..n])?;
+        a(off, &mut x[..n])?;
+        b(off, &mut y[..n])?;
         if x[..n] != y[..n] {
             return Ok(false);
         }
         off += n as u64;
     }
     Ok(true)
+}
+
+/// Reads the output at `place`, for [`same_bytes`].
+fn output_at(out: &Out, place: Place) -> impl FnMut(u64, &mut [u8]) -> Result<()> + '_ {
+    move |off, buf| out.read_at(place.file, place.offset + off, buf)
 }
 
 /// The source did not hold still while it was read.

@@ -140,36 +140,15 @@ impl Out {
         Ok(())
     }
 
-    /// Appends `len` bytes of `src` from `offset` to the blob being
-    /// written, file to file (`copy_file_range`: the kernel moves them,
-    /// or shares them on a filesystem that can). Fewer than `len` (the
-    /// source shrank) is an error.
-    pub fn copy_from(&mut self, src: &File, offset: u64, len: u64) -> Result<()> {
-        use std::io::{Read, Seek, SeekFrom};
-        let (place, at) = self.at.expect("a blob was started");
+    /// Starts and ends a blob of `len` bytes that another writer fills
+    /// (the copier): its place, and a second handle on its file.
+    pub fn reserve(&mut self, len: u64) -> Result<(Place, File)> {
+        let place = self.start(len)?;
+        self.at = None;
         let t = self.target_mut(place.file);
-        let src_err = |e| Error::io(format!("the source at offset {offset}"), e);
-        // Both descriptors are otherwise used only at explicit offsets.
-        let mut reader = src;
-        reader.seek(SeekFrom::Start(offset)).map_err(src_err)?;
-        let mut writer = t.file();
-        writer
-            .seek(SeekFrom::Start(at))
-            .map_err(|e| t.io_error(e))?;
-        let n = std::io::copy(&mut reader.take(len), &mut writer).map_err(|e| t.io_error(e))?;
-        let end = at + n;
-        t.end = end;
-        self.at = Some((place, end));
-        if n != len {
-            return Err(Error::io(
-                format!("the source at offset {offset}"),
-                std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    format!("gave {n} of {len} bytes: it changed while it was packed"),
-                ),
-            ));
-        }
-        Ok(())
+        t.end = place.offset + len;
+        let file = t.file().try_clone().map_err(|e| t.io_error(e))?;
+        Ok((place, file))
     }
 
     /// Ends the blob being written; returns its length. Its bytes start
@@ -177,12 +156,18 @@ impl Out {
     /// the final sync.
     pub fn end(&mut self) -> u64 {
         let (place, at) = self.at.take().expect("a blob was started");
-        crate::sys::start_writeback(
-            self.target(place.file).file(),
-            place.offset,
-            at - place.offset,
-        );
+        self.write_back(place, at - place.offset);
         at - place.offset
+    }
+
+    /// Starts writing `len` bytes at `place` to disk without waiting.
+    pub fn write_back(&self, place: Place, len: u64) {
+        crate::sys::start_writeback(self.target(place.file).file(), place.offset, len);
+    }
+
+    /// An error writing to `file` (the root or a shard), naming it.
+    pub fn error(&self, file: Option<usize>, e: std::io::Error) -> Error {
+        self.target(file).io_error(e)
     }
 
     /// Takes back the last blob started, `place`, and its padding.

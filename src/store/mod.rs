@@ -286,6 +286,40 @@ impl crate::format::Ranges for Blob<'_> {
     }
 }
 
+/// Hands `len` bytes of `file` from `offset` to `f` in order, through a
+/// read-only map of at most `window` bytes at a time: bytes already in the
+/// page cache (a file just written) are read where they lie, with no copy.
+/// `what` names the file in errors. The file must not shrink meanwhile; callers give a file of their own
+/// (the pack's temporary output).
+pub fn for_each_mapped(
+    file: &File,
+    what: &str,
+    offset: u64,
+    len: u64,
+    window: u64,
+    f: &mut dyn FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut off = 0;
+    while off < len {
+        let n = (len - off).min(window.max(1));
+        // SAFETY: a read-only, private map of a range of a file that the
+        // caller owns and does not truncate while `f` runs; it is dropped
+        // before the next window is mapped.
+        #[allow(unsafe_code)]
+        let map = unsafe {
+            memmap2::MmapOptions::new()
+                .offset(offset + off)
+                .len(n as usize)
+                .populate()
+                .map(file)
+        }
+        .map_err(|e| Error::io(format!("{what}: a map at offset {}", offset + off), e))?;
+        f(&map)?;
+        off += n;
+    }
+    Ok(())
+}
+
 /// Keeps the blocks of remote objects this process reads in `dir`, at
 /// most `size` bytes of them (see [`disk`]). Nothing to do in a build that
 /// reads no URLs.
