@@ -287,10 +287,10 @@ impl crate::format::Ranges for Blob<'_> {
 }
 
 /// Hands `len` bytes of `file` from `offset` to `f` in order, through a
-/// read-only map of at most `window` bytes at a time: bytes already in the
-/// page cache (a file just written) are read where they lie, with no copy.
-/// `what` names the file in errors. The file must not shrink meanwhile; callers give a file of their own
-/// (the pack's temporary output).
+/// read-only map of at most `window` bytes at a time: bytes in the page
+/// cache are read where they lie, with no copy, and the resident set
+/// holds one window. A range past the file's end (it shrank) is an error,
+/// not a fault. `what` names the file in errors.
 pub fn for_each_mapped(
     file: &File,
     what: &str,
@@ -302,9 +302,24 @@ pub fn for_each_mapped(
     let mut off = 0;
     while off < len {
         let n = (len - off).min(window.max(1));
-        // SAFETY: a read-only, private map of a range of a file that the
-        // caller owns and does not truncate while `f` runs; it is dropped
-        // before the next window is mapped.
+        // A file that shrank would fault on the map: refuse it first.
+        let now = crate::sys::file_len(file).map_err(|e| Error::io(what, e))?;
+        if now < offset + off + n {
+            return Err(Error::io(
+                what,
+                std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "is {now} bytes, short of the range [{}, +{n}): it changed while it was read",
+                        offset + off
+                    ),
+                ),
+            ));
+        }
+        // SAFETY: a read-only, private map of a range of a file checked
+        // just above to hold it; the file is not expected to shrink while
+        // `f` runs (the caller's own file, or a model file, which the
+        // format says is immutable). It is dropped before the next window.
         #[allow(unsafe_code)]
         let map = unsafe {
             memmap2::MmapOptions::new()
@@ -376,4 +391,30 @@ pub fn url_of(path: &Path) -> Option<&str> {
         .iter()
         .any(|scheme| s.starts_with(scheme))
         .then_some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every byte of the range, in order, a window at a time; a range
+    /// past the end is refused before anything is mapped.
+    #[test]
+    fn for_each_mapped_reads_the_range_and_refuses_past_the_end() {
+        let mut file = tempfile::tempfile().unwrap();
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::io::Write::write_all(&mut file, &bytes).unwrap();
+        let mut got = Vec::new();
+        let mut calls = 0;
+        for_each_mapped(&file, "f", 999, 90_001, 4096 * 3, &mut |b| {
+            calls += 1;
+            got.extend_from_slice(b);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(got, bytes[999..91_000]);
+        assert_eq!(calls, 90_001usize.div_ceil(4096 * 3));
+        let e = for_each_mapped(&file, "f", 50_000, 50_001, 1 << 20, &mut |_| Ok(())).unwrap_err();
+        assert!(e.to_string().contains("is 100000 bytes"), "{e}");
+    }
 }
