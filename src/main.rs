@@ -5,6 +5,7 @@ use ztfs::cli::{self, Cli};
 use ztfs::error::Error;
 
 fn main() -> ExitCode {
+    ztfs::sys::raise_open_file_limit();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // mount(8) and /etc/fstab, through mount.fuse3: `ztfs SOURCE MNT -o OPTS`.
     let subcommands: Vec<String> = (<Cli as clap::CommandFactory>::command().get_subcommands())

@@ -525,6 +525,24 @@ pub fn memory_total() -> u64 {
         .map_or(4 << 30, |kib| kib.saturating_mul(1024))
 }
 
+/// Raises this process's soft limit on open files to its hard limit: a
+/// model of many files (shards, a checkpoint's files, `.npy` inputs) keeps
+/// one descriptor per file, and the usual soft limit (1024) is far below
+/// the usual hard one. Nothing changes when the limit cannot be read.
+pub fn raise_open_file_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid out-parameter, then a valid in-parameter.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
 /// Why the daemon cannot register backing files, if it visibly cannot:
 /// passthrough needs CAP_SYS_ADMIN (bit 21 of the effective set).
 pub fn lacks_sys_admin() -> Option<String> {

@@ -540,3 +540,41 @@ fn a_signal_stops_a_pack_and_leaves_nothing() {
     assert_eq!(names_in(out_dir.path()), Vec::<String>::new());
     proxy.set(Fault::Pass);
 }
+
+/// Each `.npy` input stays open for the pack; more inputs than the soft
+/// limit on open files (1024 on most systems; 64 here) pack all the same,
+/// since ztfs raises its soft limit to the hard one (and a mount of a
+/// many-file model keeps as many open).
+#[test]
+fn more_inputs_than_the_soft_open_file_limit_pack() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let n = 150;
+    for i in 0..n {
+        let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        let pad = 64 - (10 + header.len() + 1) % 64;
+        let text = format!("{header}{}\n", " ".repeat(pad % 64));
+        bytes.extend_from_slice(&(text.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(text.as_bytes());
+        bytes.extend_from_slice(&(i as f32).to_le_bytes());
+        bytes.extend_from_slice(&(-(i as f32)).to_le_bytes());
+        fs::write(dir.path().join(format!("t{i:03}.npy")), bytes).unwrap();
+    }
+    let out = dir.path().join("all.zt");
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(r#"ulimit -Sn 64 && exec "$0" pack "$1"/*.npy -o "$2""#)
+        .arg(common::BIN)
+        .arg(dir.path())
+        .arg(&out)
+        .output()
+        .expect("run bash");
+    assert!(
+        o.status.success(),
+        "{}",
+        describe(&["pack", "150 files"], &o)
+    );
+    let objects = ls(&out).objects;
+    assert_eq!(objects.len(), n);
+    verify_ok(&out);
+}
