@@ -131,51 +131,93 @@ pub fn verify(
     part: &Part,
     progress: &mut dyn FnMut(u64) -> Result<()>,
 ) -> Result<Verified> {
-    if let Interpretation::Unknown = part.ty.interpretation() {
-        return Err(crate::error::Error::Unsupported(format!(
-            "part {:?}/{:?} has logical type {:?}, which this reader does not know, so it cannot be decoded or verified",
-            object.name,
-            part.name,
-            part.ty.type_name()
-        )));
-    }
-    let stored_digest = part.digest.as_ref().map(ToString::to_string);
-    let algo = stored_digest.as_deref().map(Algo::of).transpose()?;
+    let mut check = PartCheck::new(object, part)?;
     let stored = model.blob(part)?;
     let enc = Encoding::of_from(part, &stored)?;
-    let mut hasher = algo.map(Hasher::new);
-    let mut rules = ContentCheck::new(object, part);
-    let check_rules = object.layout == "dense" && rules.applies();
-    let mut n = 0u64;
     enc.stream_from(&stored, &mut |chunk| {
-        if check_rules {
-            rules.update(chunk)?;
-        }
-        if let Some(h) = hasher.as_mut() {
-            h.update(chunk);
-        }
-        n += chunk.len() as u64;
+        check.update(chunk)?;
         progress(chunk.len() as u64)
     })?;
-    if check_rules {
-        rules.finish()?;
-    }
-    let what = format!("part {:?}/{:?}", object.name, part.name);
-    if n != part.decoded_size() {
-        // The encodings check this themselves; this guards a new one.
-        return Err(crate::error::Error::reject(
-            crate::error::Rule::Encoding,
-            format!(
-                "{what} decodes to {n} bytes, decoded_length is {}",
-                part.decoded_size()
-            ),
-        ));
-    }
-    match (hasher, &stored_digest) {
-        (Some(h), Some(stored)) => {
-            digest::check(stored, &h.finish(), &what)?;
-            Ok(Verified::Digest)
+    check.finish()
+}
+
+/// The checks of one part's decoded bytes, fed as they pass, as
+/// [`verify`] applies them (and `ztfs pack` to what it copies): the
+/// content rules of a dense object's logical type, the decoded length,
+/// and the digest when the part has one. A part of an unknown logical
+/// type or digest algorithm is refused when the check is made.
+pub struct PartCheck<'a> {
+    what: String,
+    rules: Option<ContentCheck<'a>>,
+    hasher: Option<Hasher>,
+    expected: Option<String>,
+    seen: u64,
+    decoded_len: u64,
+}
+
+impl<'a> PartCheck<'a> {
+    /// The checks of `part` of `object`.
+    pub fn new(object: &'a Object, part: &'a Part) -> Result<PartCheck<'a>> {
+        let what = format!("part {:?}/{:?}", object.name, part.name);
+        if let Interpretation::Unknown = part.ty.interpretation() {
+            return Err(crate::error::Error::Unsupported(format!(
+                "{what} has logical type {:?}, which this reader does not know, so it cannot be decoded or verified",
+                part.ty.type_name()
+            )));
         }
-        _ => Ok(Verified::NoDigest),
+        let expected = part.digest.as_ref().map(ToString::to_string);
+        let algo = expected.as_deref().map(Algo::of).transpose()?;
+        let rules = ContentCheck::new(object, part);
+        let check_rules = object.layout == "dense" && rules.applies();
+        Ok(PartCheck {
+            what,
+            rules: check_rules.then_some(rules),
+            hasher: algo.map(Hasher::new),
+            expected,
+            seen: 0,
+            decoded_len: part.decoded_size(),
+        })
+    }
+
+    /// The part, for messages: `part "OBJECT"/"PART"`.
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+
+    /// Checks the next decoded bytes.
+    pub fn update(&mut self, c: &[u8]) -> Result<()> {
+        if let Some(r) = self.rules.as_mut() {
+            r.update(c)?;
+        }
+        if let Some(h) = self.hasher.as_mut() {
+            h.update(c);
+        }
+        self.seen += c.len() as u64;
+        Ok(())
+    }
+
+    /// Checks what only the end shows: a final nibble, the length, the
+    /// digest.
+    pub fn finish(self) -> Result<Verified> {
+        if let Some(r) = &self.rules {
+            r.finish()?;
+        }
+        if self.seen != self.decoded_len {
+            // The encodings check this themselves; this guards a new one.
+            return Err(crate::error::Error::reject(
+                crate::error::Rule::Encoding,
+                format!(
+                    "{} decodes to {} bytes, decoded_length is {}",
+                    self.what, self.seen, self.decoded_len
+                ),
+            ));
+        }
+        match (self.hasher, &self.expected) {
+            (Some(h), Some(expected)) => {
+                digest::check(expected, &h.finish(), &self.what)?;
+                Ok(Verified::Digest)
+            }
+            _ => Ok(Verified::NoDigest),
+        }
     }
 }

@@ -36,9 +36,9 @@ REFUSED = {
     "f4-packed-odd-count.zt": (_DAMAGED + ": a non-zero final f4 nibble (Appendix A)",
                                "rejected (LayoutData)"),
     "f6-types.safetensors": ("f6_e2m3fn and f6_e3m2fn have no registered zTensor type",
-                             "which ztfs does not know"),
+                             "which this reader does not know"),
     "unknown-ltype-structural.zt": ("an unregistered logical type cannot be decoded",
-                                    "which ztfs does not know"),
+                                    "which this reader does not know"),
     "view-unknown-encoding-refused.zt": ("an unregistered encoding cannot be decoded",
                                          "which this reader does not know"),
     "digest-unknown-algorithm.zt": ("the part's digest is of an algorithm ztfs does not know "

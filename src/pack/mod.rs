@@ -140,7 +140,7 @@ pub fn pack(
                 .flatten();
             let w = match copy {
                 Some(range) => {
-                    let check = source.checker(object, part)?;
+                    let check = crate::read::PartCheck::new(object, part)?;
                     copy_part(
                         &mut out,
                         &mut written,
@@ -359,7 +359,7 @@ fn copy_part(
     written: &mut Written,
     copier: &mut Copier,
     (file, offset, len): (&std::fs::File, u64, u64),
-    mut check: source::Checker<'_>,
+    mut check: crate::read::PartCheck<'_>,
     opts: &Options,
     progress: &mut dyn FnMut(u64) -> Result<()>,
 ) -> Result<WrittenPart> {

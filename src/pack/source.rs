@@ -10,14 +10,13 @@
 //! name); a GGUF file's key-values, typed (as the
 //! public implementation's converter keeps them).
 
-use crate::decode::{ContentCheck, Encoding};
-use crate::digest::{Algo, Hasher};
+use crate::decode::Encoding;
 use crate::error::{Error, Result};
 use crate::format::text::Texts;
 use crate::format::types::ElementType;
-use crate::format::types::Interpretation;
 use crate::format::{gguf, npy, safetensors, Object, Part};
 use crate::model::Model;
+use crate::read::PartCheck;
 use crate::store::{Blob, Store};
 use std::path::PathBuf;
 
@@ -172,8 +171,8 @@ impl Source {
         part: &Part,
         sink: &mut dyn FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
-        let mut check = self.checker(object, part)?;
-        let what = check.what.clone();
+        let mut check = PartCheck::new(object, part)?;
+        let what = check.what().to_string();
         let view = self.view(object);
         let stored = self.blob(object, part)?;
         let enc = Encoding::of_from(part, &stored)?;
@@ -186,33 +185,7 @@ impl Source {
             (None, Encoding::Raw, Some(file)) => stream_file(file, &stored, &mut each)?,
             _ => enc.stream_from(&stored, &mut each)?,
         }
-        check.finish()
-    }
-
-    /// The checks of a part's decoded bytes, fed as they pass: the
-    /// content rules of a dense object's logical type and the part's
-    /// digest. A part of an unknown logical type or digest algorithm is
-    /// refused here, as `check --verify` refuses it.
-    pub fn checker<'a>(&self, object: &'a Object, part: &'a Part) -> Result<Checker<'a>> {
-        let what = format!("part {:?}/{:?}", object.name, part.name);
-        if let Interpretation::Unknown = part.ty.interpretation() {
-            return Err(Error::Unsupported(format!(
-                "{what} has logical type {:?}, which ztfs does not know: it cannot be decoded",
-                part.ty.type_name()
-            )));
-        }
-        let rules = ContentCheck::new(object, part);
-        let check_rules = object.layout == "dense" && rules.applies();
-        let expected = part.digest.as_ref().map(ToString::to_string);
-        // A digest that cannot be checked is refused: the pack would
-        // otherwise replace it unchecked.
-        let algo = expected.as_deref().map(Algo::of).transpose()?;
-        Ok(Checker {
-            what,
-            rules: check_rules.then_some(rules),
-            hasher: algo.map(Hasher::new),
-            expected,
-        })
+        check.finish().map(|_| ())
     }
 
     /// Where a raw part of a local file lies, for a copy from file to file
@@ -257,38 +230,6 @@ impl Source {
             return Ok(safetensors::objects::attributes(&header));
         }
         Ok(m.manifest().and_then(|m| m.attributes.clone()))
-    }
-}
-
-/// The checks of one part's decoded bytes ([`Source::checker`]).
-pub struct Checker<'a> {
-    what: String,
-    rules: Option<ContentCheck<'a>>,
-    hasher: Option<Hasher>,
-    expected: Option<String>,
-}
-
-impl Checker<'_> {
-    /// Checks the next decoded bytes.
-    pub fn update(&mut self, c: &[u8]) -> Result<()> {
-        if let Some(r) = self.rules.as_mut() {
-            r.update(c)?;
-        }
-        if let Some(h) = self.hasher.as_mut() {
-            h.update(c);
-        }
-        Ok(())
-    }
-
-    /// Checks what only the end shows: a final nibble, the digest.
-    pub fn finish(self) -> Result<()> {
-        if let Some(r) = &self.rules {
-            r.finish()?;
-        }
-        if let (Some(h), Some(expected)) = (self.hasher, &self.expected) {
-            crate::digest::check(expected, &h.finish(), &self.what)?;
-        }
-        Ok(())
     }
 }
 
