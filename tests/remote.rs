@@ -520,3 +520,39 @@ fn verify_checks_remote_parts_as_they_are_first_read() {
         assert_eq!(got, want, "{url} under --verify");
     }
 }
+
+/// A big part's blocks are laid from its start (not from the object's):
+/// a sequential reader's requests each begin at the part's offset plus a
+/// whole number of blocks, so each of its block-sized reads lies in one
+/// block and is served without joining two.
+#[test]
+fn a_big_part_is_read_on_blocks_laid_from_its_start() {
+    let data = Lcg::new(0xB10C).bytes(12 * MIB + 777);
+    let mut f = FileBuilder::new();
+    let b = f.blob(&data);
+    let objects = Fields::new().set("w", dense(&[data.len() as u64], part("u8", b)));
+    let bytes = f.finish(&root(objects).sorted().encode());
+    let (dir, _server, url) = served(&bytes);
+    let listing = common::ls(&dir.path().join("model.zt"));
+    let offset = listing.objects[0].parts[0].offset;
+    assert_ne!(offset % MIB as u64, 0, "the part must not begin on a block");
+    let m = Mount::new(Path::new(&url), &["--log-level", "debug"]);
+    let opened = m.log();
+    assert_eq!(fs::read(m.join("w/data")).unwrap(), data);
+    let log = m.log();
+    let starts: Vec<u64> = log[opened.len()..]
+        .match_indices(": fetched [")
+        .map(|(at, pat)| {
+            let rest = &log[opened.len() + at + pat.len()..];
+            rest[..rest.find(',').unwrap()].parse().unwrap()
+        })
+        .collect();
+    assert!(!starts.is_empty(), "{log}");
+    for s in &starts {
+        assert_eq!(
+            (s - offset) % MIB as u64,
+            0,
+            "a request at {s}, the part at {offset}:\n{log}"
+        );
+    }
+}

@@ -233,6 +233,26 @@ impl Store {
         }
     }
 
+    /// [`Store::piece`] of `[offset, offset + len)` within the blob at
+    /// `blob_offset` of `blob_len` bytes: the same bytes; a remote object
+    /// reads a big blob on blocks laid from its start, so that a reader's
+    /// block-sized reads of it are served without joining two blocks.
+    pub fn blob_piece(
+        &self,
+        blob_offset: u64,
+        blob_len: u64,
+        offset: u64,
+        len: u64,
+    ) -> Result<Piece<'_>> {
+        match &self.kind {
+            Kind::Remote(r) => {
+                let (buf, range) = r.read_blob(blob_offset, blob_len, offset, len)?;
+                Ok(Piece::Shared(buf, range))
+            }
+            Kind::Local { .. } => self.piece(offset, len),
+        }
+    }
+
     /// Hands the whole file to `f` in order, `chunk` bytes at a time (the
     /// last may be shorter): from the map, or streamed by range requests
     /// that bypass the block cache.

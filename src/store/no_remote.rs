@@ -31,6 +31,10 @@ impl Remote {
         match *self {}
     }
 
+    pub fn read_blob(&self, _: u64, _: u64, _: u64, _: u64) -> Result<Shared> {
+        match *self {}
+    }
+
     pub fn stream(&self, _: u64, _: u64, _: u64, _: &mut dyn FnMut(&[u8])) -> Result<()> {
         match *self {}
     }

@@ -56,6 +56,59 @@ pub use super::url_of;
 /// A range of a shared buffer: what a read gives.
 pub type Shared = (Arc<Vec<u8>>, Range<usize>);
 
+/// Where an object's blocks begin: block `j` is `[j * BLOCK - shift,
+/// (j + 1) * BLOCK - shift)` of the object (clipped to it). Reads use grid
+/// 0, except those of a big blob ([`Remote::read_blob`]), which use the
+/// grid one of whose blocks begins at the blob's start: a reader's reads of
+/// a part come at block-sized steps from the part's start, and on that
+/// grid each lies in one block, served as it is, where on grid 0 each
+/// would straddle two and be joined by a copy.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Grid {
+    shift: u64,
+}
+
+/// Blobs at least this long get a grid of their own.
+const BIG_BLOB: u64 = 4 * BLOCK;
+
+impl Grid {
+    const ZERO: Grid = Grid { shift: 0 };
+
+    /// The grid on which a block begins at `offset`.
+    fn starting_at(offset: u64) -> Grid {
+        Grid {
+            shift: (BLOCK - offset % BLOCK) % BLOCK,
+        }
+    }
+
+    /// The block holding byte `offset`.
+    fn block_of(self, offset: u64) -> u64 {
+        (offset + self.shift) / BLOCK
+    }
+
+    /// Where block `j` begins (0 for a first block cut short).
+    fn start(self, j: u64) -> u64 {
+        (j * BLOCK).saturating_sub(self.shift)
+    }
+
+    /// Block `j`'s bytes in an object of `len` bytes.
+    fn range(self, j: u64, len: u64) -> Range<u64> {
+        self.start(j).min(len)..self.start(j + 1).min(len)
+    }
+
+    /// Blocks in an object of `len` bytes.
+    fn count(self, len: u64) -> u64 {
+        (len + self.shift).div_ceil(BLOCK)
+    }
+
+    /// Block `j`'s name in the block caches: the shift above the index
+    /// (an index is below 2^44, a shift below 2^20), so grid 0's names are
+    /// its indices and a grid's consecutive blocks have consecutive names.
+    fn key(self, j: u64) -> u64 {
+        (self.shift << 44) | j
+    }
+}
+
 /// One remote object, pinned at open; shared with its read-ahead threads.
 pub struct Remote(Arc<Object>);
 
@@ -89,6 +142,7 @@ pub struct Object {
 /// fetch, and where fetching ahead has got to.
 #[derive(Clone, Copy)]
 struct Stream {
+    grid: Grid,
     last: u64,
     window: u64,
     ahead_to: u64,
@@ -182,6 +236,28 @@ impl Remote {
     /// length the server's size claims is never allocated before the
     /// server has sent it.
     pub fn read(&self, offset: u64, len: u64) -> Result<Shared> {
+        self.read_on(Grid::ZERO, offset, len)
+    }
+
+    /// [`Remote::read`] of `[offset, offset + len)` within the blob at
+    /// `blob_offset` of `blob_len` bytes: a big blob's on blocks laid from
+    /// its start (see `Grid`).
+    pub fn read_blob(
+        &self,
+        blob_offset: u64,
+        blob_len: u64,
+        offset: u64,
+        len: u64,
+    ) -> Result<Shared> {
+        let grid = if blob_len >= BIG_BLOB {
+            Grid::starting_at(blob_offset)
+        } else {
+            Grid::ZERO
+        };
+        self.read_on(grid, offset, len)
+    }
+
+    fn read_on(&self, grid: Grid, offset: u64, len: u64) -> Result<Shared> {
         let end = (offset.checked_add(len))
             .filter(|&e| e <= self.len)
             .ok_or_else(|| {
@@ -198,23 +274,24 @@ impl Remote {
             let at = (offset - start) as usize;
             return Ok((tail.clone(), at..at + len as usize));
         }
-        let (first, last) = (offset / BLOCK, (end - 1) / BLOCK);
-        self.read_ahead(first, last);
-        let block = |index: u64| {
+        let (first, last) = (grid.block_of(offset), grid.block_of(end - 1));
+        self.read_ahead(grid, first, last);
+        let block = |j: u64| {
             if super::probing() {
-                return self.blocks.peek(index).ok_or_else(super::missed);
+                return self.blocks.peek(grid.key(j)).ok_or_else(super::missed);
             }
-            self.blocks.get(index, || self.load(index))
+            self.blocks.get(grid.key(j), || self.load(grid, j))
         };
         if first == last {
-            let at = (offset - first * BLOCK) as usize;
+            let at = (offset - grid.start(first)) as usize;
             return Ok((block(first)?, at..at + len as usize));
         }
         let mut out = Vec::with_capacity(len.min(BLOCK) as usize);
-        for index in first..=last {
-            let b = block(index)?;
-            let from = offset.max(index * BLOCK) - index * BLOCK;
-            let to = end.min((index + 1) * BLOCK) - index * BLOCK;
+        for j in first..=last {
+            let b = block(j)?;
+            let r = grid.range(j, self.len);
+            let from = offset.max(r.start) - r.start;
+            let to = end.min(r.end) - r.start;
             out.extend_from_slice(&b[from as usize..to as usize]);
         }
         Ok((Arc::new(out), 0..len as usize))
@@ -245,9 +322,9 @@ impl Remote {
     /// mountpoint-s3 and hf-mount do). The window is topped up when less
     /// than half of it is left, by requests of at most [`PIECE`] blocks,
     /// [`AHEAD_THREADS`] of them at once. Others fetch only what they read.
-    fn read_ahead(&self, first: u64, last: u64) {
+    fn read_ahead(&self, grid: Grid, first: u64, last: u64) {
         use std::sync::atomic::Ordering::Relaxed;
-        let blocks = self.len.div_ceil(BLOCK);
+        let blocks = grid.count(self.len);
         let mut todo = Vec::new();
         {
             let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
@@ -255,12 +332,13 @@ impl Remote {
             // continues it (a part need not start on a block, so its reads
             // may straddle two); the kernel may send a reader's reads a
             // little out of order, so one a block or two behind still is.
-            let near = |s: &Stream| first <= s.last + 1 && last + 2 >= s.last;
+            let near = |s: &Stream| s.grid == grid && first <= s.last + 1 && last + 2 >= s.last;
             let Some(i) = streams.iter().position(near) else {
                 if streams.len() >= STREAMS {
                     streams.remove(0);
                 }
                 streams.push(Stream {
+                    grid,
                     last,
                     window: 0,
                     ahead_to: last + 1,
@@ -299,7 +377,7 @@ impl Remote {
             let spawned = std::thread::Builder::new()
                 .name("ztfs-ahead".into())
                 .spawn(move || {
-                    object.fill(from, count);
+                    object.fill(grid, from, count);
                     object.ahead.fetch_sub(1, Relaxed);
                 });
             if spawned.is_err() {
@@ -310,17 +388,17 @@ impl Remote {
 }
 
 impl Object {
-    /// Block `index`: from the disk cache, else fetched (and kept there).
-    fn load(&self, index: u64) -> Result<Vec<u8>> {
-        let from = index * BLOCK;
-        let to = (from + BLOCK).min(self.len);
-        let disk = disk::cache().map(|d| (d, disk::key(&self.id, index)));
+    /// Block `j` of `grid`: from the disk cache, else fetched (and kept
+    /// there).
+    fn load(&self, grid: Grid, j: u64) -> Result<Vec<u8>> {
+        let range = grid.range(j, self.len);
+        let disk = disk::cache().map(|d| (d, disk::key(&self.id, grid.key(j))));
         if let Some((d, key)) = &disk {
-            if let Some(b) = d.get(key, to - from, self.blocks.buffer()) {
+            if let Some(b) = d.get(key, range.end - range.start, self.blocks.buffer()) {
                 return Ok(b);
             }
         }
-        let bytes = self.fetch(from..to)?;
+        let bytes = self.fetch(range)?;
         if let Some((d, key)) = &disk {
             d.put(key, &bytes);
         }
@@ -330,32 +408,35 @@ impl Object {
     /// Read-ahead of blocks `from..from + count` into the block cache:
     /// those on disk are loaded from it, each run of the others fetched by
     /// one request, every block kept on disk too.
-    fn fill(&self, from: u64, count: u64) {
+    fn fill(&self, grid: Grid, from: u64, count: u64) {
         let disk = disk::cache();
-        let on_disk = |i: u64| disk.is_some_and(|d| d.has(&disk::key(&self.id, i)));
+        let on_disk = |j: u64| disk.is_some_and(|d| d.has(&disk::key(&self.id, grid.key(j))));
+        // A first block cut short (block 0 of a shifted grid) is fetched
+        // alone: a run is cut into whole blocks from its start.
+        let short = |j: u64| j * BLOCK < grid.shift;
         let end = from + count;
-        let mut i = from;
-        while i < end {
-            if on_disk(i) {
-                let _ = self.blocks.get(i, || self.load(i));
-                i += 1;
+        let mut j = from;
+        while j < end {
+            if on_disk(j) || short(j) {
+                let _ = self.blocks.get(grid.key(j), || self.load(grid, j));
+                j += 1;
                 continue;
             }
-            let run = (i..end).take_while(|&j| !on_disk(j)).count() as u64;
-            let first = i;
-            let filled = self.blocks.fill_run(first, run, |n, put| {
-                let mut index = first;
-                let range = first * BLOCK..((first + n) * BLOCK).min(self.len);
+            let run = (j..end).take_while(|&i| !on_disk(i)).count() as u64;
+            let first = j;
+            let filled = self.blocks.fill_run(grid.key(first), run, |n, put| {
+                let mut i = first;
+                let range = grid.start(first)..grid.start(first + n).min(self.len);
                 self.fetch_blocks(range, &mut |bytes| {
                     if let Some(d) = disk {
-                        d.put(&disk::key(&self.id, index), &bytes);
+                        d.put(&disk::key(&self.id, grid.key(i)), &bytes);
                     }
-                    index += 1;
+                    i += 1;
                     put(bytes)
                 })
             });
             // Past the blocks fetched, or one another reader holds.
-            i += filled.max(1);
+            j += filled.max(1);
         }
     }
 
@@ -627,4 +708,37 @@ fn bad_answer(url: &str, got: &Range<u64>, asked: Range<u64>) -> Error {
             got.start, got.end, asked.start, asked.end
         )),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A grid laid from an offset has a block beginning there; blocks
+    /// tile the object without gaps or overlaps (the first cut short);
+    /// names differ between grids and follow each other within one.
+    #[test]
+    fn grids_tile_the_object_from_their_start() {
+        let len = 5 * BLOCK + 123;
+        for at in [0, 1, 65536, BLOCK - 1, BLOCK, 3 * BLOCK + 4096] {
+            let g = Grid::starting_at(at);
+            let j = g.block_of(at);
+            assert_eq!(g.start(j), at, "grid from {at}");
+            let mut next = 0;
+            for j in 0..g.count(len) {
+                let r = g.range(j, len);
+                assert_eq!(r.start, next, "grid from {at}, block {j}");
+                assert!(r.end > r.start && r.end - r.start <= BLOCK);
+                for o in [r.start, r.end - 1] {
+                    assert_eq!(g.block_of(o), j);
+                }
+                next = r.end;
+            }
+            assert_eq!(next, len, "grid from {at}");
+            assert_eq!(g.key(j + 1), g.key(j) + 1);
+        }
+        assert_eq!(Grid::starting_at(7 * BLOCK), Grid::ZERO);
+        assert_ne!(Grid::starting_at(1).key(3), Grid::ZERO.key(3));
+        assert_eq!(Grid::ZERO.key(3), 3);
+    }
 }

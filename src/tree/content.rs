@@ -309,7 +309,12 @@ impl Tree {
         let bytes = (|| {
             let store = self.model.store_of(p)?;
             check_live(store, p.blob.offset, r.end as u64)?;
-            store.piece(p.blob.offset + r.start as u64, r.len() as u64)
+            store.blob_piece(
+                p.blob.offset,
+                p.blob.length,
+                p.blob.offset + r.start as u64,
+                r.len() as u64,
+            )
         })()
         .map_err(|e: crate::error::Error| self.fail((key, "read"), o, p, &e))?;
         let bytes = match bytes {
