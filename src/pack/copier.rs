@@ -17,6 +17,8 @@ const QUEUE: usize = 2;
 /// `place`.
 pub struct Job {
     pub src: File,
+    /// The source's name, for messages.
+    pub src_name: String,
     pub src_offset: u64,
     pub dst: File,
     pub place: Place,
@@ -25,6 +27,7 @@ pub struct Job {
 
 /// A job copied (or why not): where its bytes went, and how many.
 pub struct Done {
+    pub src_name: String,
     pub place: Place,
     pub len: u64,
     pub result: std::io::Result<()>,
@@ -85,6 +88,7 @@ impl Copier {
         let mut finished: Vec<Done> = t.done.iter().take(pending).collect();
         if finished.len() < pending {
             finished.push(Done {
+                src_name: String::new(),
                 place: Place {
                     file: None,
                     offset: 0,
@@ -100,6 +104,7 @@ impl Copier {
 /// A job that found no thread to run it.
 fn stopped(job: Job) -> Done {
     Done {
+        src_name: job.src_name,
         place: job.place,
         len: job.len,
         result: Err(std::io::Error::other("the copying thread stopped")),
@@ -115,6 +120,7 @@ fn spawn() -> Thread {
             for job in job_rx {
                 let result = copy(&job);
                 let d = Done {
+                    src_name: job.src_name,
                     place: job.place,
                     len: job.len,
                     result,
@@ -191,6 +197,7 @@ mod tests {
     fn job(src: &std::path::Path, src_offset: u64, dst: &std::path::Path, len: u64) -> Job {
         Job {
             src: File::open(src).unwrap(),
+            src_name: "src".into(),
             src_offset,
             dst: std::fs::OpenOptions::new()
                 .write(true)

@@ -358,7 +358,7 @@ fn copy_part(
     out: &mut Out,
     written: &mut Written,
     copier: &mut Copier,
-    (file, offset, len): (&std::fs::File, u64, u64),
+    source: source::LocalRange<'_>,
     mut check: crate::read::PartCheck<'_>,
     opts: &Options,
     progress: &mut dyn FnMut(u64) -> Result<()>,
@@ -366,7 +366,13 @@ fn copy_part(
     let mut hasher = Hasher::new(opts.digest);
     // One pass of XXH3 serves as digest and key when the digest is xxh3.
     let mut key = (opts.digest != Algo::Xxh3).then(xxhash_rust::xxh3::Xxh3::new);
-    crate::store::for_each_mapped(file, "the source", offset, len, READ_WINDOW, &mut |bytes| {
+    let source::LocalRange {
+        file,
+        name,
+        offset,
+        len,
+    } = source;
+    crate::store::for_each_mapped(file, &name, offset, len, READ_WINDOW, &mut |bytes| {
         check.update(bytes)?;
         hasher.update(bytes);
         if let Some(k) = key.as_mut() {
@@ -390,7 +396,7 @@ fn copy_part(
         for b in candidates.iter() {
             let mut source = |off, buf: &mut [u8]| {
                 use std::os::unix::fs::FileExt;
-                (file.read_exact_at(buf, offset + off)).map_err(|e| Error::io("the source", e))
+                (file.read_exact_at(buf, offset + off)).map_err(|e| Error::io(name.as_str(), e))
             };
             if !b.encoded
                 && b.len == len
@@ -407,9 +413,10 @@ fn copy_part(
         }
     }
     let (place, dst) = out.reserve(len)?;
-    let src = file.try_clone().map_err(|e| Error::io("the source", e))?;
+    let src = file.try_clone().map_err(|e| Error::io(name.as_str(), e))?;
     let done = copier.send(copier::Job {
         src,
+        src_name: name,
         src_offset: offset,
         dst,
         place,
@@ -439,8 +446,8 @@ const READ_WINDOW: u64 = 8 << 20;
 fn finish_copies(out: &Out, done: Vec<copier::Done>) -> Result<()> {
     for d in done {
         d.result.map_err(|e| match e.kind() {
-            // The copier's own message names the source and the offset.
-            std::io::ErrorKind::UnexpectedEof => Error::io("the source", e),
+            // The source ended early: it shrank.
+            std::io::ErrorKind::UnexpectedEof => Error::io(d.src_name, e),
             _ => out.error(d.place.file, e),
         })?;
         out.write_back(d.place, d.len);

@@ -190,12 +190,17 @@ impl Source {
 
     /// Where a raw part of a local file lies, for a copy from file to file
     /// (none for an encoded part, a computed view or a remote file).
-    pub fn local_range(&self, object: &Object, part: &Part) -> Option<(&std::fs::File, u64, u64)> {
+    pub fn local_range(&self, object: &Object, part: &Part) -> Option<LocalRange<'_>> {
         if part.encoding.is_some() || self.view(object).is_some() {
             return None;
         }
         let blob = self.blob(object, part).ok()?;
-        Some((blob.store.file()?, blob.offset, blob.len))
+        Some(LocalRange {
+            file: blob.store.file()?,
+            name: blob.store.path().display().to_string(),
+            offset: blob.offset,
+            len: blob.len,
+        })
     }
 
     /// Checks an object's layout data rules (sparse indices, MX scales)
@@ -231,6 +236,15 @@ impl Source {
         }
         Ok(m.manifest().and_then(|m| m.attributes.clone()))
     }
+}
+
+/// A raw part's bytes in a local file ([`Source::local_range`]).
+pub struct LocalRange<'a> {
+    pub file: &'a std::fs::File,
+    /// The file's path, for messages.
+    pub name: String,
+    pub offset: u64,
+    pub len: u64,
 }
 
 /// A computed view's bytes, a chunk at a time.
