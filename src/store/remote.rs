@@ -187,6 +187,7 @@ impl Remote {
             })
             .map_err(|e| fail(url, e))?;
         let len = meta.size;
+        check_size(url, len)?;
         if range.end != len || range.end - range.start != TAIL.min(len) {
             return Err(bad_answer(url, &range, len - TAIL.min(len)..len));
         }
@@ -588,6 +589,20 @@ async fn pieces(
     Ok(())
 }
 
+/// Largest object read: far beyond any model, and small enough that block
+/// arithmetic on its offsets (a grid's shift added) cannot overflow.
+const MAX_OBJECT: u64 = 1 << 62;
+
+/// Refuses an object whose server claims more than [`MAX_OBJECT`] bytes.
+fn check_size(url: &str, len: u64) -> Result<()> {
+    if len > MAX_OBJECT {
+        return Err(Error::Unsupported(format!(
+            "{url}: the server says the object is {len} bytes, more than ztfs reads ({MAX_OBJECT})"
+        )));
+    }
+    Ok(())
+}
+
 /// Splits a URL into its server and the object's key.
 fn parse(text: &str) -> Result<(Server, Key)> {
     let usage = |why: &str| Error::Usage(format!("{text}: {why}"));
@@ -740,5 +755,20 @@ mod tests {
         assert_eq!(Grid::starting_at(7 * BLOCK), Grid::ZERO);
         assert_ne!(Grid::starting_at(1).key(3), Grid::ZERO.key(3));
         assert_eq!(Grid::ZERO.key(3), 3);
+    }
+
+    /// An object claimed larger than 2^62 bytes is refused at open; at
+    /// that size the last block of any grid is still computed without
+    /// overflow.
+    #[test]
+    fn a_huge_claimed_size_is_refused_and_the_largest_is_safe() {
+        assert!(check_size("u", MAX_OBJECT).is_ok());
+        let e = check_size("u", MAX_OBJECT + 1).unwrap_err();
+        assert!(e.to_string().contains("more than ztfs reads"), "{e}");
+        let g = Grid::starting_at(BLOCK - 1);
+        let last = g.block_of(MAX_OBJECT - 1);
+        assert_eq!(last + 1, g.count(MAX_OBJECT));
+        assert_eq!(g.range(last, MAX_OBJECT).end, MAX_OBJECT);
+        assert!(g.key(last) > g.key(0));
     }
 }
