@@ -166,9 +166,9 @@ fn copy(job: &Job) -> std::io::Result<()> {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::UnexpectedEof,
                     format!(
-                    "the source at offset {} gave {n} of {} bytes: it changed while it was packed",
-                    job.src_offset, job.len
-                ),
+                        "at offset {} gave {n} of {} bytes: it changed while it was packed",
+                        job.src_offset, job.len
+                    ),
                 ))
             }
             Ok(k) => k,

@@ -393,23 +393,18 @@ fn copy_part(
     if !candidates.is_empty() {
         // Compared on the bytes written: the copies must have landed.
         finish_copies(out, copier.wait_all())?;
-        for b in candidates.iter() {
-            let mut source = |off, buf: &mut [u8]| {
-                use std::os::unix::fs::FileExt;
-                (file.read_exact_at(buf, offset + off)).map_err(|e| Error::io(name.as_str(), e))
-            };
-            if !b.encoded
-                && b.len == len
-                && same_bytes(len, &mut output_at(out, b.place), &mut source)?
-            {
-                return Ok(WrittenPart {
-                    place: b.place,
-                    stored_len: len,
-                    encoded: false,
-                    shared: true,
-                    digest,
-                });
-            }
+        let mut source = |off, buf: &mut [u8]| {
+            use std::os::unix::fs::FileExt;
+            (file.read_exact_at(buf, offset + off)).map_err(|e| Error::io(name.as_str(), e))
+        };
+        if let Some(place) = earlier_blob(out, candidates, false, len, &mut source)? {
+            return Ok(WrittenPart {
+                place,
+                stored_len: len,
+                encoded: false,
+                shared: true,
+                digest,
+            });
         }
     }
     let (place, dst) = out.reserve(len)?;
@@ -465,20 +460,19 @@ fn share(
     mut part: WrittenPart,
 ) -> Result<WrittenPart> {
     let candidates = written.blobs.entry(key).or_default();
-    for b in candidates.iter() {
-        if b.encoded == part.encoded
-            && b.len == part.stored_len
-            && same_bytes(
-                b.len,
-                &mut output_at(out, b.place),
-                &mut output_at(out, part.place),
-            )?
-        {
-            out.rewind(part.place)?;
-            part.place = b.place;
-            part.shared = true;
-            return Ok(part);
-        }
+    let (encoded, len) = (part.encoded, part.stored_len);
+    let earlier = earlier_blob(
+        out,
+        candidates,
+        encoded,
+        len,
+        &mut output_at(out, part.place),
+    )?;
+    if let Some(place) = earlier {
+        out.rewind(part.place)?;
+        part.place = place;
+        part.shared = true;
+        return Ok(part);
     }
     candidates.push(Blob {
         place: part.place,
@@ -486,6 +480,27 @@ fn share(
         encoded: part.encoded,
     });
     Ok(part)
+}
+
+/// The place of the first of `candidates` (blobs written under the same
+/// key) whose stored bytes are those `bytes` reads (given an offset from 0
+/// and a buffer to fill): as encoded, as long, and the same.
+fn earlier_blob(
+    out: &Out,
+    candidates: &[Blob],
+    encoded: bool,
+    len: u64,
+    bytes: &mut dyn FnMut(u64, &mut [u8]) -> Result<()>,
+) -> Result<Option<Place>> {
+    for b in candidates {
+        if b.encoded == encoded
+            && b.len == len
+            && same_bytes(len, &mut output_at(out, b.place), bytes)?
+        {
+            return Ok(Some(b.place));
+        }
+    }
+    Ok(None)
 }
 
 /// True when the `len` bytes that `a` and `b` read (each given an offset
