@@ -372,7 +372,7 @@ fn copy_part(
         offset,
         len,
     } = source;
-    crate::store::for_each_mapped(file, &name, offset, len, READ_WINDOW, &mut |bytes| {
+    crate::store::for_each_mapped(file, &name, offset, len, source::FILE_CHUNK, &mut |bytes| {
         check.update(bytes)?;
         hasher.update(bytes);
         if let Some(k) = key.as_mut() {
@@ -431,10 +431,6 @@ fn copy_part(
         digest,
     })
 }
-
-/// Bytes of a source hashed at a time (each window mapped, then unmapped:
-/// the pack's resident set stays small).
-const READ_WINDOW: u64 = 8 << 20;
 
 /// Takes the copier's finished jobs: an error fails the pack; the bytes
 /// of each copy start going to disk (rather than all at the final sync).

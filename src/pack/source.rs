@@ -38,8 +38,9 @@ enum Kind {
 
 /// Bytes of a computed view read at once.
 const VIEW_CHUNK: u64 = 8 << 20;
-/// Bytes of a raw part of a local file read at once.
-const FILE_CHUNK: u64 = 8 << 20;
+/// Bytes of a raw part of a local file read at once (each window mapped,
+/// then unmapped: the pack's resident set stays small).
+pub const FILE_CHUNK: u64 = 8 << 20;
 
 impl Source {
     /// The model to pack.
@@ -182,7 +183,17 @@ impl Source {
         };
         match (view, &enc, stored.store.file()) {
             (Some((v, file)), _, _) => stream_view(v, file, &what, &mut each)?,
-            (None, Encoding::Raw, Some(file)) => stream_file(file, &stored, &mut each)?,
+            // Through windows of a map, not the store's whole-file map: a
+            // pack reads every byte once, and through the whole map each
+            // page would stay in the resident set until the end.
+            (None, Encoding::Raw, Some(file)) => crate::store::for_each_mapped(
+                file,
+                &stored.store.path().display().to_string(),
+                stored.offset,
+                stored.len,
+                FILE_CHUNK,
+                &mut each,
+            )?,
             _ => enc.stream_from(&stored, &mut each)?,
         }
         check.finish().map(|_| ())
@@ -260,29 +271,6 @@ fn stream_view(
         let n = (view.len() - off).min(VIEW_CHUNK) as usize;
         view.read_into(file, off, &mut buf[..n])
             .map_err(|e| Error::Unsupported(format!("{what}: {e}")))?;
-        sink(&buf[..n])?;
-        off += n as u64;
-    }
-    Ok(())
-}
-
-/// A raw part of a local file, read into one buffer a chunk at a time
-/// rather than through the map: a pack reads every byte of the model
-/// once, and through the map each page would stay in the process's
-/// resident set until the end (a 100 GB model would show as 100 GB).
-fn stream_file(
-    file: &std::fs::File,
-    blob: &Blob<'_>,
-    sink: &mut dyn FnMut(&[u8]) -> Result<()>,
-) -> Result<()> {
-    use std::os::unix::fs::FileExt;
-    let mut buf = vec![0u8; blob.len.min(FILE_CHUNK) as usize];
-    let mut off = 0;
-    while off < blob.len {
-        let n = (blob.len - off).min(FILE_CHUNK) as usize;
-        let at = blob.offset + off;
-        file.read_exact_at(&mut buf[..n], at)
-            .map_err(|e| Error::io(format!("{} at offset {at}", blob.store.path().display()), e))?;
         sink(&buf[..n])?;
         off += n as u64;
     }
