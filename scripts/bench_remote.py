@@ -13,9 +13,17 @@ from one repetition to the next. The big file's page cache is warm for all.
 
 Rows: the mount command's wall time and the requests nginx logged for it
 (the floor is one, the tail read; two when the model's first block is not
-in it); a 1st read of the part after a fresh mount (dd bs=1M, wall clock);
-a 2nd read on the same mount (the kernel's page cache and the daemon's
-block cache). A benchmark, not a test: nothing is asserted about time.
+in it); a 1st read of the part after a fresh mount (dd bs=1M, wall clock)
+and the CPU time the whole machine spent on it (every process: nginx, the
+reader, the daemon, the kernel's work for them; from /proc/stat, so other
+load on the machine counts too); a 2nd read on the same mount (the
+kernel's page cache and the daemon's block cache).
+
+Under the table, a bound from the same run: a mount by URL does at least
+the work of curl (receive the bytes from nginx) and of the local mount
+(reply to FUSE, the reader's copy), so with the machine's CPUs all busy
+it reads at most CPUs / (curl's CPU + local's CPU per byte). A benchmark,
+not a test: nothing is asserted about time.
 """
 
 import os
@@ -90,6 +98,22 @@ http {{
             self.p.wait()
 
 
+def busy_s():
+    """CPU seconds the machine has spent busy (user, nice, system, irq,
+    softirq; not steal, which is other guests' time)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_per_gib(n, read):
+    """Runs read(); returns its result and the machine's busy CPU seconds
+    per GiB read meanwhile."""
+    b0 = busy_s()
+    got = read()
+    return got, (busy_s() - b0) / (n / 2**30)
+
+
 def curl_read(bm, url, offset, n):
     argv = ["curl", "-sSf", "-r", f"{offset}-{offset + n - 1}", "-o", "/dev/null",
             "-w", "%{size_download}", url]
@@ -117,13 +141,16 @@ def bench(a, bins, bm, big, n):
     opened = row("`ztfs mount` (open, validate, fork, mount)", "ms", higher=False)
     requests = row("requests the mount made before any read", "", higher=None)
     first = row("1st read after a fresh mount (dd bs=1M)", "GB/s")
+    cpu = row("CPU time of the machine during the 1st read", "s/GiB", higher=False)
     second = row("2nd read, same mount", "GB/s")
     try:
         for i in range(a.reps):
             bm.log(f"remote, rep {i + 1}/{a.reps}")
             for who in COLS[i % 3:] + COLS[:i % 3]:
                 if who == "curl":
-                    first["curl"].append(curl_read(bm, url, bm.BLOB_OFFSET, n))
+                    rate, used = cpu_per_gib(n, lambda: curl_read(bm, url, bm.BLOB_OFFSET, n))
+                    first["curl"].append(rate)
+                    cpu["curl"].append(used)
                     second["curl"].append(curl_read(bm, url, bm.BLOB_OFFSET, n))
                     continue
                 mnt = os.path.join(a.work, f"mnt-{who}")
@@ -134,7 +161,9 @@ def bench(a, bins, bm, big, n):
                     opened[who].append(m.started_s * 1e3)
                     if who == "url":
                         requests[who].append(server.requests() - before)
-                    first[who].append(bm.dd_seq(m.path, 0, n))
+                    rate, used = cpu_per_gib(n, lambda: bm.dd_seq(m.path, 0, n))
+                    first[who].append(rate)
+                    cpu[who].append(used)
                     second[who].append(bm.dd_seq(m.path, 0, n))
                 finally:
                     m.unmount(bins)
@@ -156,3 +185,14 @@ def print_tables(bm, rows, n, reps, out=None):
         cells = [figure, unit] + [bm.fmt_cell(cols[c]) for c in COLS]
         cells += [bm.ratio(cols["url"], cols[c], higher) for c in ("curl", "local")]
         print("| " + " | ".join(cells) + " |", file=out)
+    cpu = next(cols for figure, _, cols, _ in rows if figure.startswith("CPU time"))
+    first = next(cols for figure, _, cols, _ in rows if figure.startswith("1st read"))
+    if cpu["curl"] and cpu["local"]:
+        cpus = os.cpu_count()
+        both = bm.med(cpu["curl"]) + bm.med(cpu["local"])
+        bound = cpus / both * 2**30 / 1e9
+        print(file=out)
+        print(f"Bound on a 1st read by URL from these CPU figures: {cpus} CPUs / "
+              f"({bm.med(cpu['curl']):.2f} + {bm.med(cpu['local']):.2f} s/GiB) = "
+              f"{bound:.2f} GB/s = {bound / bm.med(first['curl']):.2f}x curl "
+              f"(the work of both, on every CPU at once, with no overhead)", file=out)
