@@ -22,7 +22,7 @@ import numpy as np
 
 from .mount import is_mounted, mounted
 from .results import Results, short
-from .st_sharded import check_sharded
+from .st_sharded import check_mounted_tensors, check_sharded
 from .ztfs import Ztfs
 
 # Corpus files ztfs refuses on purpose though the package opens them.
@@ -88,14 +88,7 @@ def check_written(z: Ztfs, res: Results, tmp: str) -> None:
     with mounted(z, path, res, where) as (rc, err, mnt):
         if not res.check(rc == 0 and is_mounted(mnt), where, f"mount exited {rc}: {short(err)}"):
             return
-        for name, a in ts.items():
-            d = os.path.join(mnt, name)
-            with open(os.path.join(d, "data"), "rb") as f:
-                res.check(f.read() == a.tobytes(), f"{where} {name}", "data differs")
-            got = np.load(os.path.join(d, "data.npy"))
-            res.check(got.dtype == a.dtype and got.shape == a.shape
-                      and got.tobytes() == a.tobytes(), f"{where} {name}",
-                      f"np.load gives {got.dtype} {got.shape}, want {a.dtype} {a.shape}")
+        check_mounted_tensors(res, mnt, ts, where)
     print(f"ok   save_file: {len(ts)} tensors of {len(DTYPES)} dtypes", flush=True)
 
 

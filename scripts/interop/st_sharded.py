@@ -54,6 +54,19 @@ def write_checkpoint(folder: str) -> dict:
     return every
 
 
+def check_mounted_tensors(res: Results, mnt: str, ts: dict, where: str) -> None:
+    """Each tensor of `ts` through the mount on `mnt`: its `data` file's
+    bytes, and `np.load` of its `data.npy` (dtype, shape, bytes)."""
+    for name, a in ts.items():
+        d = os.path.join(mnt, name)
+        with open(os.path.join(d, "data"), "rb") as f:
+            res.check(f.read() == a.tobytes(), f"{where} {name}", "data differs")
+        got = np.load(os.path.join(d, "data.npy"))
+        res.check(got.dtype == a.dtype and got.shape == a.shape
+                  and got.tobytes() == a.tobytes(), f"{where} {name}",
+                  f"np.load gives {got.dtype} {got.shape}, want {a.dtype} {a.shape}")
+
+
 def check_sharded(z: Ztfs, res: Results, tmp: str) -> None:
     folder = os.path.join(tmp, "sharded")
     os.makedirs(folder, exist_ok=True)
@@ -74,13 +87,6 @@ def check_sharded(z: Ztfs, res: Results, tmp: str) -> None:
     with mounted(z, index, res, where) as (rc, err, mnt):
         if not res.check(rc == 0 and is_mounted(mnt), where, f"mount exited {rc}: {short(err)}"):
             return
-        for name, a in ts.items():
-            d = os.path.join(mnt, name)
-            with open(os.path.join(d, "data"), "rb") as f:
-                res.check(f.read() == a.tobytes(), f"{where} {name}", "data differs")
-            got = np.load(os.path.join(d, "data.npy"))
-            res.check(got.dtype == a.dtype and got.shape == a.shape
-                      and got.tobytes() == a.tobytes(), f"{where} {name}",
-                      f"np.load gives {got.dtype} {got.shape}, want {a.dtype} {a.shape}")
+        check_mounted_tensors(res, mnt, ts, where)
     print(f"ok   sharded checkpoint: {len(ts)} tensors in 3 files, by index and by folder",
           flush=True)
