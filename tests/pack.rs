@@ -294,9 +294,9 @@ fn the_default_output_is_canonical_and_reproducible() {
 }
 
 /// `--zstd` stores a part compressed only where that is smaller; every
-/// option gives a file that checks, and the same content digest for the
-/// same digest algorithm (layout never reaches it, §6.4; the parts'
-/// digest strings do).
+/// option gives a file that checks, tied weights in one blob, and the
+/// same content digest for the same digest algorithm (layout never
+/// reaches it, §6.4; the parts' digest strings do).
 #[test]
 fn options_change_the_layout_and_never_the_content() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -346,6 +346,12 @@ fn options_change_the_layout_and_never_the_content() {
             "xxh3:"
         };
         assert!(part("emb").digest.unwrap().starts_with(algo));
+        // The sharing key is XXH3 whatever the digest, on either path.
+        assert_eq!(
+            part("tied").offset,
+            part("emb").offset,
+            "{flags:?}: tied shares emb's blob"
+        );
         // Part digests are in the content value: same algorithm, same digest.
         let want = if algo == "sha256:" {
             &want_sha256

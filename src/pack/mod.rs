@@ -284,6 +284,40 @@ struct Blob {
 /// more than once.
 type Stream<'a> = dyn FnMut(&mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> + 'a;
 
+/// A part's digest and the XXH3 that keys it among the blobs written
+/// (`Written`), from one pass over its bytes: one XXH3 serves as both when
+/// the digest is xxh3.
+struct PartHash {
+    digest: Hasher,
+    key: Option<xxhash_rust::xxh3::Xxh3>,
+}
+
+impl PartHash {
+    fn new(algo: Algo) -> PartHash {
+        PartHash {
+            digest: Hasher::new(algo),
+            key: (algo != Algo::Xxh3).then(xxhash_rust::xxh3::Xxh3::new),
+        }
+    }
+
+    fn update(&mut self, bytes: &[u8]) {
+        self.digest.update(bytes);
+        if let Some(k) = self.key.as_mut() {
+            k.update(bytes);
+        }
+    }
+
+    /// The digest string and the key.
+    fn finish(self) -> (String, u64) {
+        let key = match (&self.key, &self.digest) {
+            (Some(k), _) => k.digest(),
+            (None, Hasher::Xxh3(h)) => h.digest(),
+            (None, Hasher::Sha256(_)) => unreachable!("a key is kept beside SHA-256"),
+        };
+        (self.digest.finish(), key)
+    }
+}
+
 /// Writes one part: compressed when asked and smaller, else raw; then
 /// taken back in favour of an earlier blob with the same bytes.
 fn write_part(
@@ -293,8 +327,7 @@ fn write_part(
     decoded_len: u64,
     opts: &Options,
 ) -> Result<WrittenPart> {
-    let mut hasher = Hasher::new(opts.digest);
-    let mut key = xxhash_rust::xxh3::Xxh3::new();
+    let mut hash = PartHash::new(opts.digest);
     let mut n = 0u64;
     let mut place = out.start(decoded_len)?;
     let mut encoded = false;
@@ -302,8 +335,7 @@ fn write_part(
     if let Some(level) = opts.zstd {
         let mut enc = seekable::Encoder::new(level, opts.frame_len)?;
         stream(&mut |c| {
-            hasher.update(c);
-            key.update(c);
+            hash.update(c);
             n += c.len() as u64;
             enc.push(c, &mut |f| out.write(f))
         })?;
@@ -315,24 +347,28 @@ fn write_part(
             place = out.start(decoded_len)?;
         }
     }
+    // A second read (raw, after the compressed attempt) must give the
+    // bytes the first hashed: XXH3 and length compared.
+    let mut again = None;
     if !encoded {
-        let (mut again, mut m) = (xxhash_rust::xxh3::Xxh3::new(), 0u64);
         let first = opts.zstd.is_none();
+        let mut second = (xxhash_rust::xxh3::Xxh3::new(), 0u64);
         stream(&mut |c| {
             if first {
-                hasher.update(c);
-                key.update(c);
+                hash.update(c);
                 n += c.len() as u64;
             } else {
-                again.update(c);
-                m += c.len() as u64;
+                second.0.update(c);
+                second.1 += c.len() as u64;
             }
             out.write(c)
         })?;
-        if !first && (again.digest(), m) != (key.digest(), n) {
-            return Err(changed("its bytes differ between two reads"));
-        }
+        again = (!first).then_some(second);
         stored_len = out.end();
+    }
+    let (digest, key) = hash.finish();
+    if again.is_some_and(|(h, m)| (h.digest(), m) != (key, n)) {
+        return Err(changed("its bytes differ between two reads"));
     }
     if n != decoded_len {
         return Err(changed(&format!(
@@ -344,9 +380,9 @@ fn write_part(
         stored_len,
         encoded,
         shared: false,
-        digest: hasher.finish(),
+        digest,
     };
-    share(out, written, (decoded_len, key.digest()), part)
+    share(out, written, (decoded_len, key), part)
 }
 
 /// Writes a raw part of a local file: checks and hashes it from the
@@ -363,9 +399,7 @@ fn copy_part(
     opts: &Options,
     progress: &mut dyn FnMut(u64) -> Result<()>,
 ) -> Result<WrittenPart> {
-    let mut hasher = Hasher::new(opts.digest);
-    // One pass of XXH3 serves as digest and key when the digest is xxh3.
-    let mut key = (opts.digest != Algo::Xxh3).then(xxhash_rust::xxh3::Xxh3::new);
+    let mut hash = PartHash::new(opts.digest);
     let source::LocalRange {
         file,
         name,
@@ -374,21 +408,11 @@ fn copy_part(
     } = source;
     crate::store::for_each_mapped(file, &name, offset, len, source::FILE_CHUNK, &mut |bytes| {
         check.update(bytes)?;
-        hasher.update(bytes);
-        if let Some(k) = key.as_mut() {
-            k.update(bytes);
-        }
+        hash.update(bytes);
         progress(bytes.len() as u64)
     })?;
     check.finish()?;
-    let digest = hasher.finish();
-    let key = match key {
-        Some(k) => k.digest(),
-        None => match Digest::parse(&digest) {
-            Digest::Xxh3(v) => v,
-            _ => unreachable!("an xxh3 digest"),
-        },
-    };
+    let (digest, key) = hash.finish();
     let candidates = written.blobs.entry((len, key)).or_default();
     if !candidates.is_empty() {
         // Compared on the bytes written: the copies must have landed.
