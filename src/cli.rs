@@ -339,6 +339,16 @@ pub enum AlgoArg {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
+    // A mount sets up its own log; the other commands log to stderr only
+    // when `ZTFS_LOG` asks (`ZTFS_LOG=debug ztfs cat URL ...` shows the
+    // requests).
+    if !matches!(cli.command, Command::Mount(_)) {
+        if let Ok(spec) = std::env::var("ZTFS_LOG") {
+            let mut b = env_logger::Builder::new();
+            b.parse_filters(&spec).target(env_logger::Target::Stderr);
+            let _ = b.try_init();
+        }
+    }
     if let Some(dir) = &cli.cache.cache_dir {
         crate::store::use_disk_cache(dir, cli.cache.cache_size)?;
     }

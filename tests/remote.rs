@@ -524,7 +524,7 @@ fn verify_checks_remote_parts_as_they_are_first_read() {
 /// A big part's blocks are laid from its start (not from the object's):
 /// a sequential reader's requests each begin at the part's offset plus a
 /// whole number of blocks, so each of its block-sized reads lies in one
-/// block and is served without joining two.
+/// block and is served without joining two; `ztfs cat` reads on them too.
 #[test]
 fn a_big_part_is_read_on_blocks_laid_from_its_start() {
     let data = Lcg::new(0xB10C).bytes(12 * MIB + 777);
@@ -536,23 +536,39 @@ fn a_big_part_is_read_on_blocks_laid_from_its_start() {
     let listing = common::ls(&dir.path().join("model.zt"));
     let offset = listing.objects[0].parts[0].offset;
     assert_ne!(offset % MIB as u64, 0, "the part must not begin on a block");
+    let on_the_part_s_blocks = |log: &str| {
+        let starts: Vec<u64> = (log.match_indices(": fetched ["))
+            .map(|(at, pat)| {
+                let rest = &log[at + pat.len()..];
+                rest[..rest.find(',').unwrap()].parse().unwrap()
+            })
+            // Not the model's head (`cat` opens the model itself).
+            .filter(|&s| s >= offset)
+            .collect();
+        assert!(!starts.is_empty(), "{log}");
+        for s in &starts {
+            assert_eq!(
+                (s - offset) % MIB as u64,
+                0,
+                "a request at {s}, the part at {offset}:\n{log}"
+            );
+        }
+    };
     let m = Mount::new(Path::new(&url), &["--log-level", "debug"]);
     let opened = m.log();
     assert_eq!(fs::read(m.join("w/data")).unwrap(), data);
-    let log = m.log();
-    let starts: Vec<u64> = log[opened.len()..]
-        .match_indices(": fetched [")
-        .map(|(at, pat)| {
-            let rest = &log[opened.len() + at + pat.len()..];
-            rest[..rest.find(',').unwrap()].parse().unwrap()
-        })
-        .collect();
-    assert!(!starts.is_empty(), "{log}");
-    for s in &starts {
-        assert_eq!(
-            (s - offset) % MIB as u64,
-            0,
-            "a request at {s}, the part at {offset}:\n{log}"
-        );
-    }
+    on_the_part_s_blocks(&m.log()[opened.len()..]);
+    // `ztfs cat` reads it on the same blocks (so a disk cache it fills
+    // serves a mount too).
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ztfs"))
+        .args(["cat", &url, "w"])
+        .env("ZTFS_LOG", "debug")
+        .output()
+        .unwrap();
+    assert!(out.status.success() && out.stdout == data);
+    let log = String::from_utf8_lossy(&out.stderr);
+    let opened = log
+        .find("opened with 1 request")
+        .expect("the open is logged");
+    on_the_part_s_blocks(&log[opened..]);
 }

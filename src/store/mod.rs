@@ -188,6 +188,23 @@ impl Store {
     /// `len` bytes at `offset`: borrowed from the map, or fetched. An
     /// error if the range is outside the file or cannot be read.
     pub fn slice(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+        self.slice_of(None, offset, len)
+    }
+
+    /// [`Store::slice`] of `[offset, offset + len)` within the blob at
+    /// `blob_offset` of `blob_len` bytes: the same bytes, read on the
+    /// blob's blocks where the store is remote (see [`Store::blob_piece`]).
+    pub fn blob_slice(
+        &self,
+        blob_offset: u64,
+        blob_len: u64,
+        offset: u64,
+        len: u64,
+    ) -> Result<Cow<'_, [u8]>> {
+        self.slice_of(Some((blob_offset, blob_len)), offset, len)
+    }
+
+    fn slice_of(&self, blob: Option<(u64, u64)>, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
         let end = offset.checked_add(len).filter(|&e| e <= self.len());
         let Some(end) = end else {
             return Err(Error::io(
@@ -207,7 +224,10 @@ impl Store {
                 Ok(Cow::Borrowed(&map[offset as usize..end as usize]))
             }
             Kind::Remote(r) => {
-                let (buf, range) = r.read(offset, len)?;
+                let (buf, range) = match blob {
+                    Some((at, n)) => r.read_blob(at, n, offset, len)?,
+                    None => r.read(offset, len)?,
+                };
                 // A buffer made for this read is taken, not copied.
                 Ok(Cow::Owned(match std::sync::Arc::try_unwrap(buf) {
                     Ok(v) if range == (0..v.len()) => v,
@@ -297,7 +317,9 @@ impl crate::format::Ranges for Blob<'_> {
 
     fn get(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
         match offset.checked_add(len) {
-            Some(end) if end <= self.len => self.store.slice(self.offset + offset, len),
+            Some(end) if end <= self.len => {
+                (self.store).blob_slice(self.offset, self.len, self.offset + offset, len)
+            }
             _ => Err(Error::Unsupported(format!(
                 "range [{offset}, +{len}) is outside the blob ({} bytes)",
                 self.len
