@@ -261,6 +261,38 @@ fn a_mount_by_url_of_a_model_past_the_tail_reads_by_range() {
     );
 }
 
+/// A URL that redirects to a signed URL on each request (as the Hugging
+/// Face Hub's `/resolve/` does) mounts and reads as the file does
+/// locally; the signed URL serves nothing without its signature, so the
+/// reads did follow the redirect.
+#[test]
+fn a_redirect_to_a_signed_url_is_followed_for_every_request() {
+    let bytes = model(true);
+    let (dir, server, _) = served(&bytes);
+    let unsigned = server.url("signed/model.zt");
+    let out = ztfs(&[OsStr::new("ls"), OsStr::new(&unsigned)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("403"), "{err}");
+    let url = server.url("hub/model.zt");
+    let local = Mount::new(&dir.path().join("model.zt"), &[]);
+    let remote = Mount::new(Path::new(&url), &["--log-level", "debug"]);
+    assert_eq!(
+        common::read_tree(local.path()),
+        common::read_tree(remote.path())
+    );
+    assert!(fetches(&remote.log()) >= 2, "{}", remote.log());
+    let out = ztfs(&[
+        OsStr::new("check"),
+        OsStr::new("--verify"),
+        OsStr::new(&url),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn a_hurray_file_past_the_tail_opens_by_range_and_mounts_as_locally() {
     let bytes = hurray_model();

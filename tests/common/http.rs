@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
+/// What `/signed/` URLs must carry (`?sig=`); `/hub/NAME` redirects to
+/// `/signed/NAME` with it.
+pub const SIGNATURE: &str = "c2lnbmVk";
 /// How long nginx may take to answer after it starts.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long nginx may take to exit after SIGTERM before it gets SIGKILL.
@@ -178,6 +181,17 @@ http {{
     server {{
         listen 127.0.0.1:{port};
         root "{root}";
+        # As the Hugging Face Hub answers /resolve/: a redirect to a
+        # signed URL elsewhere, which serves only with its signature.
+        location /hub/ {{
+            rewrite ^/hub/(.*)$ /signed/$1?sig={SIGNATURE} redirect;
+        }}
+        location /signed/ {{
+            alias "{root}/";
+            if ($arg_sig != "{SIGNATURE}") {{
+                return 403;
+            }}
+        }}
     }}
 }}
 "#
