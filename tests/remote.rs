@@ -264,7 +264,7 @@ fn a_mount_by_url_of_a_model_past_the_tail_reads_by_range() {
 /// A URL that redirects to a signed URL on each request (as the Hugging
 /// Face Hub's `/resolve/` does) mounts and reads as the file does
 /// locally; the signed URL serves nothing without its signature, so the
-/// reads did follow the redirect.
+/// reads did follow the redirect; a new version behind it fails the reads.
 #[test]
 fn a_redirect_to_a_signed_url_is_followed_for_every_request() {
     let bytes = model(true);
@@ -290,6 +290,25 @@ fn a_redirect_to_a_signed_url_is_followed_for_every_request() {
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    // The pin holds across the redirect: a new version of the same length
+    // and another modification second (nginx's ETag) fails the reads.
+    let m = Mount::new(Path::new(&url), &["--log-level", "debug"]);
+    let next = dir.path().join("next.zt");
+    let mut other = bytes.clone();
+    other[2 * MIB] ^= 1;
+    fs::write(&next, &other).unwrap();
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(100);
+    (fs::File::options().write(true).open(&next).unwrap())
+        .set_modified(later)
+        .unwrap();
+    fs::rename(&next, dir.path().join("model.zt")).unwrap();
+    let e = fs::read(m.join("a/data")).expect_err("a read of the replaced object");
+    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    assert!(
+        m.log().contains("changed since it was opened"),
+        "{}",
+        m.log()
     );
 }
 
