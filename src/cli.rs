@@ -412,11 +412,14 @@ fn stdout_write(out: &mut impl Write, bytes: &[u8]) -> Result<()> {
 fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Result<()> {
     let model = Model::open_with(file, shard_paths)?;
     let Some(m) = model.manifest() else {
-        println!("{}: valid: data shard (no manifest)", file.display());
+        println!(
+            "{}: valid: data shard (no manifest)",
+            crate::store::shown(file)
+        );
         return Ok(());
     };
     let say = |what: &str, line: &dyn std::fmt::Display| {
-        eprintln!("ztfs: {}: {what}{line}", file.display())
+        eprintln!("ztfs: {}: {what}{line}", crate::store::shown(file))
     };
     if let Some(f) = model.gguf() {
         if f.split_count().is_some() {
@@ -452,7 +455,7 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
                             "shard {:?} found {} at {}",
                             s.name,
                             found_how(found),
-                            store.path().display()
+                            store.name()
                         ),
                     );
                 }
@@ -473,7 +476,7 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
     if !verify {
         println!(
             "{}: valid: {}",
-            file.display(),
+            crate::store::shown(file),
             report::summary_of(&model, m)
         );
         return Ok(());
@@ -481,7 +484,7 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
     if model.gguf().is_some() {
         println!(
             "{}: valid and verified: {}; every structural rule holds; the format has no content digests and no rules on tensor bytes",
-            file.display(),
+            crate::store::shown(file),
             report::summary_of(&model, m),
         );
         return Ok(());
@@ -500,7 +503,7 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
         r?;
         println!(
             "{}: valid and verified: {}; every structural rule, the index CRC (when present) and the MXFP scale bytes hold; the format has no content digests",
-            file.display(),
+            crate::store::shown(file),
             report::summary_of(&model, m),
         );
         return Ok(());
@@ -571,7 +574,7 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
         // tensor adds the content rules of the types (bool bytes).
         println!(
             "{}: valid and verified: {}; every structural rule holds and every tensor reads (bool bytes are 0 or 1); the format has no content digests",
-            file.display(),
+            crate::store::shown(file),
             report::summary_of(&model, m),
         );
         return Ok(());
@@ -581,7 +584,7 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
     }
     println!(
         "{}: valid and verified: {}; {} {}, {} no digest",
-        file.display(),
+        crate::store::shown(file),
         report::summary_of(&model, m),
         report::count(verified, "digest"),
         if verified == 1 { "matches" } else { "match" },
@@ -648,7 +651,7 @@ fn ls(file: &Path, long: bool, as_json: bool, shard_paths: Vec<(String, PathBuf)
         None if as_json => "{\"data_shard\":true,\"objects\":[]}\n".to_string(),
         None => format!(
             "{}: data shard (no manifest): nothing to list\n",
-            file.display()
+            crate::store::shown(file)
         ),
         Some(_) if as_json => report::ls_json(&model)? + "\n",
         Some(_) if long => report::ls_long(&model)?,

@@ -26,7 +26,7 @@ fn main() -> ExitCode {
     let file = cli
         .command
         .file()
-        .map(|f| format!("{}: ", f.display()))
+        .map(|f| format!("{}: ", ztfs::store::shown(f)))
         .unwrap_or_default();
     match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -216,7 +216,7 @@ impl Model {
         let bytes = self.read_root(start, st.header_len)?;
         String::from_utf8(bytes).map(Some).map_err(|_| {
             Error::io(
-                self.root.path().display().to_string(),
+                self.root.name(),
                 std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
                     "the safetensors header changed since it was opened: no longer UTF-8",
@@ -317,7 +317,7 @@ impl Model {
         };
         let mut buf = vec![0; len as usize];
         std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, off)
-            .map_err(|e| Error::io(self.root.path().display().to_string(), e))?;
+            .map_err(|e| Error::io(self.root.name(), e))?;
         Ok(buf)
     }
 

@@ -176,7 +176,7 @@ pub fn mount(args: MountArgs) -> Result<()> {
                         .unwrap_or_default();
                     println!(
                         "ztfs: mounted {} on {} (daemon pid {pid}{log}); unmount with: ztfs unmount {}",
-                        args.file.display(),
+                        crate::store::shown(&args.file),
                         args.mountpoint.display(),
                         args.mountpoint.display()
                     );
@@ -229,7 +229,8 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
         MountOption::RO,
         MountOption::NoDev,
         MountOption::NoSuid,
-        MountOption::FSName(args.file.display().to_string()),
+        // What /proc/mounts shows every user: a URL without its query.
+        MountOption::FSName(crate::store::shown(&args.file)),
         // fuser's own mount(2) path ignores MountOption::Subtype.
         MountOption::CUSTOM("subtype=ztfs".into()),
     ]);
@@ -275,7 +276,8 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
             let _ = write!(r, "{}: the mount does not answer: {e}", mnt.display());
         }
         (_, None) => {
-            log::info!("mounted {} on {}", args.file.display(), mnt.display());
+            let file = crate::store::shown(&args.file);
+            log::info!("mounted {file} on {}", mnt.display());
             if let Some(note) = tree.passthrough_note() {
                 log::warn!("{note}");
             }

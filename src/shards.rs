@@ -34,12 +34,15 @@ pub struct Resolved {
 }
 
 /// Where the positional convention looks for shard `name` of `root`.
+/// A root given by a URL with a query lends the query to its shards'
+/// URLs (`store::beside`).
 pub fn positional_path(root: &Path, name: &str) -> PathBuf {
-    let stem = root
+    let file = crate::store::url_query(root).map_or(root, |(url, _)| Path::new(url));
+    let stem = file
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    root.with_file_name(format!("{stem}-{name}.zt"))
+    crate::store::beside(root, &format!("{stem}-{name}.zt"))
 }
 
 /// Finds and opens `shard` of the model at `root`. The error says every
@@ -79,7 +82,7 @@ pub fn resolve(root: &Path, shard: &Shard, overrides: &[(String, PathBuf)]) -> R
         let detail = format!(
             "shard {:?} is unavailable: {} ({})",
             shard.name,
-            pos.display(),
+            crate::store::shown(&pos),
             first.detail()
         );
         return Err(match first.rule() {
@@ -96,7 +99,7 @@ pub fn resolve(root: &Path, shard: &Shard, overrides: &[(String, PathBuf)]) -> R
     let detail = format!(
         "shard {:?} is unavailable: {} ({}), and no file in {} has its size ({} bytes) and digest",
         shard.name,
-        pos.display(),
+        crate::store::shown(&pos),
         first.detail(),
         folder(root).display(),
         shard.size
@@ -176,7 +179,7 @@ pub fn verify_digest(store: &Store, shard: &Shard, progress: &mut dyn FnMut(u64)
     digest::check(
         &shard.digest,
         &got,
-        &format!("shard {:?} ({})", shard.name, store.path().display()),
+        &format!("shard {:?} ({})", shard.name, store.name()),
     )
     .map_err(|_| {
         Error::reject(
@@ -184,7 +187,7 @@ pub fn verify_digest(store: &Store, shard: &Shard, progress: &mut dyn FnMut(u64)
             format!(
                 "shard {:?} ({}) hashes to {got}, the shard table says {}",
                 shard.name,
-                store.path().display(),
+                store.name(),
                 shard.digest
             ),
         )

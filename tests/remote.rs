@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use builder::{dense, part, root, zstd_seekable, Fields, FileBuilder, Lcg};
-use common::http::Nginx;
+use common::http::{Nginx, SIGNATURE};
 use common::{corpus, ztfs, Mount};
 
 const MIB: usize = 1 << 20;
@@ -310,6 +310,69 @@ fn a_redirect_to_a_signed_url_is_followed_for_every_request() {
         "{}",
         m.log()
     );
+}
+
+/// A presigned URL (its signature in the query) reads as the file does
+/// locally, and the signature is never written down: not in the mount's
+/// log, nor in the mount table, nor in what a command says; a wrong one
+/// gets the server's refusal.
+#[test]
+fn a_presigned_url_reads_as_the_file_and_its_signature_is_not_shown() {
+    let bytes = model(true);
+    let (dir, server, _) = served(&bytes);
+    let signed = server.url("signed/model.zt");
+    let url = format!("{signed}?sig={SIGNATURE}");
+    let wrong = format!("{signed}?sig=WRONGSIG");
+    let out = ztfs(&["ls", wrong.as_str()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("403"), "{err}");
+    assert!(
+        !err.contains("WRONGSIG") && err.contains("model.zt?…"),
+        "{err}"
+    );
+    let local = Mount::new(&dir.path().join("model.zt"), &[]);
+    let remote = Mount::new(Path::new(&url), &["--log-level", "debug"]);
+    assert_eq!(
+        common::read_tree(local.path()),
+        common::read_tree(remote.path())
+    );
+    let log = remote.log();
+    assert!(fetches(&log) >= 2, "{log}");
+    assert!(!log.contains(SIGNATURE), "{log}");
+    let table = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(table.contains("signed/model.zt?…") && !table.contains(SIGNATURE));
+    for args in [["check", "--verify"].as_slice(), &["ls"], &["cat"]] {
+        let mut args = args.to_vec();
+        args.push(&url);
+        if args[0] == "cat" {
+            args.push("a");
+        }
+        let out = ztfs(&args);
+        assert!(out.status.success(), "{}", common::describe(&args, &out));
+        let said = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
+        assert!(args[0] == "cat" || !said.contains(SIGNATURE), "{said}");
+    }
+}
+
+/// A shard family and a sharded safetensors checkpoint by presigned URL:
+/// the root's query goes with the URLs of the files beside it (a folder's
+/// signature serves its files), so each is read with it.
+#[test]
+fn a_presigned_root_lends_its_query_to_the_files_beside_it() {
+    let server = Nginx::serve(&corpus());
+    for rel in [
+        "families/local-and-foreign/model.zt",
+        "safetensors/sharded/two-files/model.safetensors.index.json",
+    ] {
+        let url = format!("{}?sig={SIGNATURE}", server.url(&format!("signed/{rel}")));
+        let args = ["check", "--verify", url.as_str()];
+        let out = ztfs(&args);
+        assert!(out.status.success(), "{}", common::describe(&args, &out));
+        let local = outcome(&[OsStr::new("ls"), corpus().join(rel).as_os_str()], "");
+        let by_url = outcome(&[OsStr::new("ls"), OsStr::new(&url)], "");
+        assert_eq!(by_url.0, Some(0), "{}", by_url.2);
+        assert_eq!(by_url.1, local.1, "{url}");
+    }
 }
 
 #[test]

@@ -143,14 +143,13 @@ struct Opened {
 
 /// Opens and validates every file `idx` names, beside `index`.
 fn open_files(index: &Path, idx: &index::Index) -> Result<Opened> {
-    let dir = index.parent().unwrap_or(Path::new(""));
     let mut slots: Vec<Option<Object>> = std::iter::repeat_with(|| None)
         .take(idx.weight_map.len())
         .collect();
     let mut files = Vec::with_capacity(idx.files.len());
     let mut data_len = 0u64;
     for (i, name) in idx.files.iter().enumerate() {
-        let store = Store::open(&dir.join(name))?;
+        let store = Store::open(&crate::store::beside(index, name))?;
         let header = safetensors::read_header_from(&store).map_err(|e| in_file(name, e))?;
         idx.check_file(i, &header)?;
         data_len = data_len.saturating_add(store.len() - header.data_start());

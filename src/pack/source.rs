@@ -188,7 +188,7 @@ impl Source {
             // page would stay in the resident set until the end.
             (None, Encoding::Raw, Some(file)) => crate::store::for_each_mapped(
                 file,
-                &stored.store.path().display().to_string(),
+                &stored.store.name(),
                 stored.offset,
                 stored.len,
                 FILE_CHUNK,
@@ -208,7 +208,7 @@ impl Source {
         let blob = self.blob(object, part).ok()?;
         Some(LocalRange {
             file: blob.store.file()?,
-            name: blob.store.path().display().to_string(),
+            name: blob.store.name(),
             offset: blob.offset,
             len: blob.len,
         })

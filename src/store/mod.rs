@@ -138,7 +138,7 @@ impl Store {
         self.map().ok_or_else(|| {
             Error::Unsupported(format!(
                 "{}: {what} needs a local file for now; download it first",
-                self.path.display()
+                self.name()
             ))
         })
     }
@@ -185,6 +185,11 @@ impl Store {
         }
     }
 
+    /// The file's path or URL as ztfs shows it (see [`shown`]).
+    pub fn name(&self) -> String {
+        shown(&self.path)
+    }
+
     /// `len` bytes at `offset`: borrowed from the map, or fetched. An
     /// error if the range is outside the file or cannot be read.
     pub fn slice(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
@@ -208,7 +213,7 @@ impl Store {
         let end = offset.checked_add(len).filter(|&e| e <= self.len());
         let Some(end) = end else {
             return Err(Error::io(
-                self.path.display().to_string(),
+                self.name(),
                 std::io::Error::new(
                     std::io::ErrorKind::UnexpectedEof,
                     format!(
@@ -425,6 +430,37 @@ fn missed() -> Error {
     Error::Interrupted
 }
 
+/// A URL's query (a presigned URL's signature, from its `?`) split off:
+/// the URL without it, and the query with its `?`. `None` for a local
+/// path and a URL without one.
+pub fn url_query(path: &Path) -> Option<(&str, &str)> {
+    let url = url_of(path)?;
+    let at = url.find('?')?;
+    Some(url.split_at(at))
+}
+
+/// `path` as ztfs shows it in messages, logs and the mount table: a URL's
+/// query left out (`?…`), so that a signature in it is not written down.
+pub fn shown(path: &Path) -> String {
+    match url_query(path) {
+        Some((base, _)) => format!("{base}?…"),
+        None => path.display().to_string(),
+    }
+}
+
+/// The file `name` in the folder of `path`; for a URL, with its query (a
+/// signature for the folder serves the files in it; a server refuses one
+/// made for `path` alone, and the error says so).
+pub fn beside(path: &Path, name: &str) -> PathBuf {
+    match url_query(path) {
+        Some((base, query)) => {
+            let sibling = Path::new(base).with_file_name(name);
+            PathBuf::from(format!("{}{query}", sibling.display()))
+        }
+        None => path.with_file_name(name),
+    }
+}
+
 /// The URL `path` spells, when it is one [`remote`] reads (`http://`,
 /// `https://`, `s3://`).
 pub fn url_of(path: &Path) -> Option<&str> {
@@ -438,6 +474,34 @@ pub fn url_of(path: &Path) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A URL's query is left out of what is shown and kept on the URLs
+    /// of the files beside it; local paths and plain URLs are as given.
+    #[test]
+    fn a_url_s_query_is_shown_as_an_ellipsis_and_lent_to_its_neighbours() {
+        let signed = Path::new("https://cdn.example/m/model.zt?sig=a.b&exp=9");
+        assert_eq!(shown(signed), "https://cdn.example/m/model.zt?…");
+        assert_eq!(
+            url_query(signed),
+            Some(("https://cdn.example/m/model.zt", "?sig=a.b&exp=9"))
+        );
+        assert_eq!(
+            beside(signed, "model-00001.zt"),
+            Path::new("https://cdn.example/m/model-00001.zt?sig=a.b&exp=9")
+        );
+        assert_eq!(
+            crate::shards::positional_path(signed, "00002"),
+            Path::new("https://cdn.example/m/model-00002.zt?sig=a.b&exp=9")
+        );
+        for plain in ["https://cdn.example/m/model.zt", "/data/m/model.zt?x"] {
+            assert_eq!(shown(Path::new(plain)), plain);
+            assert_eq!(url_query(Path::new(plain)), None);
+        }
+        assert_eq!(
+            beside(Path::new("/data/m/model.zt?x"), "a.zt"),
+            Path::new("/data/m/a.zt")
+        );
+    }
 
     /// Every byte of the range, in order, a window at a time; a range
     /// past the end is refused before anything is mapped.

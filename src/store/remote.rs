@@ -16,6 +16,7 @@
 //! runtime and new connections.
 
 use std::ops::Range;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -121,6 +122,7 @@ impl std::ops::Deref for Remote {
 
 /// What a [`Remote`] holds.
 pub struct Object {
+    /// As shown: without its query.
     url: String,
     server: Server,
     key: Key,
@@ -128,6 +130,8 @@ pub struct Object {
     pin: Pin,
     /// The client of the process that made it (see the module's note).
     client: Mutex<Option<(u32, Arc<dyn ObjectStore>)>>,
+    /// The URL's query (a signature), kept out of what is said.
+    secret: Option<String>,
     tail: (u64, Arc<Vec<u8>>),
     /// What names its blocks in the disk cache.
     id: [u8; 32],
@@ -165,10 +169,14 @@ struct Pin {
 }
 
 impl Remote {
-    /// Opens `url`: one request for the object's tail, size and ETag.
-    pub fn open(url: &str) -> Result<Remote> {
-        let (server, key) = parse(url)?;
-        let client = connect(&server).map_err(|e| fail(url, e))?;
+    /// Opens `given`: one request for the object's tail, size and ETag.
+    /// Messages, logs and the disk cache's names use the URL without its
+    /// query (see `store::shown`).
+    pub fn open(given: &str) -> Result<Remote> {
+        let (server, key, secret) = parse(given)?;
+        let url = &super::shown(Path::new(given));
+        let fail = |e| fail(url, secret.as_deref(), e);
+        let client = connect(&server).map_err(fail)?;
         let opts = GetOptions {
             range: Some(GetRange::Suffix(TAIL)),
             ..GetOptions::default()
@@ -185,7 +193,7 @@ impl Remote {
                     },
                 }
             })
-            .map_err(|e| fail(url, e))?;
+            .map_err(fail)?;
         let len = meta.size;
         check_size(url, len)?;
         if range.end != len || range.end - range.start != TAIL.min(len) {
@@ -204,7 +212,7 @@ impl Remote {
         );
         Ok(Remote(Arc::new(Object {
             id,
-            url: url.to_string(),
+            url: url.clone(),
             server,
             key,
             len,
@@ -213,6 +221,7 @@ impl Remote {
                 modified: meta,
             },
             client: Mutex::new(Some((std::process::id(), client))),
+            secret,
             tail: (range.start, Arc::new(bytes)),
             blocks: Blocks::new(CACHE),
             streams: Mutex::new(Vec::new()),
@@ -477,7 +486,7 @@ impl Object {
         };
         let url = &self.url;
         runtime()?.block_on(async {
-            let r = (client.get_opts(&self.key, opts).await).map_err(|e| fail(url, e))?;
+            let r = (client.get_opts(&self.key, opts).await).map_err(|e| self.fail(e))?;
             // A server that ignores If-Match still names the version it sent.
             if r.meta.size != self.len || (self.pin.etag.is_some() && r.meta.e_tag != self.pin.etag)
             {
@@ -489,10 +498,14 @@ impl Object {
             let want = range.end - range.start;
             pieces(r.into_stream(), want, piece, buffer, put)
                 .await
-                .map_err(|e| fail(url, e))
+                .map_err(|e| self.fail(e))
         })?;
         log::debug!("{url}: fetched [{}, {})", range.start, range.end);
         Ok(())
+    }
+
+    fn fail(&self, e: object_store::Error) -> Error {
+        fail(&self.url, self.secret.as_deref(), e)
     }
 
     /// The client of this process, made again after a fork.
@@ -505,7 +518,7 @@ impl Object {
                 // The parent's client holds connections of a runtime whose
                 // threads are not in this process: leave it be.
                 std::mem::forget(c.take());
-                let client = connect(&self.server).map_err(|e| fail(&self.url, e))?;
+                let client = connect(&self.server).map_err(|e| self.fail(e))?;
                 *c = Some((pid, client.clone()));
                 Ok(client)
             }
@@ -603,23 +616,28 @@ fn check_size(url: &str, len: u64) -> Result<()> {
     Ok(())
 }
 
-/// Splits a URL into its server and the object's key.
-fn parse(text: &str) -> Result<(Server, Key)> {
-    let usage = |why: &str| Error::Usage(format!("{text}: {why}"));
+/// Splits a URL into its server and the object's key. An HTTP(S) URL's
+/// query (a presigned URL's signature) goes with the server, which sends
+/// it with every request.
+fn parse(text: &str) -> Result<(Server, Key, Option<String>)> {
+    let usage = |why: &str| Error::Usage(format!("{}: {why}", super::shown(Path::new(text))));
     let url = url::Url::parse(text).map_err(|e| usage(&format!("not a URL ({e})")))?;
     let host = url.host_str().ok_or_else(|| usage("no host"))?;
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(usage("a query or fragment is not part of an object's name"));
+    if url.fragment().is_some() {
+        return Err(usage("a fragment is not part of an object's name"));
     }
     let key = Key::from_url_path(url.path()).map_err(|e| usage(&e.to_string()))?;
     if key.as_ref().is_empty() {
         return Err(usage("no object named after the host"));
     }
-    let server = match url.scheme() {
-        "s3" => Server::S3(host.to_string()),
-        _ => Server::Http(url[..url::Position::BeforePath].to_string()),
+    let server = match (url.scheme(), url.query()) {
+        ("s3", None) => Server::S3(host.to_string()),
+        ("s3", Some(_)) => return Err(usage("an s3:// URL takes no query (requests are signed)")),
+        (_, None) => Server::Http(url[..url::Position::BeforePath].to_string()),
+        // The client keeps the base URL's query on each object's URL.
+        (_, Some(q)) => Server::Http(format!("{}/?{q}", &url[..url::Position::BeforePath])),
     };
-    Ok((server, key))
+    Ok((server, key, url.query().map(str::to_string)))
 }
 
 /// A client for `server`, with ztfs's timeouts and retries.
@@ -693,8 +711,9 @@ fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
     Ok(r)
 }
 
-/// A failed request, as the error a reader gets.
-fn fail(url: &str, e: object_store::Error) -> Error {
+/// A failed request, as the error a reader gets. The client's words quote
+/// the URL it asked: a query in it (`secret`) is cut out.
+fn fail(url: &str, secret: Option<&str>, e: object_store::Error) -> Error {
     match e {
         object_store::Error::Precondition { .. } => changed(url),
         // Said as a missing local file is.
@@ -702,7 +721,13 @@ fn fail(url: &str, e: object_store::Error) -> Error {
             url.to_string(),
             std::io::Error::from_raw_os_error(libc::ENOENT),
         ),
-        e => Error::io(url.to_string(), std::io::Error::other(e.to_string())),
+        e => {
+            let mut text = e.to_string();
+            if let Some(q) = secret.filter(|q| !q.is_empty()) {
+                text = text.replace(q, "…");
+            }
+            Error::io(url.to_string(), std::io::Error::other(text))
+        }
     }
 }
 
@@ -755,6 +780,29 @@ mod tests {
         assert_eq!(Grid::starting_at(7 * BLOCK), Grid::ZERO);
         assert_ne!(Grid::starting_at(1).key(3), Grid::ZERO.key(3));
         assert_eq!(Grid::ZERO.key(3), 3);
+    }
+
+    /// An HTTP(S) URL's query goes with its server (sent on every
+    /// request); an s3:// URL takes none; messages leave the query out.
+    #[test]
+    fn a_query_is_the_server_s_and_never_in_a_message() {
+        let (server, key, secret) = parse("https://h:8443/a/m.zt?sig=s%20t").unwrap();
+        assert!(matches!(server, Server::Http(ref b) if b == "https://h:8443/?sig=s%20t"));
+        assert_eq!(
+            (key.as_ref(), secret.as_deref()),
+            ("a/m.zt", Some("sig=s%20t"))
+        );
+        let Err(e) = parse("s3://bucket/m.zt?sig=secret") else {
+            panic!("an s3:// URL with a query")
+        };
+        let e = e.to_string();
+        assert!(e.contains("takes no query") && !e.contains("secret"), "{e}");
+        let e = object_store::Error::Generic {
+            store: "HTTP",
+            source: "GET https://h/a/m.zt?sig=s%20t failed".into(),
+        };
+        let e = fail("https://h/a/m.zt?…", Some("sig=s%20t"), e).to_string();
+        assert!(!e.contains("s%20t") && e.contains("m.zt?…"), "{e}");
     }
 
     /// An object claimed larger than 2^62 bytes is refused at open; at

@@ -567,7 +567,7 @@ fn base_of(model: &Model, opts: &Options) -> Result<Base> {
     };
     let meta = file
         .metadata()
-        .map_err(|e| Error::io(model.root().path().display().to_string(), e))?;
+        .map_err(|e| Error::io(model.root().name(), e))?;
     let time = |s: i64, ns: i64| {
         let d = Duration::new(s.unsigned_abs(), ns.clamp(0, 999_999_999) as u32);
         if s >= 0 {

@@ -213,9 +213,9 @@ impl Tree {
             return FsError::Io; // not a failure: the read is made again by a job
         }
         self.failures.report(key, || {
-            let file = self.model.root().path().display();
+            let file = self.model.root().name();
             let place = match &p.blob.shard {
-                None => format!("{file}"),
+                None => file,
                 Some(s) => format!("{file} (shard {s:?})"),
             };
             format!("{place}: {:?}/{:?}: {}: {e}", o.name, p.name, key.1)
@@ -723,7 +723,7 @@ pub(super) fn check_live(
     let live = store.live_len()?;
     if live < end {
         return Err(crate::error::Error::io(
-            store.path().display().to_string(),
+            store.name(),
             std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
                 format!(

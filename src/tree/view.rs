@@ -92,11 +92,7 @@ impl Tree {
             }
             Err(Error::Interrupted) => Err(FsError::Interrupted),
             Err(e) => {
-                log::error!(
-                    "{}: {:?}: view: {e}",
-                    self.model.root().path().display(),
-                    o.name
-                );
+                log::error!("{}: {:?}: view: {e}", self.model.root().name(), o.name);
                 let mut failed = self.view_failures.lock().unwrap_or_else(|p| p.into_inner());
                 failed.insert(object);
                 Err(FsError::Io)
@@ -131,7 +127,7 @@ impl Tree {
         .map_err(|e| {
             let key = (self.part_base[object as usize], "data");
             self.failures.report(key, || {
-                format!("{}: {:?}/data: read: {e}", root.path().display(), o.name)
+                format!("{}: {:?}/data: read: {e}", root.name(), o.name)
             });
             FsError::Io
         })?;
