@@ -204,8 +204,10 @@ impl Remote {
             meta.e_tag,
             bytes.len()
         );
+        // Named without the query: the same object signed again shares it.
+        let unsigned = super::url_query(Path::new(given)).map_or(given, |(base, _)| base);
         let id = disk::object_id(
-            url,
+            unsigned,
             meta.e_tag.as_deref(),
             len,
             meta.last_modified.timestamp_micros(),
