@@ -1188,3 +1188,18 @@ pub fn read_tree(dir: &Path) -> Vec<(PathBuf, Result<Vec<u8>, std::io::ErrorKind
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
 }
+
+/// Reading `file` fails with EIO, and the daemon's `log` says the object
+/// changed since it was opened (a remote model replaced under a mount).
+pub fn assert_fails_as_changed(file: &Path, log: impl Fn() -> String) {
+    match std::fs::read(file) {
+        Ok(b) => panic!(
+            "{}: {} bytes read from the replaced object",
+            file.display(),
+            b.len()
+        ),
+        Err(e) => assert_eq!(e.raw_os_error(), Some(libc::EIO), "{}: {e}", file.display()),
+    }
+    let log = log();
+    assert!(log.contains("changed since it was opened"), "{log}");
+}
