@@ -29,6 +29,13 @@
 //! Integers beyond ±(2^53−1) are escaped because a JSON reader that uses
 //! doubles would round them silently. In pretty output the one-key escape
 //! objects stay on one line, as the scalars they stand for.
+//!
+//! Pretty output indents [`MAX_PRETTY_LEVEL`] levels at most: a container
+//! that opens deeper is written compactly on one line, so no line is
+//! indented by more than 8 spaces and the pretty text is at most
+//! [`MAX_GROWTH`] times the compact one whatever the nesting (each item
+//! gains a newline, its indent and a space after a colon: at most 10 bytes
+//! over an item of at least 1).
 
 use std::fmt::Write;
 
@@ -37,6 +44,13 @@ use crate::format::cbor::Value;
 /// 2^53 − 1: a double holds every integer up to this magnitude, and its
 /// neighbours, exactly.
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Pretty output indents at most this many levels: a container that opens
+/// this deep is written compactly, on one line.
+pub const MAX_PRETTY_LEVEL: usize = 4;
+
+/// Pretty output is at most this many times the compact form's length.
+pub const MAX_GROWTH: u64 = 16;
 
 /// Appends the compact JSON form of `value` to `out`.
 pub fn to_json(value: &Value<'_>, out: &mut String) {
@@ -98,6 +112,15 @@ impl Json<'_> {
             Value::Text(s) => push_string(self.out, s),
             Value::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
             Value::Null => self.out.push_str("null"),
+            Value::Array(_) | Value::Map(_) if self.pretty && level >= MAX_PRETTY_LEVEL => {
+                // Deeper indents would make the text grow with depth ×
+                // lines: a deep container is one line.
+                Json {
+                    out: self.out,
+                    pretty: false,
+                }
+                .value(value, level)
+            }
             Value::Array(items) => self.list("[]", items, level, |w, item, l| w.value(item, l)),
             Value::Map(entries) => self.map(entries, level),
         }
@@ -460,6 +483,39 @@ mod tests {
 }"#;
         assert_eq!(pretty(&nested()), expected);
         assert_eq!(pretty(&Value::Uint(1)), "1");
+    }
+
+    /// Arrays nested `depth` deep, the innermost holding `width` zeros.
+    fn deep(depth: usize, width: usize) -> Value<'static> {
+        let mut v = Value::Array(vec![Value::Uint(0); width]);
+        for i in 0..depth {
+            v = if i % 2 == 0 {
+                Value::Array(vec![v, Value::Null])
+            } else {
+                text_map(&[("k", v), ("j", Value::Bool(true))])
+            };
+        }
+        v
+    }
+
+    #[test]
+    fn pretty_output_is_within_a_constant_factor_of_compact_at_any_depth() {
+        for (depth, width) in [(0, 1000), (3, 1000), (10, 1000), (100, 1000)] {
+            let v = deep(depth, width);
+            let (c, p) = (compact(&v), pretty(&v));
+            assert!(
+                p.len() as u64 <= MAX_GROWTH * c.len() as u64,
+                "depth {depth}: {} bytes pretty, {} compact",
+                p.len(),
+                c.len()
+            );
+            let a: serde_json::Value = serde_json::from_str(&p).unwrap();
+            let b: serde_json::Value = serde_json::from_str(&c).unwrap();
+            assert_eq!(a, b);
+            assert!(p
+                .lines()
+                .all(|l| l.len() - l.trim_start().len() <= 2 * MAX_PRETTY_LEVEL));
+        }
     }
 
     #[test]

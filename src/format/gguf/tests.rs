@@ -375,3 +375,41 @@ fn mutations_never_panic() {
         let _ = read_file(&b);
     }
 }
+
+#[test]
+fn manifest_of_nested_array_kvs_is_within_a_constant_factor() {
+    // Arrays of arrays MAX_ARRAY_DEPTH deep, four wide at each level, the
+    // innermost of bools (the widest rendering of a byte).
+    fn level(depth: usize, v: &mut Vec<u8>) {
+        if depth == 1 {
+            v.extend_from_slice(&u32v(7));
+            v.extend_from_slice(&64u64.to_le_bytes());
+            v.extend((0..64).map(|i| (i % 2) as u8));
+            return;
+        }
+        v.extend_from_slice(&u32v(9));
+        v.extend_from_slice(&4u64.to_le_bytes());
+        for _ in 0..4 {
+            level(depth - 1, v);
+        }
+    }
+    let mut v = Vec::new();
+    level(MAX_ARRAY_DEPTH, &mut v);
+    let bytes = Builder::new().kv("a", 9, &v).kv("b", 9, &v).bytes();
+    let m = json::manifest(&read_file(&bytes).unwrap());
+    let k = crate::format::json::MAX_GROWTH;
+    assert!(
+        m.len() as u64 <= k * bytes.len() as u64,
+        "{} > {k} x {}",
+        m.len(),
+        bytes.len()
+    );
+    let doc: serde_json::Value = serde_json::from_str(&m).unwrap();
+    let mut value = &doc["kv"][1]["value"];
+    for _ in 1..MAX_ARRAY_DEPTH {
+        assert_eq!(value.as_array().unwrap().len(), 4);
+        value = &value[3]["value"];
+    }
+    let bools: Vec<bool> = (0..64).map(|i| i % 2 == 1).collect();
+    assert_eq!(value, &serde_json::json!(bools));
+}

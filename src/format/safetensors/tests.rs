@@ -359,3 +359,29 @@ fn manifest_is_the_header_as_json() {
     assert_eq!(back, orig);
     assert!(m.find("__metadata__").unwrap() < m.find("\"w\"").unwrap());
 }
+
+/// A header whose entry keeps an unknown field nested `depth` deep, the
+/// innermost array holding `width` zeros.
+pub(super) fn nested(depth: usize, width: usize) -> String {
+    let zeros = vec!["0"; width].join(",");
+    format!("{}{zeros}{}", "[".repeat(depth), "]".repeat(depth))
+}
+
+#[test]
+fn manifest_of_a_deeply_nested_header_is_within_a_constant_factor() {
+    let hdr = format!(
+        r#"{{"w":{{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":{}}}}}"#,
+        nested(120, 20_000)
+    );
+    let m = manifest(&hdr).unwrap();
+    let k = crate::format::json::MAX_GROWTH;
+    assert!(
+        m.len() as u64 <= k * hdr.len() as u64,
+        "{} > {k} x {}",
+        m.len(),
+        hdr.len()
+    );
+    let back: serde_json::Value = serde_json::from_str(&m).unwrap();
+    let orig: serde_json::Value = serde_json::from_str(&hdr).unwrap();
+    assert_eq!(back, orig);
+}

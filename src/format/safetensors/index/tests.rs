@@ -234,3 +234,20 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn manifest_of_a_deeply_nested_metadata_is_within_a_constant_factor() {
+    let nested = crate::format::safetensors::tests::nested(120, 20_000);
+    let index = format!(r#"{{"metadata": {{"x": {nested}}}, "weight_map": {{"a": "one"}}}}"#);
+    let m = manifest(&index).unwrap();
+    let k = crate::format::json::MAX_GROWTH;
+    assert!(
+        m.len() as u64 <= k * index.len() as u64,
+        "{} > {k} x {}",
+        m.len(),
+        index.len()
+    );
+    let back: serde_json::Value = serde_json::from_str(&m).unwrap();
+    let orig: serde_json::Value = serde_json::from_str(&index).unwrap();
+    assert_eq!(back, orig);
+}
