@@ -639,6 +639,9 @@ fn ls_safetensors(file: &Path, shard_paths: Vec<(String, PathBuf)>) -> Result<()
             Err(why) => text.push_str(&format!("{name}\t-\tleft out: {why}\n")),
         }
     }
+    for note in tree.safetensors_notes() {
+        text.push_str(&format!("{}: {note}\n", crate::tree::safetensors::FILE));
+    }
     let mut out = std::io::stdout().lock();
     stdout_write(&mut out, text.as_bytes())?;
     out.flush().map_err(|e| Error::io("stdout", e))

@@ -338,3 +338,46 @@ fn a_directory_of_many_parts_lists_in_linear_time() {
     assert_eq!(names.len(), PARTS + 3, "the dots, meta.json and every part");
     assert!(names.iter().any(|n| n == "p199999.raw"));
 }
+
+/// The mount's `model.safetensors` is never a file its own format refuses:
+/// file attributes too long for the header limit are left out of its
+/// `__metadata__` (and `ztfs ls --safetensors` says so), whether every
+/// tensor is left out of the view (an object named `__metadata__` is) or
+/// one is served. The limit is made small so the test is quick.
+#[test]
+fn model_safetensors_header_stays_within_the_limit() {
+    const MAX: u64 = 64 * 1024;
+    for served in [false, true] {
+        let mut fb = builder::FileBuilder::new();
+        let blob = fb.blob(&[1u8; 8]);
+        let dense = || builder::dense(&[8], builder::part("u8", blob));
+        let mut objects = builder::Fields::new().set("__metadata__", dense());
+        if served {
+            objects = objects.set("w", dense());
+        }
+        let attrs = builder::Fields::new()
+            .set("big", "\"".repeat(MAX as usize))
+            .set("small", "kept");
+        let root = builder::root(objects).set("attributes", attrs);
+        let bytes = fb.finish(&root.sorted().encode());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.zt");
+        std::fs::write(&path, bytes).unwrap();
+        let opts = Options {
+            safetensors_max: MAX,
+            ..Options::default()
+        };
+        let tree = Arc::new(Tree::build(Model::open(&path).unwrap(), opts).unwrap());
+        let ino = tree.lookup(ROOT, b"model.safetensors").unwrap().ino;
+        let file = read_all(&tree, ino, 1 << 16);
+        let len = u64::from_le_bytes(file[..8].try_into().unwrap());
+        assert!(len <= MAX, "header of {len} bytes, limit {MAX}");
+        let header = ztfs::format::safetensors::read_header(&file).unwrap();
+        assert_eq!(header.tensors.len(), usize::from(served));
+        let meta: BTreeMap<String, String> = header.metadata.unwrap().into_iter().collect();
+        assert_eq!(meta["small"], "kept");
+        assert!(!meta.contains_key("big"));
+        assert_eq!(meta["ztfs.left_out_attributes"], "1");
+        assert_eq!(tree.safetensors_notes().len(), 1);
+    }
+}

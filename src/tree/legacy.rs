@@ -190,6 +190,12 @@ impl Tree {
             .collect()
     }
 
+    /// What `model.safetensors`' `__metadata__` leaves out to keep its
+    /// header within the limit.
+    pub fn safetensors_notes(&self) -> &[String] {
+        self.safetensors.as_ref().map_or(&[], |p| &p.notes)
+    }
+
     /// True when part `part` of object `i` (or its view) has a `.npy`.
     pub(super) fn has_npy(&self, i: u32, part: u32) -> bool {
         self.npy_of(i, part).is_ok()
@@ -291,11 +297,18 @@ impl Tree {
                 Err(why) => left_out.push((i, why)),
             }
         }
-        let metadata = self.safetensors_metadata(&left_out);
-        let describe = |o: u32| self.name_and_shape(o);
         let max = self.opts.safetensors_max;
+        // Half the header at most, so the tensors find room beside it.
+        let (metadata, notes) = self.safetensors_metadata(&left_out, max / 2);
+        for note in &notes {
+            log::warn!("model.safetensors: {note}");
+        }
+        let describe = |o: u32| self.name_and_shape(o);
         match Plan::new(&tensors, &describe, &metadata, max) {
-            Ok(plan) => Some(plan),
+            Ok(mut plan) => {
+                plan.notes = notes;
+                Some(plan)
+            }
             Err(e) => {
                 log::warn!("no model.safetensors: {e}");
                 None
@@ -306,9 +319,55 @@ impl Tree {
     /// The first shard's `__metadata__`: `format` `pt` (what transformers
     /// asks of a PyTorch checkpoint), the file attributes (a text as it
     /// is, any other value as JSON text), and the objects left out, with
-    /// why, as JSON text.
-    fn safetensors_metadata(&self, left_out: &[(u32, String)]) -> String {
-        let mut pairs: Vec<(String, String)> = vec![("format".into(), "pt".into())];
+    /// why, as JSON text. Its text stays within `budget` bytes: the list
+    /// of objects is cut (the count is always given), then attributes
+    /// that do not fit are left out, counted under
+    /// `ztfs.left_out_attributes`; the second value says what was cut.
+    fn safetensors_metadata(
+        &self,
+        left_out: &[(u32, String)],
+        budget: u64,
+    ) -> (String, Vec<String>) {
+        let mut notes = Vec::new();
+        let list_max = (LEFT_OUT_TEXT_MAX as u64).min(budget / 2);
+        let mut list = String::from("{");
+        let (mut listed, mut list_len) = (0, 2);
+        let mut piece = String::new();
+        for (i, why) in left_out {
+            piece.clear();
+            if listed > 0 {
+                piece.push(',');
+            }
+            json::push_string(&mut piece, &self.object(*i).name);
+            piece.push(':');
+            json::push_string(&mut piece, why);
+            list_len += escaped_len(&piece);
+            if list_len > list_max {
+                break;
+            }
+            list.push_str(&piece);
+            listed += 1;
+        }
+        list.push('}');
+        if listed < left_out.len() {
+            notes.push(format!(
+                "__metadata__ lists {listed} of the {} objects left out (the list stops at {list_max} bytes)",
+                left_out.len()
+            ));
+        }
+        let mut s = String::from("{");
+        push_pair(&mut s, "format", "pt");
+        let tail = [
+            (LEFT_OUT_KEY.to_string(), list),
+            (format!("{LEFT_OUT_KEY}_count"), left_out.len().to_string()),
+        ];
+        // Room kept for the pairs after the attributes.
+        let reserve: u64 = tail
+            .iter()
+            .map(|(k, v)| escaped_len(k) + escaped_len(v) + 6)
+            .sum::<u64>()
+            + 64;
+        let mut dropped = 0u64;
         let attrs = self.model.manifest().and_then(|m| m.attributes.as_deref());
         if let Some(Ok(Value::Map(entries))) = attrs.map(cbor::parse) {
             for (k, v) in &entries {
@@ -324,35 +383,29 @@ impl Tree {
                         s
                     }
                 };
-                pairs.push((k.to_string(), v));
+                let need = escaped_len(k) + escaped_len(&v) + 6;
+                if s.len() as u64 + need + reserve > budget {
+                    dropped += 1;
+                    continue;
+                }
+                push_pair(&mut s, k, &v);
             }
         }
-        let mut list = String::from("{");
-        for (k, (i, why)) in left_out.iter().enumerate() {
-            if list.len() > LEFT_OUT_TEXT_MAX {
-                break;
-            }
-            if k > 0 {
-                list.push(',');
-            }
-            json::push_string(&mut list, &self.object(*i).name);
-            list.push(':');
-            json::push_string(&mut list, why);
+        for (k, v) in &tail {
+            push_pair(&mut s, k, v);
         }
-        list.push('}');
-        pairs.push((LEFT_OUT_KEY.into(), list));
-        pairs.push((format!("{LEFT_OUT_KEY}_count"), left_out.len().to_string()));
-        let mut s = String::from("{");
-        for (j, (k, v)) in pairs.iter().enumerate() {
-            if j > 0 {
-                s.push(',');
-            }
-            json::push_string(&mut s, k);
-            s.push(':');
-            json::push_string(&mut s, v);
+        if dropped > 0 {
+            push_pair(
+                &mut s,
+                &format!("{LEFT_OUT_KEY}_attributes"),
+                &dropped.to_string(),
+            );
+            notes.push(format!(
+                "__metadata__ leaves out {dropped} file attributes: with them the header would pass {budget} bytes"
+            ));
         }
         s.push('}');
-        s
+        (s, notes)
     }
 
     /// The length of safetensors shard `s`, or of the index.
@@ -460,4 +513,21 @@ impl Tree {
             _ => None,
         }
     }
+}
+
+/// Appends `,"k":"v"` (no comma after the opening brace) to `s`.
+fn push_pair(s: &mut String, k: &str, v: &str) {
+    if !s.ends_with('{') {
+        s.push(',');
+    }
+    json::push_string(s, k);
+    s.push(':');
+    json::push_string(s, v);
+}
+
+/// The length of `s` as a JSON string, without its quotes.
+fn escaped_len(s: &str) -> u64 {
+    let mut out = String::new();
+    json::push_string(&mut out, s);
+    out.len() as u64 - 2
 }

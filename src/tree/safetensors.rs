@@ -183,6 +183,9 @@ pub struct Plan {
     index: Option<Pieced>,
     /// Sum of the tensors' bytes (the index's `metadata.total_size`).
     pub total_size: u64,
+    /// What the first header's `__metadata__` leaves out to stay within
+    /// the limit (`ztfs ls --safetensors` says it).
+    pub notes: Vec<String>,
 }
 
 impl Plan {
@@ -225,6 +228,13 @@ impl Plan {
             }
             cur.push(t, entry.len() as u64);
         }
+        // With no tensor, nothing above checked the metadata alone.
+        if !fits(cur.text, max) {
+            let need = padded(cur.text) - 8;
+            return Err(format!(
+                "a header of its metadata alone is {need} bytes, more than the limit of {max}"
+            ));
+        }
         shards.push(cur.finish());
         let total_size = (shards.iter())
             .flat_map(|s| &s.tensors)
@@ -235,6 +245,7 @@ impl Plan {
             shards,
             index,
             total_size,
+            notes: Vec::new(),
         })
     }
 
