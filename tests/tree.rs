@@ -381,3 +381,41 @@ fn model_safetensors_header_stays_within_the_limit() {
         assert_eq!(tree.safetensors_notes().len(), 1);
     }
 }
+
+/// The list of objects left out of `model.safetensors` is cut to fit the
+/// header limit; the count still counts them all.
+#[test]
+fn model_safetensors_left_out_list_is_cut_to_the_limit() {
+    const MAX: u64 = 8192;
+    const N: usize = 300;
+    let mut fb = builder::FileBuilder::new();
+    let blob = fb.blob(&[1u8; 8]);
+    let mut objects =
+        builder::Fields::new().set("w", builder::dense(&[8], builder::part("u8", blob)));
+    for i in 0..N {
+        let parts = builder::Fields::new().set("p", builder::part("u8", blob));
+        let name = format!("left.out.object.{i:05}");
+        objects = objects.set(name.as_str(), builder::object(&[8], "acme.thing/1", parts));
+    }
+    let bytes = fb.finish(&builder::root(objects).sorted().encode());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.zt");
+    std::fs::write(&path, bytes).unwrap();
+    let opts = Options {
+        safetensors_max: MAX,
+        ..Options::default()
+    };
+    let tree = Arc::new(Tree::build(Model::open(&path).unwrap(), opts).unwrap());
+    let ino = tree.lookup(ROOT, b"model.safetensors").unwrap().ino;
+    let file = read_all(&tree, ino, 1 << 16);
+    let len = u64::from_le_bytes(file[..8].try_into().unwrap());
+    assert!(len <= MAX, "header of {len} bytes, limit {MAX}");
+    let header = ztfs::format::safetensors::read_header(&file).unwrap();
+    assert_eq!(header.tensors.len(), 1);
+    let meta: BTreeMap<String, String> = header.metadata.unwrap().into_iter().collect();
+    assert_eq!(meta["ztfs.left_out_count"], N.to_string());
+    let list: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&meta["ztfs.left_out"]).unwrap();
+    assert!(!list.is_empty() && list.len() < N, "{} listed", list.len());
+    assert_eq!(tree.safetensors_notes().len(), 1);
+}
