@@ -66,7 +66,7 @@ impl Source {
         let mut texts = Texts::default();
         for path in paths {
             let store = Store::open(path)?;
-            let head = store.slice(0, store.len().min(12 + npy::MAX_HEADER_LEN))?;
+            let head = store.slice(0, store.len().min(npy::MAX_HEAD_BYTES))?;
             // With one input, the command line names it already.
             let h = npy::read_header(&head, store.len()).map_err(|e| match paths.len() {
                 1 => e,
