@@ -584,3 +584,36 @@ fn more_inputs_than_the_soft_open_file_limit_pack() {
     assert_eq!(objects.len(), n);
     verify_ok(&out);
 }
+
+/// numpy's own test files (tests/data/npy): packed exactly where `np.load`
+/// (numpy 2.4.6, no `allow_pickle`) reads them.
+#[test]
+fn numpy_test_files_get_numpys_verdict() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/npy");
+    let out = tempfile::tempdir().unwrap();
+    for (name, numpy) in [
+        ("python3.npy", true),
+        ("win64python2.npy", true),
+        ("py2-objarr.npy", false),
+        ("py2-np0-objarr.npy", false),
+        ("py3-objarr.npy", false),
+    ] {
+        let packed = out.path().join(format!("{name}.zt"));
+        let o = pack(&dir.join(name), &packed, &[]);
+        assert_eq!(
+            o.status.success(),
+            numpy,
+            "{name}: {}",
+            describe(&["pack"], &o)
+        );
+        if numpy {
+            verify_ok(&packed);
+        }
+    }
+    let listed = names_in(&dir);
+    assert_eq!(
+        listed.len(),
+        6,
+        "tests/data/npy holds the five files and README.md: {listed:?}"
+    );
+}
