@@ -584,3 +584,66 @@ fn more_inputs_than_the_soft_open_file_limit_pack() {
     assert_eq!(objects.len(), n);
     verify_ok(&out);
 }
+
+/// numpy's own test files (tests/data/npy): packed exactly where `np.load`
+/// (numpy 2.4.6, no `allow_pickle`) reads them.
+#[test]
+fn numpy_test_files_get_numpys_verdict() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/npy");
+    let out = tempfile::tempdir().unwrap();
+    for (name, numpy) in [
+        ("python3.npy", true),
+        ("win64python2.npy", true),
+        ("py2-objarr.npy", false),
+        ("py2-np0-objarr.npy", false),
+        ("py3-objarr.npy", false),
+    ] {
+        let packed = out.path().join(format!("{name}.zt"));
+        let o = pack(&dir.join(name), &packed, &[]);
+        assert_eq!(
+            o.status.success(),
+            numpy,
+            "{name}: {}",
+            describe(&["pack"], &o)
+        );
+        if numpy {
+            verify_ok(&packed);
+        }
+    }
+    let listed = names_in(&dir);
+    assert_eq!(
+        listed.len(),
+        6,
+        "tests/data/npy holds the five files and README.md: {listed:?}"
+    );
+}
+
+/// A `.npy` input's stem is its object's name: a name that is not UTF-8,
+/// or the empty stem of a file named `.npy`, is refused, not made up.
+#[test]
+fn npy_names_that_are_not_object_names_are_refused() {
+    use std::os::unix::ffi::OsStrExt;
+    let npy =
+        fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/npy/python3.npy")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for name in [&b"w\xff.npy"[..], b".npy"] {
+        let src = dir.path().join(OsStr::from_bytes(name));
+        fs::write(&src, &npy).unwrap();
+        let out = dir.path().join("out.zt");
+        let o = pack(&src, &out, &[]);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{:?}: {}",
+            src,
+            describe(&["pack"], &o)
+        );
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("object name"),
+            "{}",
+            describe(&["pack"], &o)
+        );
+        assert!(!out.exists());
+        fs::remove_file(&src).unwrap();
+    }
+}

@@ -242,3 +242,69 @@ fn every_rejected_file_is_refused_before_mounting() {
         assert!(!is_mounted(m.path()));
     }
 }
+
+/// A safetensors file of `tensors` (name, dtype, shape, data length).
+fn safetensors_of(tensors: &[(&str, &str, Vec<u64>, usize)]) -> Vec<u8> {
+    let (mut header, mut data) = (serde_json::Map::new(), Vec::new());
+    for (name, dtype, shape, len) in tensors {
+        let at = data.len();
+        data.resize(at + len, 0);
+        let v = serde_json::json!({"dtype": dtype, "shape": shape, "data_offsets": [at, at + len]});
+        header.insert(name.to_string(), v);
+    }
+    let header = serde_json::to_vec(&header).unwrap();
+    let mut f = (header.len() as u64).to_le_bytes().to_vec();
+    f.extend_from_slice(&header);
+    f.extend_from_slice(&data);
+    f
+}
+
+#[test]
+fn data_npy_is_served_only_for_shapes_np_load_reads() {
+    // np.load (numpy 2.4.6) refuses rank 65 (NPY_MAXDIMS is 64) and a
+    // dimension of 2^63 (shapes are int64) even when another is 0.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("shapes.safetensors");
+    let tensors = [
+        ("rank64", "F32", vec![1; 64], 4),
+        ("rank65", "F32", vec![1; 65], 4),
+        ("huge_empty", "U8", vec![0, 1 << 63], 0),
+        ("big_empty", "U8", vec![0, (1 << 63) - 1], 0),
+    ];
+    std::fs::write(&file, safetensors_of(&tensors)).unwrap();
+    let m = Mount::new(&file, &[]);
+    let dirs = object_dirs(&m);
+    for (name, served) in [
+        ("rank64", true),
+        ("rank65", false),
+        ("huge_empty", false),
+        ("big_empty", true),
+    ] {
+        let dir = m.join(&dirs[name]);
+        let meta = meta(&dir);
+        let part = &meta["parts"].items()[0];
+        let npy = std::fs::read(dir.join("data.npy"));
+        assert_eq!(
+            npy.is_ok(),
+            served,
+            "{name}: data.npy {:?}",
+            npy.as_ref().err()
+        );
+        assert_eq!(part["no_npy"].is_null(), served, "{name}: {part:?}");
+        match npy {
+            Ok(npy) => {
+                let text = String::from_utf8_lossy(&npy[10..4096]).into_owned();
+                let shape = &tensors.iter().find(|t| t.0 == name).unwrap().2;
+                let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+                assert!(
+                    text.contains(&format!("'shape': ({}),", dims.join(", "))),
+                    "{text}"
+                );
+            }
+            Err(_) => {
+                let why = part["no_npy"].text().to_string();
+                assert!(why.contains("numpy"), "{name}: {why}");
+            }
+        }
+    }
+}

@@ -103,7 +103,12 @@ fn pack_until_signalled(source: Source, output: &Path, opts: &Options) -> Result
 
 /// The model, or the `.npy` files, to pack.
 fn source(input: &[PathBuf], shards: Vec<(String, PathBuf)>) -> Result<Source> {
-    let is_npy = |p: &PathBuf| (p.extension()).is_some_and(|e| e.eq_ignore_ascii_case("npy"));
+    // A file named `.npy` has no extension, but is one, to be refused by
+    // name rather than sniffed.
+    let is_npy = |p: &PathBuf| {
+        (p.extension()).is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+            || p.file_name().is_some_and(|n| n == ".npy")
+    };
     if input.iter().all(is_npy) {
         if let Some((name, _)) = shards.first() {
             return Err(Error::Usage(format!(

@@ -66,15 +66,13 @@ impl Source {
         let mut texts = Texts::default();
         for path in paths {
             let store = Store::open(path)?;
-            let head = store.slice(0, store.len().min(12 + npy::MAX_HEADER_LEN))?;
+            let head = store.slice(0, store.len().min(npy::MAX_HEAD_BYTES))?;
             // With one input, the command line names it already.
             let h = npy::read_header(&head, store.len()).map_err(|e| match paths.len() {
                 1 => e,
                 _ => Error::Unsupported(format!("{}: {}", path.display(), e.detail())),
             })?;
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-            let name = name.unwrap_or_default();
-            let name = name.strip_suffix(".npy").unwrap_or(&name).to_string();
+            let name = npy_object_name(path)?;
             let ty = ElementType {
                 dtype: h.dtype,
                 logical: h.logical.map(|l| texts.get(l)),
@@ -275,4 +273,24 @@ fn stream_view(
         off += n as u64;
     }
     Ok(())
+}
+
+/// The object name of a `.npy` input: its file name without `.npy`,
+/// refused when that is not UTF-8 (an object name is UTF-8, and a
+/// replacement character would name a file that does not exist) or empty
+/// (a file named `.npy`).
+fn npy_object_name(path: &std::path::Path) -> Result<String> {
+    let file = path.file_name().unwrap_or_default();
+    let file = file.to_str().ok_or_else(|| {
+        Error::Usage(format!(
+            "{path:?}: the file name is not UTF-8, so it is no object name (rename the file)"
+        ))
+    })?;
+    let name = file.strip_suffix(".npy").unwrap_or(file);
+    if name.is_empty() {
+        return Err(Error::Usage(format!(
+            "{path:?}: the file name without .npy is empty, so it is no object name (rename the file)"
+        )));
+    }
+    Ok(name.to_string())
 }

@@ -78,10 +78,7 @@ pub fn npy(
         // Two elements a byte, low nibble first: numpy has no such type
         // (ml_dtypes' float4_e2m1fn takes a byte per element), so the
         // file is its bytes.
-        return Ok(Npy {
-            descr,
-            shape: vec![len],
-        });
+        return loadable(width, vec![len]).map(|shape| Npy { descr, shape });
     }
     let shape = match shape {
         Shape::Flat if len.is_multiple_of(width) => vec![len / width],
@@ -99,7 +96,32 @@ pub fn npy(
             "its {len} bytes are not the {want} its shape and type make"
         ));
     }
-    Ok(Npy { descr, shape })
+    loadable(width, shape).map(|shape| Npy { descr, shape })
+}
+
+/// Most dimensions `np.load` takes (numpy 2's `NPY_MAXDIMS`).
+const NUMPY_MAX_RANK: usize = 64;
+
+/// `shape`, if numpy can make an array of it with `width`-byte elements:
+/// at most [`NUMPY_MAX_RANK`] dimensions, and the width times the product
+/// of the nonzero dimensions at most `i64::MAX` (numpy's `intp` bytes;
+/// it skips zeros, so `(0, 2**63 - 1)` of `|u1` loads, `(0, 2**63)` does not).
+fn loadable(width: u64, shape: Vec<u64>) -> Result<Vec<u64>, String> {
+    if shape.len() > NUMPY_MAX_RANK {
+        return Err(format!(
+            "rank {} is above numpy's {NUMPY_MAX_RANK}",
+            shape.len()
+        ));
+    }
+    let bytes = (shape.iter().filter(|&&d| d != 0))
+        .try_fold(width, |a, &d| a.checked_mul(d))
+        .filter(|&b| b <= i64::MAX as u64);
+    if bytes.is_none() {
+        return Err(format!(
+            "shape {shape:?} of {width}-byte elements is above numpy's largest array (2^63 - 1 bytes, zeros aside)"
+        ));
+    }
+    Ok(shape)
 }
 
 fn packed_f4(elem: Elem) -> bool {
