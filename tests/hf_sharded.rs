@@ -42,11 +42,19 @@ fn bytes(n: usize, seed: u8) -> Vec<u8> {
 impl Checkpoint {
     /// Three files, a metadata entry in the first, dotted names.
     fn new() -> Checkpoint {
-        let names = [
-            "model-00001-of-00003.safetensors",
-            "model-00002-of-00003.safetensors",
-            "model-00003-of-00003.safetensors",
-        ];
+        Checkpoint::named(
+            &[
+                "model-00001-of-00003.safetensors",
+                "model-00002-of-00003.safetensors",
+                "model-00003-of-00003.safetensors",
+            ],
+            "",
+        )
+    }
+
+    /// [`Checkpoint::new`]'s tensors in files of these three names, in
+    /// folder `sub` of its directory (none for "").
+    fn named(names: &[&str; 3], sub: &str) -> Checkpoint {
         let files: Vec<Vec<Tensor>> = vec![
             vec![
                 (
@@ -69,7 +77,7 @@ impl Checkpoint {
             vec![("lm_head.weight", Dtype::U8, vec![7], bytes(7, 5))],
         ];
         let c = Checkpoint {
-            dir: tempfile::tempdir().unwrap(),
+            dir: tempdir_in(sub),
             files: names.iter().map(|n| n.to_string()).zip(files).collect(),
         };
         for i in 0..c.files.len() {
@@ -127,6 +135,22 @@ impl Checkpoint {
             .flat_map(|(f, ts)| ts.iter().map(move |t| (f.as_str(), t)))
             .collect()
     }
+}
+
+/// A temporary directory, or one whose name begins with `sub` inside a new
+/// one (the parent, left for the system's cleaning, is then the caller's
+/// to serve).
+fn tempdir_in(sub: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    if sub.is_empty() {
+        return dir;
+    }
+    let inner = tempfile::Builder::new()
+        .prefix(sub)
+        .tempdir_in(dir.path())
+        .unwrap();
+    std::mem::forget(dir);
+    inner
 }
 
 fn check(file: &Path) -> std::process::Output {
@@ -494,5 +518,48 @@ fn every_valid_corpus_checkpoint_mounts_and_serves_its_tensors() {
             let want = (t.dtype(), t.shape().to_vec(), t.data().to_vec());
             assert_eq!(view[name], want, "{}: {name} in the view", index.display());
         }
+    }
+}
+
+/// A checkpoint whose file names hold what a URL reads otherwise (`?`,
+/// `#`, `%`, a space) reads by URL the bytes it reads locally: each name
+/// is one percent-encoded path component, so decoys at the names a pasted
+/// name would reach (`m` for `m?1…`, `n` for `n#2…`) are never read, and
+/// `%2e%2e` is the file of that name, not the folder above.
+#[test]
+fn file_names_are_read_by_url_as_the_local_names() {
+    let names = ["m?1.safetensors", "n#2 %41.safetensors", "%2e%2e"];
+    let c = Checkpoint::named(&names, "sub");
+    for (i, decoy) in [(0, "m"), (1, "n")] {
+        let (_, tensors) = &c.files[i];
+        let views = tensors
+            .iter()
+            .map(|(n, d, s, b)| (*n, (*d, s.clone(), bytes(b.len(), 99))));
+        let views: Vec<_> = views.collect();
+        let views =
+            (views.iter()).map(|(n, (d, s, b))| (*n, TensorView::new(*d, s.clone(), b).unwrap()));
+        let out = safetensors::tensor::serialize(views, None).unwrap();
+        fs::write(c.path(decoy), out).unwrap();
+    }
+    let server = Nginx::serve(c.dir.path().parent().unwrap());
+    let sub = c.dir.path().file_name().unwrap().to_str().unwrap();
+    let url = PathBuf::from(server.url(&format!("{sub}/{INDEX}")));
+    let out = check(&url);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (_, (name, _, _, want)) in c.tensors() {
+        assert_eq!(
+            &cat(&c.index_path(), name, "data", false).unwrap(),
+            want,
+            "{name} locally"
+        );
+        assert_eq!(
+            &cat(&url, name, "data", false).unwrap(),
+            want,
+            "{name} by URL"
+        );
     }
 }
