@@ -11,6 +11,8 @@ mod aws;
 #[cfg(feature = "remote")]
 mod blocks;
 #[cfg(feature = "remote")]
+mod bounded;
+#[cfg(feature = "remote")]
 pub mod disk;
 #[cfg(feature = "remote")]
 pub mod remote;

@@ -659,6 +659,7 @@ fn connect(server: &Server) -> object_store::Result<Arc<dyn ObjectStore>> {
                 .with_url(base)
                 .with_client_options(options)
                 .with_retry(retry)
+                .with_http_connector(super::bounded::Connector)
                 .build()?,
         ),
         Server::S3(bucket) => {
@@ -684,6 +685,7 @@ fn connect(server: &Server) -> object_store::Result<Arc<dyn ObjectStore>> {
                 b.with_bucket_name(bucket)
                     .with_client_options(options)
                     .with_retry(retry)
+                    .with_http_connector(super::bounded::Connector)
                     .build()?,
             )
         }

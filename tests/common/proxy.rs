@@ -37,6 +37,10 @@ pub enum Fault {
     /// then close the connection: with a reset (RST) when `reset`, else
     /// in order (FIN), which leaves the client a short body.
     Cut { after: u64, reset: bool },
+    /// Answer with this status and a body of [`NOISE_LEN`] bytes of lines
+    /// full of terminal escapes (ANSI clear, OSC title), as a hostile
+    /// server might; the connection stays open.
+    Noisy(u16),
     /// Read the request and never answer it; the connection is closed at
     /// the next [`Proxy::set`] or when the proxy stops.
     Hang,
@@ -186,6 +190,13 @@ fn serve(shared: &Shared, client: TcpStream) -> io::Result<()> {
                 }
                 continue;
             }
+            Fault::Noisy(code) => {
+                to_client.write_all(&noisy_answer(code))?;
+                if closes(&request) {
+                    return Ok(());
+                }
+                continue;
+            }
             Fault::Hang => {
                 let epoch = shared.epoch.load(Ordering::SeqCst);
                 while shared.epoch.load(Ordering::SeqCst) == epoch
@@ -289,6 +300,22 @@ fn status_answer(code: u16) -> Vec<u8> {
         body.len()
     )
     .into_bytes()
+}
+
+/// Bytes of a [`Fault::Noisy`] answer's body.
+pub const NOISE_LEN: usize = 8 << 20;
+
+/// A `code` answer whose body is [`NOISE_LEN`] bytes of escape-laden lines.
+fn noisy_answer(code: u16) -> Vec<u8> {
+    let line = b"\x1b[2J\x1b]0;pwned\x07ztfs: all good\r\n";
+    let body: Vec<u8> = line.iter().copied().cycle().take(NOISE_LEN).collect();
+    let mut out = format!(
+        "HTTP/1.1 {code} Error\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend(body);
+    out
 }
 
 /// Makes closing `s` send a reset (RST) rather than an orderly FIN.
