@@ -563,3 +563,52 @@ fn file_names_are_read_by_url_as_the_local_names() {
         );
     }
 }
+
+/// A checkpoint of `n` one-tensor files, `w{i}` in `f{i}.safetensors`.
+fn tiny_checkpoint(n: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut map = BTreeMap::new();
+    for i in 0..n {
+        let (name, file) = (format!("w{i}"), format!("f{i:05}.safetensors"));
+        let data = bytes(4, i as u8);
+        let view = TensorView::new(Dtype::U8, vec![4], &data).unwrap();
+        let out = safetensors::tensor::serialize([(name.as_str(), view)], None).unwrap();
+        fs::write(dir.path().join(&file), out).unwrap();
+        map.insert(name, file);
+    }
+    let index = serde_json::json!({"metadata": {"total_size": 4 * n}, "weight_map": map});
+    fs::write(dir.path().join(INDEX), index.to_string()).unwrap();
+    dir
+}
+
+/// `VmRSS` of `pid`, in KiB.
+fn rss_kib(pid: i32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// The daemon's resident memory after mounting a checkpoint of `n` tiny
+/// files by URL, in KiB.
+fn rss_after_mount_by_url(n: usize) -> u64 {
+    let dir = tiny_checkpoint(n);
+    let server = Nginx::serve(dir.path());
+    let m = Mount::new(Path::new(&server.url(INDEX)), &[]);
+    let pid = daemon_pid(m.path()).expect("the mount's daemon");
+    rss_kib(pid)
+}
+
+/// The files of a checkpoint by URL cost a few KiB each until read (one
+/// client for all, no per-file buffers): the daemon of a 300-file mount
+/// is within 64 KiB a file of a 1-file one's.
+#[test]
+fn a_checkpoint_by_url_costs_little_per_file_at_mount() {
+    let one = rss_after_mount_by_url(1);
+    let many = rss_after_mount_by_url(300);
+    let per_file = many.saturating_sub(one) / 299;
+    eprintln!("daemon RSS: {one} KiB for 1 file, {many} KiB for 300");
+    assert!(
+        per_file < 64,
+        "{per_file} KiB a file ({one} KiB for 1 file, {many} KiB for 300)"
+    );
+}

@@ -176,7 +176,7 @@ impl Remote {
         let (server, key, secret) = parse(given)?;
         let url = &super::shown(Path::new(given));
         let fail = |e| fail(url, secret.as_deref(), e);
-        let client = connect(&server).map_err(fail)?;
+        let client = shared_client(&server).map_err(fail)?;
         let opts = GetOptions {
             range: Some(GetRange::Suffix(TAIL)),
             ..GetOptions::default()
@@ -520,7 +520,7 @@ impl Object {
                 // The parent's client holds connections of a runtime whose
                 // threads are not in this process: leave it be.
                 std::mem::forget(c.take());
-                let client = connect(&self.server).map_err(|e| self.fail(e))?;
+                let client = shared_client(&self.server).map_err(|e| self.fail(e))?;
                 *c = Some((pid, client.clone()));
                 Ok(client)
             }
@@ -640,6 +640,33 @@ fn parse(text: &str) -> Result<(Server, Key, Option<String>)> {
         (_, Some(q)) => Server::Http(format!("{}/?{q}", &url[..url::Position::BeforePath])),
     };
     Ok((server, key, url.query().map(str::to_string)))
+}
+
+/// The process's one client for `server`, made on first use: the files
+/// of a checkpoint (hundreds, maybe thousands) share it and its pool of
+/// connections, so one costs a few KiB until read, not a client's state.
+/// Made again in a forked child (see the module's note).
+fn shared_client(server: &Server) -> object_store::Result<Arc<dyn ObjectStore>> {
+    type Clients = Vec<(String, Arc<dyn ObjectStore>)>;
+    static CLIENTS: Mutex<Option<(u32, Clients)>> = Mutex::new(None);
+    let name = match server {
+        Server::Http(base) => format!("http {base}"),
+        Server::S3(bucket) => format!("s3 {bucket}"),
+    };
+    let pid = std::process::id();
+    let mut all = CLIENTS.lock().unwrap_or_else(|e| e.into_inner());
+    if all.as_ref().is_none_or(|(p, _)| *p != pid) {
+        // The parent's clients hold connections of a runtime whose threads
+        // are not in this process: leave them be.
+        std::mem::forget(all.replace((pid, Vec::new())));
+    }
+    let (_, clients) = all.as_mut().expect("set above");
+    if let Some((_, c)) = clients.iter().find(|(n, _)| *n == name) {
+        return Ok(c.clone());
+    }
+    let c = connect(server)?;
+    clients.push((name, c.clone()));
+    Ok(c)
 }
 
 /// A client for `server`, with ztfs's timeouts and retries.
