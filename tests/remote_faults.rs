@@ -501,3 +501,24 @@ fn a_hostile_error_body_is_cut_to_one_escaped_line() {
     assert!(text.contains("500"), "{text}");
     assert_eq!(text.trim_end().lines().count(), 1, "{text}");
 }
+
+/// An object whose server names no version (no `ETag`, no
+/// `Last-Modified`) cannot be pinned: a mount of it is refused with a
+/// message naming the missing validators and the flag, and with
+/// `--trust-unversioned` it mounts and reads.
+#[test]
+fn an_unversioned_object_is_refused_unless_trusted() {
+    let s = Served::new(6, &[("a", 4096)]);
+    s.proxy.set(Fault::Unversioned);
+    let url = s.proxy.url("model.zt");
+    let m = Mount::unmounted();
+    let out = common::ztfs(&[OsStr::new("mount"), OsStr::new(&url), m.path().as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("no ETag and no Last-Modified") && text.contains("--trust-unversioned"),
+        "{text}"
+    );
+    let m = Mount::new(Path::new(&url), &["--trust-unversioned"]);
+    assert_read(&read_within(HUNG, m.join("a/data")), s.want("a"), "a");
+}

@@ -196,6 +196,9 @@ impl Remote {
             .map_err(fail)?;
         let len = meta.size;
         check_size(url, len)?;
+        let unversioned =
+            meta.e_tag.is_none() && meta.last_modified.timestamp_nanos_opt() == Some(0);
+        check_versioned(url, unversioned)?;
         if range.end != len || range.end - range.start != TAIL.min(len) {
             return Err(bad_answer(url, &range, len - TAIL.min(len)..len));
         }
@@ -480,9 +483,12 @@ impl Object {
         let opts = GetOptions {
             range: Some(GetRange::Bounded(range.clone())),
             if_match: self.pin.etag.clone(),
+            // An unversioned object (trusted so) has no time to send.
             if_unmodified_since: match self.pin.etag {
-                None => Some(self.pin.modified.last_modified),
-                Some(_) => None,
+                None if self.pin.modified.last_modified.timestamp_nanos_opt() != Some(0) => {
+                    Some(self.pin.modified.last_modified)
+                }
+                _ => None,
             },
             ..GetOptions::default()
         };
@@ -614,6 +620,31 @@ fn check_size(url: &str, len: u64) -> Result<()> {
         return Err(Error::Unsupported(format!(
             "{url}: the server says the object is {len} bytes, more than ztfs reads ({MAX_OBJECT})"
         )));
+    }
+    Ok(())
+}
+
+/// Whether objects with no version validator may be read (the
+/// `--trust-unversioned` flag).
+static TRUST_UNVERSIONED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Lets this process read objects whose server gives neither an ETag nor
+/// a Last-Modified: a change under a reader then goes unseen.
+pub fn trust_unversioned(yes: bool) {
+    TRUST_UNVERSIONED.store(yes, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Refuses an object that names no version (no ETag, no Last-Modified),
+/// as one replaced under a reader would give bytes of two versions,
+/// unless [`trust_unversioned`] was asked.
+fn check_versioned(url: &str, unversioned: bool) -> Result<()> {
+    if unversioned && !TRUST_UNVERSIONED.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(Error::Usage(format!(
+            "{url}: the server gives no ETag and no Last-Modified, so a change of the object under a reader would go unseen; pass --trust-unversioned to read it anyway"
+        )));
+    }
+    if unversioned {
+        log::warn!("{url}: no ETag and no Last-Modified: a change of the object would go unseen");
     }
     Ok(())
 }

@@ -41,6 +41,9 @@ pub enum Fault {
     /// full of terminal escapes (ANSI clear, OSC title), as a hostile
     /// server might; the connection stays open.
     Noisy(u16),
+    /// Pass on, with the answer's `ETag` and `Last-Modified` left out: a
+    /// server that gives no validator of an object's version.
+    Unversioned,
     /// Read the request and never answer it; the connection is closed at
     /// the next [`Proxy::set`] or when the proxy stops.
     Hang,
@@ -181,7 +184,7 @@ fn serve(shared: &Shared, client: TcpStream) -> io::Result<()> {
     while let Some(request) = read_head(&mut from_client)? {
         let fault = shared.take();
         match fault {
-            Fault::Pass | Fault::Cut { .. } => {}
+            Fault::Pass | Fault::Cut { .. } | Fault::Unversioned => {}
             Fault::Delay(d) => std::thread::sleep(d),
             Fault::Status(code) => {
                 to_client.write_all(&status_answer(code))?;
@@ -213,6 +216,10 @@ fn serve(shared: &Shared, client: TcpStream) -> io::Result<()> {
         let head = read_head(&mut from_server)?
             .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "no answer"))?;
         let len = body_len(&request, &head);
+        let head = match fault {
+            Fault::Unversioned => without_validators(&head),
+            _ => head,
+        };
         to_client.write_all(&head)?;
         let Fault::Cut { after, reset } = fault else {
             copy(&mut from_server, &mut to_client, len)?;
@@ -228,6 +235,19 @@ fn serve(shared: &Shared, client: TcpStream) -> io::Result<()> {
         return Ok(());
     }
     Ok(())
+}
+
+/// An answer head without its `ETag` and `Last-Modified` lines.
+fn without_validators(head: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(head);
+    let keep = |l: &&str| {
+        let l = l.to_ascii_lowercase();
+        !l.starts_with("etag:") && !l.starts_with("last-modified:")
+    };
+    text.split_inclusive('\n')
+        .filter(keep)
+        .collect::<String>()
+        .into_bytes()
 }
 
 /// A request or answer head, through its blank line; `None` at EOF before
