@@ -47,6 +47,11 @@ pub struct CacheArgs {
     /// recently used blocks are deleted first.
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size, default_value = "10G")]
     pub cache_size: u64,
+    /// Read objects by URL whose server gives neither an ETag nor a
+    /// Last-Modified (refused by default): a change of such an object
+    /// under a reader goes unseen, and a read may mix two versions.
+    #[arg(long, global = true)]
+    pub trust_unversioned: bool,
 }
 
 /// The subcommands.
@@ -349,6 +354,7 @@ pub fn run(cli: Cli) -> Result<()> {
             let _ = b.try_init();
         }
     }
+    crate::store::remote::trust_unversioned(cli.cache.trust_unversioned);
     if let Some(dir) = &cli.cache.cache_dir {
         crate::store::use_disk_cache(dir, cli.cache.cache_size)?;
     }

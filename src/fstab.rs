@@ -51,6 +51,7 @@ const SWITCHES: &[&str] = &[
     "tree",
     "nonempty",
     "trust_shards",
+    "trust_unversioned",
 ];
 
 /// Options that are flags of `ztfs mount` with a value (`name=value`).

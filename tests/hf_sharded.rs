@@ -42,11 +42,19 @@ fn bytes(n: usize, seed: u8) -> Vec<u8> {
 impl Checkpoint {
     /// Three files, a metadata entry in the first, dotted names.
     fn new() -> Checkpoint {
-        let names = [
-            "model-00001-of-00003.safetensors",
-            "model-00002-of-00003.safetensors",
-            "model-00003-of-00003.safetensors",
-        ];
+        Checkpoint::named(
+            &[
+                "model-00001-of-00003.safetensors",
+                "model-00002-of-00003.safetensors",
+                "model-00003-of-00003.safetensors",
+            ],
+            "",
+        )
+    }
+
+    /// [`Checkpoint::new`]'s tensors in files of these three names, in
+    /// folder `sub` of its directory (none for "").
+    fn named(names: &[&str; 3], sub: &str) -> Checkpoint {
         let files: Vec<Vec<Tensor>> = vec![
             vec![
                 (
@@ -69,7 +77,7 @@ impl Checkpoint {
             vec![("lm_head.weight", Dtype::U8, vec![7], bytes(7, 5))],
         ];
         let c = Checkpoint {
-            dir: tempfile::tempdir().unwrap(),
+            dir: tempdir_in(sub),
             files: names.iter().map(|n| n.to_string()).zip(files).collect(),
         };
         for i in 0..c.files.len() {
@@ -127,6 +135,22 @@ impl Checkpoint {
             .flat_map(|(f, ts)| ts.iter().map(move |t| (f.as_str(), t)))
             .collect()
     }
+}
+
+/// A temporary directory, or one whose name begins with `sub` inside a new
+/// one (the parent, left for the system's cleaning, is then the caller's
+/// to serve).
+fn tempdir_in(sub: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    if sub.is_empty() {
+        return dir;
+    }
+    let inner = tempfile::Builder::new()
+        .prefix(sub)
+        .tempdir_in(dir.path())
+        .unwrap();
+    std::mem::forget(dir);
+    inner
 }
 
 fn check(file: &Path) -> std::process::Output {
@@ -495,4 +519,96 @@ fn every_valid_corpus_checkpoint_mounts_and_serves_its_tensors() {
             assert_eq!(view[name], want, "{}: {name} in the view", index.display());
         }
     }
+}
+
+/// A checkpoint whose file names hold what a URL reads otherwise (`?`,
+/// `#`, `%`, a space) reads by URL the bytes it reads locally: each name
+/// is one percent-encoded path component, so decoys at the names a pasted
+/// name would reach (`m` for `m?1…`, `n` for `n#2…`) are never read, and
+/// `%2e%2e` is the file of that name, not the folder above.
+#[test]
+fn file_names_are_read_by_url_as_the_local_names() {
+    let names = ["m?1.safetensors", "n#2 %41.safetensors", "%2e%2e"];
+    let c = Checkpoint::named(&names, "sub");
+    for (i, decoy) in [(0, "m"), (1, "n")] {
+        let (_, tensors) = &c.files[i];
+        let views = tensors
+            .iter()
+            .map(|(n, d, s, b)| (*n, (*d, s.clone(), bytes(b.len(), 99))));
+        let views: Vec<_> = views.collect();
+        let views =
+            (views.iter()).map(|(n, (d, s, b))| (*n, TensorView::new(*d, s.clone(), b).unwrap()));
+        let out = safetensors::tensor::serialize(views, None).unwrap();
+        fs::write(c.path(decoy), out).unwrap();
+    }
+    let server = Nginx::serve(c.dir.path().parent().unwrap());
+    let sub = c.dir.path().file_name().unwrap().to_str().unwrap();
+    let url = PathBuf::from(server.url(&format!("{sub}/{INDEX}")));
+    let out = check(&url);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (_, (name, _, _, want)) in c.tensors() {
+        assert_eq!(
+            &cat(&c.index_path(), name, "data", false).unwrap(),
+            want,
+            "{name} locally"
+        );
+        assert_eq!(
+            &cat(&url, name, "data", false).unwrap(),
+            want,
+            "{name} by URL"
+        );
+    }
+}
+
+/// A checkpoint of `n` one-tensor files, `w{i}` in `f{i}.safetensors`.
+fn tiny_checkpoint(n: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut map = BTreeMap::new();
+    for i in 0..n {
+        let (name, file) = (format!("w{i}"), format!("f{i:05}.safetensors"));
+        let data = bytes(4, i as u8);
+        let view = TensorView::new(Dtype::U8, vec![4], &data).unwrap();
+        let out = safetensors::tensor::serialize([(name.as_str(), view)], None).unwrap();
+        fs::write(dir.path().join(&file), out).unwrap();
+        map.insert(name, file);
+    }
+    let index = serde_json::json!({"metadata": {"total_size": 4 * n}, "weight_map": map});
+    fs::write(dir.path().join(INDEX), index.to_string()).unwrap();
+    dir
+}
+
+/// `VmRSS` of `pid`, in KiB.
+fn rss_kib(pid: i32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// The daemon's resident memory after mounting a checkpoint of `n` tiny
+/// files by URL, in KiB.
+fn rss_after_mount_by_url(n: usize) -> u64 {
+    let dir = tiny_checkpoint(n);
+    let server = Nginx::serve(dir.path());
+    let m = Mount::new(Path::new(&server.url(INDEX)), &[]);
+    let pid = daemon_pid(m.path()).expect("the mount's daemon");
+    rss_kib(pid)
+}
+
+/// The files of a checkpoint by URL cost a few KiB each until read (one
+/// client for all, no per-file buffers): the daemon of a 300-file mount
+/// is within 64 KiB a file of a 1-file one's.
+#[test]
+fn a_checkpoint_by_url_costs_little_per_file_at_mount() {
+    let one = rss_after_mount_by_url(1);
+    let many = rss_after_mount_by_url(300);
+    let per_file = many.saturating_sub(one) / 299;
+    eprintln!("daemon RSS: {one} KiB for 1 file, {many} KiB for 300");
+    assert!(
+        per_file < 64,
+        "{per_file} KiB a file ({one} KiB for 1 file, {many} KiB for 300)"
+    );
 }

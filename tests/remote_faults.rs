@@ -18,6 +18,7 @@ mod builder;
 mod common;
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -477,4 +478,47 @@ fn nginx_killed_mid_read_fails_the_reader_with_eio_in_bounded_time_and_a_restart
     assert_eio(&(r, killed.elapsed()), &format!("a at {at}, nginx killed"));
     s.nginx.start_again();
     assert_served_again(m.join("a/data"), s.want("a"), "a again");
+}
+
+/// A server's error body is read only in part and shown as at most one
+/// line, its control characters escaped: a 500 with megabytes of lines
+/// full of terminal escapes gives `ztfs check` a short message with no
+/// ESC byte and no line break from the body.
+#[test]
+fn a_hostile_error_body_is_cut_to_one_escaped_line() {
+    let s = Served::new(5, &[("a", 4096)]);
+    s.proxy.set(Fault::Noisy(500));
+    let url = s.proxy.url("model.zt");
+    let out = common::ztfs(&[OsStr::new("check"), OsStr::new(&url)]);
+    assert!(!out.status.success());
+    let err = &out.stderr;
+    let text = String::from_utf8_lossy(err);
+    assert!(
+        !err.contains(&0x1b),
+        "an ESC byte reached the terminal: {text:?}"
+    );
+    assert!(err.len() < 2048, "{} bytes of message", err.len());
+    assert!(text.contains("500"), "{text}");
+    assert_eq!(text.trim_end().lines().count(), 1, "{text}");
+}
+
+/// An object whose server names no version (no `ETag`, no
+/// `Last-Modified`) cannot be pinned: a mount of it is refused with a
+/// message naming the missing validators and the flag, and with
+/// `--trust-unversioned` it mounts and reads.
+#[test]
+fn an_unversioned_object_is_refused_unless_trusted() {
+    let s = Served::new(6, &[("a", 4096)]);
+    s.proxy.set(Fault::Unversioned);
+    let url = s.proxy.url("model.zt");
+    let m = Mount::unmounted();
+    let out = common::ztfs(&[OsStr::new("mount"), OsStr::new(&url), m.path().as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("no ETag and no Last-Modified") && text.contains("--trust-unversioned"),
+        "{text}"
+    );
+    let m = Mount::new(Path::new(&url), &["--trust-unversioned"]);
+    assert_read(&read_within(HUNG, m.join("a/data")), s.want("a"), "a");
 }

@@ -11,6 +11,8 @@ mod aws;
 #[cfg(feature = "remote")]
 mod blocks;
 #[cfg(feature = "remote")]
+mod bounded;
+#[cfg(feature = "remote")]
 pub mod disk;
 #[cfg(feature = "remote")]
 pub mod remote;
@@ -448,17 +450,34 @@ pub fn shown(path: &Path) -> String {
     }
 }
 
-/// The file `name` in the folder of `path`; for a URL, with its query (a
-/// signature for the folder serves the files in it; a server refuses one
-/// made for `path` alone, and the error says so).
+/// The file `name` in the folder of `path`; for a URL, `name`
+/// percent-encoded as one path component (so `?`, `#`, `%` or a space in
+/// it name that file, as locally, and `%2e%2e` is a file's name, not the
+/// folder above), with the URL's query (a signature for the folder serves
+/// the files in it; a server refuses one made for `path` alone, and the
+/// error says so). `name` is one component: the caller checked it.
 pub fn beside(path: &Path, name: &str) -> PathBuf {
-    match url_query(path) {
-        Some((base, query)) => {
-            let sibling = Path::new(base).with_file_name(name);
-            PathBuf::from(format!("{}{query}", sibling.display()))
-        }
-        None => path.with_file_name(name),
+    if url_of(path).is_none() {
+        return path.with_file_name(name);
     }
+    let (base, query) = url_query(path).unwrap_or((path.to_str().unwrap_or_default(), ""));
+    let sibling = Path::new(base).with_file_name(path_segment(name));
+    PathBuf::from(format!("{}{query}", sibling.display()))
+}
+
+/// `name` as one URL path segment: percent-encoded by the `url` crate's
+/// rule for a segment (controls, space, `"#%/<>?\`{}` and non-ASCII).
+#[cfg(feature = "remote")]
+fn path_segment(name: &str) -> String {
+    let mut u = url::Url::parse("http://h/").expect("a URL");
+    u.path_segments_mut().expect("a base").pop().push(name);
+    u.path()[1..].to_string()
+}
+
+/// Without the `remote` feature a URL is refused when opened.
+#[cfg(not(feature = "remote"))]
+fn path_segment(name: &str) -> String {
+    name.to_string()
 }
 
 /// The URL `path` spells, when it is one [`remote`] reads (`http://`,
@@ -500,6 +519,17 @@ mod tests {
         assert_eq!(
             beside(Path::new("/data/m/model.zt?x"), "a.zt"),
             Path::new("/data/m/a.zt")
+        );
+        #[cfg(feature = "remote")]
+        assert_eq!(
+            beside(signed, "a?b#c %2e%2e"),
+            Path::new("https://cdn.example/m/a%3Fb%23c%20%252e%252e?sig=a.b&exp=9")
+        );
+        assert_eq!(beside(Path::new("/m/i.json"), "a?b%"), Path::new("/m/a?b%"));
+        #[cfg(feature = "remote")]
+        assert_eq!(
+            crate::shards::positional_path(Path::new("http://h/my%20m%3F.zt"), "00002"),
+            Path::new("http://h/my%20m%3F-00002.zt")
         );
     }
 

@@ -176,7 +176,7 @@ impl Remote {
         let (server, key, secret) = parse(given)?;
         let url = &super::shown(Path::new(given));
         let fail = |e| fail(url, secret.as_deref(), e);
-        let client = connect(&server).map_err(fail)?;
+        let client = shared_client(&server).map_err(fail)?;
         let opts = GetOptions {
             range: Some(GetRange::Suffix(TAIL)),
             ..GetOptions::default()
@@ -196,6 +196,9 @@ impl Remote {
             .map_err(fail)?;
         let len = meta.size;
         check_size(url, len)?;
+        let unversioned =
+            meta.e_tag.is_none() && meta.last_modified.timestamp_nanos_opt() == Some(0);
+        check_versioned(url, unversioned)?;
         if range.end != len || range.end - range.start != TAIL.min(len) {
             return Err(bad_answer(url, &range, len - TAIL.min(len)..len));
         }
@@ -480,9 +483,12 @@ impl Object {
         let opts = GetOptions {
             range: Some(GetRange::Bounded(range.clone())),
             if_match: self.pin.etag.clone(),
+            // An unversioned object (trusted so) has no time to send.
             if_unmodified_since: match self.pin.etag {
-                None => Some(self.pin.modified.last_modified),
-                Some(_) => None,
+                None if self.pin.modified.last_modified.timestamp_nanos_opt() != Some(0) => {
+                    Some(self.pin.modified.last_modified)
+                }
+                _ => None,
             },
             ..GetOptions::default()
         };
@@ -520,7 +526,7 @@ impl Object {
                 // The parent's client holds connections of a runtime whose
                 // threads are not in this process: leave it be.
                 std::mem::forget(c.take());
-                let client = connect(&self.server).map_err(|e| self.fail(e))?;
+                let client = shared_client(&self.server).map_err(|e| self.fail(e))?;
                 *c = Some((pid, client.clone()));
                 Ok(client)
             }
@@ -618,6 +624,31 @@ fn check_size(url: &str, len: u64) -> Result<()> {
     Ok(())
 }
 
+/// Whether objects with no version validator may be read (the
+/// `--trust-unversioned` flag).
+static TRUST_UNVERSIONED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Lets this process read objects whose server gives neither an ETag nor
+/// a Last-Modified: a change under a reader then goes unseen.
+pub fn trust_unversioned(yes: bool) {
+    TRUST_UNVERSIONED.store(yes, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Refuses an object that names no version (no ETag, no Last-Modified),
+/// as one replaced under a reader would give bytes of two versions,
+/// unless [`trust_unversioned`] was asked.
+fn check_versioned(url: &str, unversioned: bool) -> Result<()> {
+    if unversioned && !TRUST_UNVERSIONED.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(Error::Usage(format!(
+            "{url}: the server gives no ETag and no Last-Modified, so a change of the object under a reader would go unseen; pass --trust-unversioned to read it anyway"
+        )));
+    }
+    if unversioned {
+        log::warn!("{url}: no ETag and no Last-Modified: a change of the object would go unseen");
+    }
+    Ok(())
+}
+
 /// Splits a URL into its server and the object's key. An HTTP(S) URL's
 /// query (a presigned URL's signature) goes with the server, which sends
 /// it with every request.
@@ -642,6 +673,33 @@ fn parse(text: &str) -> Result<(Server, Key, Option<String>)> {
     Ok((server, key, url.query().map(str::to_string)))
 }
 
+/// The process's one client for `server`, made on first use: the files
+/// of a checkpoint (hundreds, maybe thousands) share it and its pool of
+/// connections, so one costs a few KiB until read, not a client's state.
+/// Made again in a forked child (see the module's note).
+fn shared_client(server: &Server) -> object_store::Result<Arc<dyn ObjectStore>> {
+    type Clients = Vec<(String, Arc<dyn ObjectStore>)>;
+    static CLIENTS: Mutex<Option<(u32, Clients)>> = Mutex::new(None);
+    let name = match server {
+        Server::Http(base) => format!("http {base}"),
+        Server::S3(bucket) => format!("s3 {bucket}"),
+    };
+    let pid = std::process::id();
+    let mut all = CLIENTS.lock().unwrap_or_else(|e| e.into_inner());
+    if all.as_ref().is_none_or(|(p, _)| *p != pid) {
+        // The parent's clients hold connections of a runtime whose threads
+        // are not in this process: leave them be.
+        std::mem::forget(all.replace((pid, Vec::new())));
+    }
+    let (_, clients) = all.as_mut().expect("set above");
+    if let Some((_, c)) = clients.iter().find(|(n, _)| *n == name) {
+        return Ok(c.clone());
+    }
+    let c = connect(server)?;
+    clients.push((name, c.clone()));
+    Ok(c)
+}
+
 /// A client for `server`, with ztfs's timeouts and retries.
 fn connect(server: &Server) -> object_store::Result<Arc<dyn ObjectStore>> {
     let options = ClientOptions::new()
@@ -659,6 +717,7 @@ fn connect(server: &Server) -> object_store::Result<Arc<dyn ObjectStore>> {
                 .with_url(base)
                 .with_client_options(options)
                 .with_retry(retry)
+                .with_http_connector(super::bounded::Connector)
                 .build()?,
         ),
         Server::S3(bucket) => {
@@ -684,6 +743,7 @@ fn connect(server: &Server) -> object_store::Result<Arc<dyn ObjectStore>> {
                 b.with_bucket_name(bucket)
                     .with_client_options(options)
                     .with_retry(retry)
+                    .with_http_connector(super::bounded::Connector)
                     .build()?,
             )
         }

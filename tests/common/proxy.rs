@@ -37,6 +37,13 @@ pub enum Fault {
     /// then close the connection: with a reset (RST) when `reset`, else
     /// in order (FIN), which leaves the client a short body.
     Cut { after: u64, reset: bool },
+    /// Answer with this status and a body of [`NOISE_LEN`] bytes of lines
+    /// full of terminal escapes (ANSI clear, OSC title), as a hostile
+    /// server might; the connection stays open.
+    Noisy(u16),
+    /// Pass on, with the answer's `ETag` and `Last-Modified` left out: a
+    /// server that gives no validator of an object's version.
+    Unversioned,
     /// Read the request and never answer it; the connection is closed at
     /// the next [`Proxy::set`] or when the proxy stops.
     Hang,
@@ -177,10 +184,17 @@ fn serve(shared: &Shared, client: TcpStream) -> io::Result<()> {
     while let Some(request) = read_head(&mut from_client)? {
         let fault = shared.take();
         match fault {
-            Fault::Pass | Fault::Cut { .. } => {}
+            Fault::Pass | Fault::Cut { .. } | Fault::Unversioned => {}
             Fault::Delay(d) => std::thread::sleep(d),
             Fault::Status(code) => {
                 to_client.write_all(&status_answer(code))?;
+                if closes(&request) {
+                    return Ok(());
+                }
+                continue;
+            }
+            Fault::Noisy(code) => {
+                to_client.write_all(&noisy_answer(code))?;
                 if closes(&request) {
                     return Ok(());
                 }
@@ -202,6 +216,10 @@ fn serve(shared: &Shared, client: TcpStream) -> io::Result<()> {
         let head = read_head(&mut from_server)?
             .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "no answer"))?;
         let len = body_len(&request, &head);
+        let head = match fault {
+            Fault::Unversioned => without_validators(&head),
+            _ => head,
+        };
         to_client.write_all(&head)?;
         let Fault::Cut { after, reset } = fault else {
             copy(&mut from_server, &mut to_client, len)?;
@@ -217,6 +235,19 @@ fn serve(shared: &Shared, client: TcpStream) -> io::Result<()> {
         return Ok(());
     }
     Ok(())
+}
+
+/// An answer head without its `ETag` and `Last-Modified` lines.
+fn without_validators(head: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(head);
+    let keep = |l: &&str| {
+        let l = l.to_ascii_lowercase();
+        !l.starts_with("etag:") && !l.starts_with("last-modified:")
+    };
+    text.split_inclusive('\n')
+        .filter(keep)
+        .collect::<String>()
+        .into_bytes()
 }
 
 /// A request or answer head, through its blank line; `None` at EOF before
@@ -289,6 +320,22 @@ fn status_answer(code: u16) -> Vec<u8> {
         body.len()
     )
     .into_bytes()
+}
+
+/// Bytes of a [`Fault::Noisy`] answer's body.
+pub const NOISE_LEN: usize = 8 << 20;
+
+/// A `code` answer whose body is [`NOISE_LEN`] bytes of escape-laden lines.
+fn noisy_answer(code: u16) -> Vec<u8> {
+    let line = b"\x1b[2J\x1b]0;pwned\x07ztfs: all good\r\n";
+    let body: Vec<u8> = line.iter().copied().cycle().take(NOISE_LEN).collect();
+    let mut out = format!(
+        "HTTP/1.1 {code} Error\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend(body);
+    out
 }
 
 /// Makes closing `s` send a reset (RST) rather than an orderly FIN.
