@@ -158,3 +158,43 @@ fn manifest_keeps_kv_types_and_order() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("split"));
 }
+
+/// A GGUF header of `tensors` tensors and `kv` KVs, then `rest`.
+fn gguf_head(tensors: u64, kv: u64, rest: &[u8]) -> Vec<u8> {
+    let mut b = b"GGUF".to_vec();
+    b.extend_from_slice(&3u32.to_le_bytes());
+    b.extend_from_slice(&tensors.to_le_bytes());
+    b.extend_from_slice(&kv.to_le_bytes());
+    b.extend_from_slice(rest);
+    b
+}
+
+#[test]
+fn a_sparse_1_tib_file_with_huge_counts_is_rejected_not_a_crash() {
+    // An array KV "a" of 2^36 strings: within 1 TiB at 8 bytes each.
+    let mut array = 1u64.to_le_bytes().to_vec();
+    array.extend_from_slice(b"a");
+    array.extend_from_slice(&9u32.to_le_bytes());
+    array.extend_from_slice(&8u32.to_le_bytes());
+    array.extend_from_slice(&(1u64 << 36).to_le_bytes());
+    let cases = [
+        ("kv count", gguf_head(0, 1 << 36, &[]), "GgufKv"),
+        ("tensor count", gguf_head(1 << 35, 0, &[]), "GgufTensorInfo"),
+        ("array count", gguf_head(0, 1, &array), "GgufCount"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (what, head, rule) in cases {
+        let path = dir.path().join("sparse.gguf");
+        fs::write(&path, &head).unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(1 << 40)
+            .unwrap();
+        let out = ztfs(&[Path::new("check"), &path]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: {err}");
+        assert!(err.contains(&format!("rejected ({rule})")), "{what}: {err}");
+    }
+}

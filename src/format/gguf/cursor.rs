@@ -111,14 +111,38 @@ impl<'a> Cursor<'a> {
     }
 
     /// A GGUF string: a u64 length and that many bytes of UTF-8, which
-    /// `what` names in the message when they are not UTF-8.
+    /// `what` names in the message when they are not UTF-8. A length over
+    /// ggml's [`super::MAX_STRING_LEN`] is refused before anything is read.
     pub fn string(&mut self, what: &str) -> Result<Box<str>> {
+        let (at, rule) = (self.pos, self.rule);
+        self.string_within(what, super::MAX_STRING_LEN)?
+            .map_err(|n| {
+                Error::reject(
+                    rule,
+                    format!(
+                        "{what} at offset {at} is {n} bytes, more than the {} that ggml reads",
+                        super::MAX_STRING_LEN
+                    ),
+                )
+            })
+    }
+
+    /// [`Cursor::string`] of at most `max` bytes: `Ok(Err(len))` for a
+    /// longer one, whose bytes are not read.
+    pub fn string_within(
+        &mut self,
+        what: &str,
+        max: u64,
+    ) -> Result<std::result::Result<Box<str>, u64>> {
         let at = self.pos;
         let n = self.u64()?;
+        if n > max {
+            return Ok(Err(n));
+        }
         let rule = self.rule;
         let bytes = self.take(n)?;
         match std::str::from_utf8(&bytes) {
-            Ok(s) => Ok(s.into()),
+            Ok(s) => Ok(Ok(s.into())),
             Err(e) => Err(Error::reject(
                 rule,
                 format!("{what} at offset {at} is not UTF-8 ({e})"),

@@ -246,7 +246,18 @@ fn read_array(c: &mut Cursor<'_>, key: &str, depth: usize) -> Result<Array> {
     let len = c.u64()?;
     // Every element takes at least min_len bytes: the count must be backed
     // by the bytes left before anything is reserved for it.
+    // ggml's bound first: past it the count is refused whatever the file.
     let need = len.checked_mul(elem.min_len());
+    if len > super::MAX_ARRAY_LEN {
+        return Err(Error::reject(
+            Rule::GgufCount,
+            format!(
+                "key {key:?}: array of {len} {} at offset {at} has more than the {} elements that ggml reads",
+                elem.name(),
+                super::MAX_ARRAY_LEN
+            ),
+        ));
+    }
     if need.is_none_or(|n| n > c.left()) {
         return Err(Error::reject(
             Rule::GgufCount,
@@ -258,9 +269,12 @@ fn read_array(c: &mut Cursor<'_>, key: &str, depth: usize) -> Result<Array> {
             ),
         ));
     }
+    // The bytes left may be a sparse file's or a server's claim: reserve
+    // little, grow as elements are read.
+    let cap = len.min(super::MAX_PREALLOC) as usize;
     let items = match elem {
         ValueType::String => {
-            let (mut text, mut ends) = (String::new(), Vec::with_capacity(len as usize));
+            let (mut text, mut ends) = (String::new(), Vec::with_capacity(cap));
             for _ in 0..len {
                 text.push_str(&c.string(&format!("a string of {key:?}"))?);
                 ends.push(text.len() as u64);
@@ -271,7 +285,7 @@ fn read_array(c: &mut Cursor<'_>, key: &str, depth: usize) -> Result<Array> {
             }
         }
         ValueType::Array => {
-            let mut arrays = Vec::with_capacity(len as usize);
+            let mut arrays = Vec::with_capacity(cap);
             for _ in 0..len {
                 arrays.push(read_array(c, key, depth + 1)?);
             }

@@ -75,6 +75,14 @@ pub const DEFAULT_ALIGNMENT: u64 = 32;
 pub const MIN_ALIGNMENT: u64 = 8;
 /// The key holding the alignment.
 pub const ALIGNMENT_KEY: &str = "general.alignment";
+/// Longest string (key or value), in bytes: ggml's `GGUF_MAX_STRING_LENGTH`.
+pub const MAX_STRING_LEN: u64 = 1 << 30;
+/// Most elements of one array: ggml's `GGUF_MAX_ARRAY_ELEMENTS`.
+pub const MAX_ARRAY_LEN: u64 = 1 << 30;
+/// Most entries reserved ahead of reading them: a count from the file is
+/// only a claim (a sparse file, a server's length), so vectors grow as
+/// entries are read past this.
+pub(crate) const MAX_PREALLOC: u64 = 4096;
 /// Fewest bytes of one KV pair: key length, a 1-byte key, type, a 1-byte value.
 const MIN_KV_LEN: u64 = 8 + 1 + 4 + 1;
 /// Fewest bytes of one tensor info: name length, a 1-byte name, dim
@@ -184,7 +192,7 @@ pub fn read_file_from(src: &dyn Ranges) -> Result<File> {
     check_count(tensor_count, MIN_INFO_LEN, "tensor infos", c.left())?;
     c.rule = Rule::GgufTensorInfo;
     c.what = "a tensor info";
-    let mut infos = Vec::with_capacity(tensor_count as usize);
+    let mut infos = Vec::with_capacity(tensor_count.min(MAX_PREALLOC) as usize);
     for _ in 0..tensor_count {
         infos.push(read_info(&mut c)?);
     }
@@ -240,8 +248,9 @@ fn check_count(n: u64, min_len: u64, what: &str, left: u64) -> Result<()> {
 }
 
 fn read_kvs(c: &mut Cursor<'_>, n: u64) -> Result<Vec<Kv>> {
-    let mut kv: Vec<Kv> = Vec::with_capacity(n as usize);
-    let mut seen = std::collections::HashSet::with_capacity(n as usize);
+    let cap = n.min(MAX_PREALLOC) as usize;
+    let mut kv: Vec<Kv> = Vec::with_capacity(cap);
+    let mut seen = std::collections::HashSet::with_capacity(cap);
     for i in 0..n {
         let at = c.pos();
         let key = c.string("a key")?;
@@ -304,7 +313,16 @@ fn info_error(name: &str, at: u64, detail: impl std::fmt::Display) -> Error {
 /// is checked by [`place`].
 fn read_info(c: &mut Cursor<'_>) -> Result<TensorInfo> {
     let at = c.pos();
-    let name = c.string("a tensor name")?;
+    // A name over the limit is refused before its bytes are read.
+    let name = c
+        .string_within("a tensor name", MAX_NAME_LEN)?
+        .map_err(|n| {
+            info_error(
+                "",
+                at,
+                format!("the name is {n} bytes, must be 1..={MAX_NAME_LEN} without U+0000"),
+            )
+        })?;
     if name.is_empty() || name.len() as u64 > MAX_NAME_LEN || name.contains('\0') {
         return Err(info_error(
             &name,
@@ -350,28 +368,27 @@ fn read_info(c: &mut Cursor<'_>) -> Result<TensorInfo> {
 /// Checks dimensions against ggml's limits (each and their product below
 /// 2^63, the row a whole number of blocks) and returns the byte size.
 fn check_dims(dims: &[u64], ty: GgmlType) -> std::result::Result<u64, String> {
-    if let Some(d) = dims.iter().find(|&&d| d > i64::MAX as u64) {
-        return Err(format!("dimension {d} is above 2^63 - 1"));
+    let max = i64::MAX as u64;
+    if let Some(d) = dims.iter().find(|&&d| d >= max) {
+        return Err(format!("dimension {d} is not below 2^63 - 1 ({max})"));
     }
     // ggml pads to 4 dims with 1s and, unless a dim is 0, refuses
-    // INT64_MAX / ne[j] <= ne[0] * .. * ne[j-1] for j in 1..4.
+    // INT64_MAX / ne[j] <= ne[0] * .. * ne[j-1] for j in 1..4. Here a 0
+    // counts as 1 instead, so the bound holds for a zero-size tensor too
+    // (numpy refuses such a zero-size shape as well).
     let mut ne = [1u64; MAX_DIMS as usize];
     ne[..dims.len()].copy_from_slice(dims);
-    let n = if ne.contains(&0) {
-        0
-    } else {
-        let max = i64::MAX as u64;
-        let mut acc = ne[0];
-        for &d in &ne[1..] {
-            if max / d <= acc {
-                return Err(format!(
-                    "dims {dims:?}: the element count is not below 2^63 - 1"
-                ));
-            }
-            acc *= d;
+    let mut acc = ne[0].max(1);
+    for &d in &ne[1..] {
+        let d = d.max(1);
+        if max / d <= acc {
+            return Err(format!(
+                "dims {dims:?}: the element count (a 0 counted as 1) is not below 2^63 - 1"
+            ));
         }
-        acc
-    };
+        acc *= d;
+    }
+    let n = if dims.contains(&0) { 0 } else { acc };
     let row = ne[0];
     if row % ty.block_elems != 0 {
         return Err(format!(

@@ -413,3 +413,136 @@ fn manifest_of_nested_array_kvs_is_within_a_constant_factor() {
     let bools: Vec<bool> = (0..64).map(|i| i % 2 == 1).collect();
     assert_eq!(value, &serde_json::json!(bools));
 }
+
+/// `head` followed by bytes not in hand: up to `size` they read as zeros
+/// (a sparse file) or, with `zeros` false, fail (a server that claimed a
+/// length it does not serve). Never in memory, so every read is a `get`.
+struct Claims {
+    head: Vec<u8>,
+    size: u64,
+    zeros: bool,
+}
+
+impl Ranges for Claims {
+    fn size(&self) -> u64 {
+        self.size
+    }
+    fn get(&self, offset: u64, len: u64) -> Result<std::borrow::Cow<'_, [u8]>> {
+        let end = offset.checked_add(len).filter(|&e| e <= self.size);
+        let end = end.ok_or_else(|| Error::Unsupported("past the claimed size".into()))?;
+        if !self.zeros && end > self.head.len() as u64 {
+            return Err(Error::Unsupported("past the bytes served".into()));
+        }
+        // The cursor asks for at most a piece at a time here.
+        let mut out = vec![0; len as usize];
+        let have = self
+            .head
+            .len()
+            .min(end as usize)
+            .saturating_sub(offset as usize);
+        if have > 0 {
+            out[..have].copy_from_slice(&self.head[offset as usize..offset as usize + have]);
+        }
+        Ok(out.into())
+    }
+}
+
+/// The three counts of the issue: a huge KV count, a huge tensor count,
+/// and a huge array of strings and of arrays, each within what the
+/// claimed size could hold.
+fn huge_counts() -> Vec<(&'static str, Vec<u8>)> {
+    let mut kv = Builder::new();
+    kv.kv_count = 1 << 36;
+    let mut tensors = Builder::new();
+    tensors.tensor_count = 1 << 35;
+    let array = |elem: u32| {
+        let mut v = u32v(elem);
+        v.extend_from_slice(&(1u64 << 36).to_le_bytes());
+        Builder::new().kv("a", 9, &v).bytes()
+    };
+    vec![
+        ("kv count", kv.bytes()),
+        ("tensor count", tensors.bytes()),
+        ("array of strings", array(8)),
+        ("array of arrays", array(9)),
+    ]
+}
+
+#[test]
+fn a_count_sizes_no_allocation_before_its_bytes_are_read() {
+    // By URL: the server claims 2^62 bytes and serves only the header.
+    for (what, head) in huge_counts() {
+        let src = Claims {
+            head,
+            size: 1 << 62,
+            zeros: false,
+        };
+        let got = std::panic::catch_unwind(|| read_file_from(&src).map(|_| ()));
+        assert!(matches!(got, Ok(Err(_))), "{what}: {got:?}");
+    }
+    // A sparse file: 1 TiB of zeros after the header.
+    for (what, head) in huge_counts() {
+        let src = Claims {
+            head,
+            size: 1 << 40,
+            zeros: true,
+        };
+        let e = read_file_from(&src).expect_err(what);
+        let want = match what {
+            "kv count" => Rule::GgufKv, // the first key, of zeros, is empty
+            "tensor count" => Rule::GgufTensorInfo, // so is the first name
+            _ => Rule::GgufCount,       // over ggml's 2^30 elements
+        };
+        assert_eq!(e.rule(), Some(want), "{what}: {e}");
+    }
+}
+
+#[test]
+fn strings_and_arrays_are_bounded_as_ggml_bounds_them() {
+    let zeros = |head: Vec<u8>| Claims {
+        head,
+        size: 1 << 40,
+        zeros: true,
+    };
+    // An array of 2^30 elements is within ggml's bound; 2^30 + 1 is not.
+    let array = |n: u64| {
+        let mut v = u32v(0);
+        v.extend_from_slice(&n.to_le_bytes());
+        Builder::new().kv("a", 9, &v).bytes()
+    };
+    let e = read_file_from(&zeros(array(MAX_ARRAY_LEN + 1))).unwrap_err();
+    assert_eq!(e.rule(), Some(Rule::GgufCount), "{e}");
+    // A string of 1 GiB + 1 is refused before it is read; a tensor name
+    // over 64 bytes too (of zeros it would be U+0000 otherwise).
+    let mut v = Vec::new();
+    v.extend_from_slice(&(MAX_STRING_LEN + 1).to_le_bytes());
+    let e = read_file_from(&zeros(Builder::new().kv("a", 8, &v).bytes())).unwrap_err();
+    assert_eq!(e.rule(), Some(Rule::GgufKv), "{e}");
+    assert!(e.to_string().contains("1073741825"), "{e}");
+    let mut head = Builder::new().bytes();
+    head[8..16].copy_from_slice(&1u64.to_le_bytes()); // one tensor
+    head.extend_from_slice(&(1u64 << 39).to_le_bytes());
+    let e = read_file_from(&zeros(head)).unwrap_err();
+    assert_eq!(e.rule(), Some(Rule::GgufTensorInfo), "{e}");
+    assert!(e.to_string().contains("549755813888"), "{e}");
+}
+
+#[test]
+fn a_dimension_is_below_2_63_minus_1_even_beside_a_zero() {
+    const M: u64 = i64::MAX as u64;
+    let read = |dims: &[u64]| {
+        let mut b = Builder::new().info("a", dims, 0, 0).bytes();
+        b.resize(b.len().next_multiple_of(32), 0);
+        read_file(&b).map(|_| ()).map_err(|e| e.rule())
+    };
+    assert_eq!(read(&[M - 1, 0]), Ok(()));
+    assert_eq!(read(&[M, 0]), Err(Some(Rule::GgufTensorInfo)));
+    assert_eq!(read(&[0, M]), Err(Some(Rule::GgufTensorInfo)));
+    assert_eq!(read(&[M, 0, 1]), Err(Some(Rule::GgufTensorInfo)));
+    // ggml's element-count bound, a 0 counted as 1: [2, M / 3] is below
+    // it, [2, M / 3 + 1] is not, with a 0 beside them or without.
+    assert_eq!(read(&[2, 0, M / 3]), Ok(()));
+    assert_eq!(read(&[2, 0, M / 3 + 1]), Err(Some(Rule::GgufTensorInfo)));
+    assert_eq!(read(&[2, M / 3 + 1]), Err(Some(Rule::GgufTensorInfo)));
+    assert_eq!(read(&[7, M / 7]), Err(Some(Rule::GgufTensorInfo)));
+}
