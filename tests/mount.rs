@@ -635,6 +635,39 @@ fn statfs_readonly() {
     assert_eq!(Path::new(&source), file, "source");
 }
 
+/// Every Python `open()` asks TCGETS (is it a terminal?): the answer is a
+/// regular file's, ENOTTY, and the daemon's log stays quiet (fuser's
+/// default logged each call).
+#[test]
+fn ioctl_is_enotty_and_not_logged() {
+    use std::os::fd::AsRawFd;
+    let m = Mount::new(&sample("tiny-llama.zt"), &[]);
+    for rel in ["manifest.json", "lm_head.weight/data"] {
+        let f = File::open(m.join(rel)).expect("open");
+        for _ in 0..3 {
+            let mut t = std::mem::MaybeUninit::<libc::termios>::uninit();
+            let r = unsafe { libc::ioctl(f.as_raw_fd(), libc::TCGETS, t.as_mut_ptr()) };
+            assert_eq!(r, -1, "{rel}: TCGETS succeeded");
+            assert_eq!(
+                io::Error::last_os_error().raw_os_error(),
+                Some(libc::ENOTTY)
+            );
+        }
+    }
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg("import sys; print(len(open(sys.argv[1], 'rb').read()))")
+        .arg(m.join("manifest.json"))
+        .output()
+        .expect("run python3");
+    assert!(out.status.success(), "{out:?}");
+    let log = m.log();
+    assert!(
+        !log.to_lowercase().contains("ioctl"),
+        "the log names ioctl:\n{log}"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // 9. The nested view
 
