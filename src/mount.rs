@@ -150,7 +150,7 @@ fn mounted_at(mnt: &Path) -> Option<(String, String)> {
 pub fn mount(args: MountArgs) -> Result<()> {
     let model = Model::open_with(&args.file, args.shards.clone())?.trust_shards(args.trust_shards);
     check_mountpoint(&args.mountpoint, args.nonempty)?;
-    prove_shards(&model);
+    prove_shards(&model, &args);
     let tree = Arc::new(Tree::build(model, args.options.clone())?);
     tree.check_encodings();
     // A pass over the whole manifest, done here rather than on the first
@@ -202,9 +202,9 @@ pub fn mount(args: MountArgs) -> Result<()> {
 /// Resolves every shard and proves it is the declared one (its whole-file
 /// digest, with progress on a terminal) before anything is mounted, so no
 /// byte of a wrong file is ever served and no FUSE request waits on a
-/// hash. A missing or wrong shard does not stop the mount: it is reported
-/// here and in the log, and its parts fail with EIO.
-fn prove_shards(model: &Model) {
+/// hash. A missing or wrong shard does not stop the mount: it is said on
+/// stderr, as `check` says it, and in the log, and its parts fail with EIO.
+fn prove_shards(model: &Model, args: &MountArgs) {
     use std::io::IsTerminal;
     let table = model.shard_table();
     let total = crate::report::total(table.iter().map(|s| s.size));
@@ -212,7 +212,12 @@ fn prove_shards(model: &Model) {
     for s in table {
         if let Err(e) = model.prove_shard(&s.name, &mut |n| progress.add(n)) {
             progress.clear();
-            log::warn!("{e}; its parts will fail with EIO");
+            let line = format!("{e}; its parts will fail with EIO");
+            // Without a log file the log is stderr already.
+            if args.log_file.is_some() {
+                eprintln!("ztfs: {}: warning: {line}", crate::store::shown(&args.file));
+            }
+            log::warn!("{line}");
         }
     }
     progress.clear();

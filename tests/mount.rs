@@ -1024,6 +1024,56 @@ fn invalid_file_refused() {
     );
 }
 
+/// A family whose shard is missing, wrong, or not a regular file still
+/// mounts (its parts fail with EIO), and `ztfs mount` says so on stderr,
+/// naming the shard and where it looked, before its success line, as
+/// `check` does; the log has it too.
+#[test]
+fn a_degraded_mount_says_so_on_the_terminal() {
+    let fam = corpus().join("families");
+    let dir = tempfile::tempdir().unwrap();
+    let make = |name: &str, shard: &dyn Fn(&Path)| {
+        let d = dir.path().join(name);
+        fs::create_dir(&d).unwrap();
+        fs::copy(fam.join("missing/model.zt"), d.join("model.zt")).unwrap();
+        shard(&d.join("model-00001.zt"));
+        d.join("model.zt")
+    };
+    let fifo = make("fifo", &|p| {
+        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+    });
+    let device = make("device", &|p| {
+        std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+    });
+    let cases = [
+        (fam.join("missing/model.zt"), "No such file"),
+        (fam.join("wrong-digest/model.zt"), "ShardIdentity"),
+        (fifo, "a FIFO"),
+        (device, "a character device"),
+    ];
+    for (root, why) in cases {
+        let m = Mount::unmounted();
+        let out = m.mount(&root, &[]);
+        let what = describe(&["mount".as_ref(), root.as_os_str()], &out);
+        assert!(out.status.success(), "{what}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let shard = root.with_file_name("model-00001.zt");
+        let line = err
+            .lines()
+            .find(|l| l.contains("warning"))
+            .unwrap_or_else(|| panic!("no warning: {what}"));
+        assert!(line.contains("shard \"00001\""), "{what}");
+        assert!(
+            line.contains(&*shard.to_string_lossy()),
+            "where it looked: {what}"
+        );
+        assert!(line.contains(why), "{why}: {what}");
+        assert!(m.log().contains("00001"), "the log: {}", m.log());
+        assert!(is_mounted(m.path()), "{what}");
+    }
+}
+
 // ---------------------------------------------------------------------------
 // 15. --verify
 
