@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result, Rule};
+use crate::format::sniff::{self, Format};
 use crate::format::{self, gguf, hurray, safetensors, Container, Footer, Manifest, Part, Shard};
 use crate::shards::{self, Found};
 use crate::store::Store;
@@ -77,24 +78,26 @@ impl Model {
     /// Opens `path`, resolving the named shards to the given files first.
     /// A local folder stands for the model file in it (see [`hf`]).
     pub fn open_with(path: &Path, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
-        let root = Store::open(&hf::resolve_dir(path)?)?;
+        let path = hf::resolve_dir(path)?;
+        let root = Store::open(&path)?;
         // Enough of the beginning to tell the format (and name a foreign one).
         let head = root.slice(0, root.len().min(64))?;
-        if head.starts_with(&hurray::FILE_MAGIC) {
-            return Model::open_hurray(root, overrides);
-        }
-        if head.starts_with(&gguf::MAGIC) {
-            return Model::open_gguf(root, overrides);
-        }
-        if safetensors::looks_like(&head) {
-            return Model::open_safetensors(root, overrides);
-        }
-        if safetensors::index::looks_like(&head) {
-            return Model::open_safetensors_index(root, overrides);
+        let name = match crate::store::url_query(&path) {
+            Some((base, _)) => base.to_string(),
+            None => path.to_string_lossy().into_owned(),
+        };
+        let name = name.rsplit('/').next().unwrap_or_default();
+        // Every arm returns but zTensor's, which goes on below.
+        match sniff::sniff(&head, name) {
+            Format::Hurray => return Model::open_hurray(root, overrides),
+            Format::Gguf => return Model::open_gguf(root, overrides),
+            Format::Safetensors => return Model::open_safetensors(root, overrides),
+            Format::SafetensorsIndex => return Model::open_safetensors_index(root, overrides),
+            Format::Zt => {}
         }
         let container = format::read_container_from(&root).map_err(|e| match e.rule() {
             Some(Rule::FileTooSmall | Rule::HeaderMagic | Rule::FooterMagic) => {
-                format::sniff_foreign(&head).map_or(e, Error::Foreign)
+                sniff::foreign(&head).map_or(e, Error::Foreign)
             }
             _ => e,
         })?;

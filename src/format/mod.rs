@@ -15,6 +15,7 @@ pub mod manifest;
 pub mod npy;
 pub mod profiles;
 pub mod safetensors;
+pub mod sniff;
 pub mod text;
 pub mod types;
 pub mod validate;
@@ -115,34 +116,6 @@ pub fn read_container_from(file: &dyn Ranges) -> Result<Container> {
     let manifest = Manifest::parse(&bytes)?;
     validate::check_manifest(&manifest, file.size(), &footer)?;
     Ok(Container::Model(manifest))
-}
-
-/// Says what a file that is not zTensor v2 looks like, when it is
-/// recognisable: `file` is its beginning (a few bytes are enough).
-pub fn sniff_foreign(file: &[u8]) -> Option<String> {
-    if file.starts_with(&MAGIC) {
-        return None;
-    }
-    let what = if file.starts_with(&hurray::MAGIC) {
-        return Some(
-            "this is a Hurray stream (a tensor descriptor and its data, no container); \
-             ztfs reads zTensor v2 (.zt) files, Hurray HRRYFILE containers, safetensors and GGUF files"
-                .to_string(),
-        );
-    } else if file.starts_with(b"ZTEN") {
-        "an older zTensor (v1) file"
-    } else if file.starts_with(b"PK\x03\x04") {
-        "a zip archive (a PyTorch checkpoint?)"
-    } else if file.starts_with(b"\x93NUMPY") {
-        "a NumPy .npy file"
-    } else if file.starts_with(b"\x89HDF\r\n\x1a\n") {
-        "an HDF5 file"
-    } else {
-        return None;
-    };
-    Some(format!(
-        "this is {what}, not zTensor; ztfs reads zTensor v2 (.zt) files, Hurray HRRYFILE containers, safetensors and GGUF files"
-    ))
 }
 
 /// Checks a name against §3.5: non-empty, at most 1024 bytes, no U+0000.

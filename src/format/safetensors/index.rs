@@ -54,17 +54,6 @@ pub struct Index {
     by_name: HashMap<String, usize>,
 }
 
-/// True when `head` (a file's first bytes) may be an index: its first byte
-/// other than JSON whitespace is `{`, and it holds no control character
-/// but JSON whitespace (JSON text has none outside escapes). A safetensors
-/// file begins with its 8-byte header length, whose high bytes are zero,
-/// so the two never meet.
-pub fn looks_like(head: &[u8]) -> bool {
-    let space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
-    let first = head.iter().find(|b| !space(b));
-    first == Some(&b'{') && head.iter().all(|b| *b >= 0x20 || space(b))
-}
-
 fn reject(rule: Rule, detail: impl Into<String>) -> Error {
     Error::reject(rule, detail)
 }

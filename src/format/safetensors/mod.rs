@@ -201,26 +201,6 @@ impl Header {
     }
 }
 
-/// True when `head` (a file's first bytes, at least 9 for a yes) looks like
-/// a safetensors file: a header length below 2^32 and a header whose first
-/// byte other than JSON whitespace is `{`. Loose on purpose: a file that
-/// passes is read as safetensors and refused under its rules, so a broken
-/// one is told what is wrong with it.
-pub fn looks_like(head: &[u8]) -> bool {
-    let Some(n) = head.get(..8) else {
-        return false;
-    };
-    if n[4..] != [0; 4] {
-        return false;
-    }
-    let first = head[8..].iter().find(|b| !is_json_space(**b));
-    first == Some(&b'{')
-}
-
-fn is_json_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
 fn reject(rule: Rule, detail: impl Into<String>) -> Error {
     Error::reject(rule, detail)
 }
@@ -269,6 +249,7 @@ pub fn header_text(file: &dyn Ranges) -> Result<String> {
 
 /// Parses the header text as JSON: `{` first, valid JSON, no repeated key.
 pub fn parse_json(text: &str) -> Result<Json> {
+    refuse_bom(text, "header", Rule::SafetensorsJson)?;
     if !text.starts_with('{') {
         let first = text.chars().next();
         return Err(reject(
@@ -287,6 +268,7 @@ pub fn parse_json(text: &str) -> Result<Json> {
 /// Parses `text` (the `what`: header or index) as JSON, refusing invalid
 /// JSON under `syntax` and a repeated key in one object under `repeated`.
 pub(super) fn json_of(text: &str, what: &str, syntax: Rule, repeated: Rule) -> Result<Json> {
+    refuse_bom(text, what, syntax)?;
     let json = Json::parse(text)
         .map_err(|e| reject(syntax, format!("the {what} is not valid JSON: {e}")))?;
     if let Some(k) = json.repeated_key() {
@@ -299,6 +281,18 @@ pub(super) fn json_of(text: &str, what: &str, syntax: Rule, repeated: Rule) -> R
         ));
     }
     Ok(json)
+}
+
+/// A byte order mark is not JSON (RFC 8259 §8.1): the `safetensors` crate
+/// (serde_json) and Python's `json.load` refuse one, so ztfs does too.
+fn refuse_bom(text: &str, what: &str, syntax: Rule) -> Result<()> {
+    if text.starts_with('\u{feff}') {
+        return Err(reject(
+            syntax,
+            format!("the {what} begins with a UTF-8 byte order mark, which JSON text must not"),
+        ));
+    }
+    Ok(())
 }
 
 /// Validates a whole file held in memory.

@@ -182,16 +182,6 @@ fn a_tensor_unlisted_or_mapped_to_another_file() {
 }
 
 #[test]
-fn an_index_is_told_from_a_safetensors_file_by_its_first_bytes() {
-    assert!(looks_like(b" \n{\"weight_map\""));
-    assert!(!looks_like(&st_file(&["a"])));
-    // A length whose first byte is '{' but whose high bytes are not zero.
-    assert!(!looks_like(b"{\0\0\0\x01\0\0\0{}"));
-    assert!(!looks_like(b"[]"));
-    assert!(!super::super::looks_like(b"{\"weight_map\": {}}"));
-}
-
-#[test]
 fn manifest_is_the_index_in_document_order() {
     let m = manifest(TWO).unwrap();
     let keys: Vec<usize> = [

@@ -1,0 +1,117 @@
+//! Which reader opens a file: one table of magics and name patterns, and
+//! the near-miss rule, in one place.
+//!
+//! A file goes to the reader of the format it plainly is, and is then
+//! accepted or refused by that format's rules, so a broken safetensors file
+//! is told what is wrong with it as safetensors, not as zTensor. In order:
+//!
+//! 1. a format's magic, exactly;
+//! 2. a near miss of a magic (one byte off: `HRRYFILX`, `GGUG`), which is
+//!    that format's file with a broken magic, refused by its magic rule;
+//! 3. a foreign magic (a Hurray stream, `.npy`, zip, HDF5, zTensor v1):
+//!    zTensor's reader, whose refusal [`foreign`] turns into what the file
+//!    is;
+//! 4. the shape of an index (`{` after JSON whitespace or a byte order
+//!    mark, no control bytes) or of a safetensors file (8 bytes of header
+//!    length, then the same), whatever the length says: a length of 2^32
+//!    or more, a BOM or a file too short for zTensor is refused by
+//!    safetensors' rules;
+//! 5. a name pattern (`.safetensors`, `.gguf`, `.hrry`, `.index.json`), for
+//!    a file too short or too broken to show its shape;
+//! 6. else zTensor.
+
+use super::{gguf, hurray};
+
+/// The reader a file goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Zt,
+    Hurray,
+    Gguf,
+    Safetensors,
+    SafetensorsIndex,
+}
+
+/// Each format with a magic, and the magic.
+const MAGICS: [(Format, &[u8]); 3] = [
+    (Format::Zt, &super::MAGIC),
+    (Format::Hurray, &hurray::FILE_MAGIC),
+    (Format::Gguf, &gguf::MAGIC),
+];
+
+/// Magics of formats ztfs does not read, and what to call such a file.
+const FOREIGN: [(&[u8], &str); 5] = [
+    (
+        &hurray::MAGIC,
+        "a Hurray stream (a tensor descriptor and its data, no container)",
+    ),
+    (b"ZTEN", "an older zTensor (v1) file"),
+    (b"PK\x03\x04", "a zip archive (a PyTorch checkpoint?)"),
+    (super::npy::MAGIC, "a NumPy .npy file"),
+    (b"\x89HDF\r\n\x1a\n", "an HDF5 file"),
+];
+
+/// File name endings, for files that show no magic or shape. The index's
+/// comes before safetensors' (`model.safetensors.index.json`).
+const NAMES: [(&str, Format); 5] = [
+    (".index.json", Format::SafetensorsIndex),
+    (".safetensors", Format::Safetensors),
+    (".gguf", Format::Gguf),
+    (".hrry", Format::Hurray),
+    (".zt", Format::Zt),
+];
+
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// The reader for a file whose first bytes are `head` (64 are enough) and
+/// whose name (the last path component, a URL's without its query) is
+/// `name`.
+pub fn sniff(head: &[u8], name: &str) -> Format {
+    if let Some(&(f, _)) = MAGICS.iter().find(|(_, m)| head.starts_with(m)) {
+        return f;
+    }
+    let near = |m: &[u8]| {
+        head.get(..m.len())
+            .is_some_and(|h| h.iter().zip(m).filter(|(a, b)| a != b).count() == 1)
+    };
+    if let Some(&(f, _)) = MAGICS.iter().find(|(_, m)| near(m)) {
+        return f;
+    }
+    if FOREIGN.iter().any(|(m, _)| head.starts_with(m)) {
+        return Format::Zt;
+    }
+    // An index first: its first 8 bytes are text, a header length's are
+    // not (below 2^56 its last byte is 0).
+    if opens_json(head) && head.iter().all(|b| *b >= 0x20 || is_json_space(*b)) {
+        return Format::SafetensorsIndex;
+    }
+    if head.len() > 8 && opens_json(&head[8..]) {
+        return Format::Safetensors;
+    }
+    let by_name = NAMES.iter().find(|(end, _)| name.ends_with(end));
+    by_name.map_or(Format::Zt, |&(_, f)| f)
+}
+
+/// Says what a file of a format ztfs does not read is, from its first
+/// bytes `head`, when it is recognisable.
+pub fn foreign(head: &[u8]) -> Option<String> {
+    let (_, what) = FOREIGN.iter().find(|(m, _)| head.starts_with(m))?;
+    Some(format!(
+        "this is {what}; ztfs reads zTensor v2 (.zt) files, \
+         Hurray HRRYFILE containers, safetensors and GGUF files"
+    ))
+}
+
+/// True when `text` begins, after an optional byte order mark and JSON
+/// whitespace, with `{`.
+fn opens_json(text: &[u8]) -> bool {
+    let text = text.strip_prefix(BOM).unwrap_or(text);
+    text.iter().find(|b| !is_json_space(**b)) == Some(&b'{')
+}
+
+fn is_json_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+#[cfg(test)]
+mod tests;
