@@ -142,10 +142,13 @@ pub struct Object {
     /// `dense` or a profile id (shared between objects).
     pub layout: Text,
     /// The attributes map as deterministic CBOR, if present.
-    pub attributes: Option<Vec<u8>>,
+    pub attributes: Option<Box<[u8]>>,
     /// Parts in manifest order.
-    pub parts: Vec<Part>,
+    pub parts: Parts,
 }
+
+/// An object's parts: inline when there is one, as for nearly every object.
+pub type Parts = smallvec::SmallVec<[Part; 1]>;
 
 impl Object {
     /// Element count: the product of the shape, `None` on overflow.
@@ -350,8 +353,9 @@ fn parse_object(k: &Value<'_>, v: &Value<'_>, texts: &mut Texts) -> Result<Objec
         name: name.into(),
         shape,
         layout,
-        attributes,
-        parts,
+        attributes: attributes.map(Vec::into_boxed_slice),
+        // Built at its exact length, so one part moves inline.
+        parts: parts.into(),
     })
 }
 

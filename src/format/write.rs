@@ -174,8 +174,8 @@ mod tests {
                 name: "b".into(),
                 shape: texts.shape(&[3]),
                 layout: texts.get("dense"),
-                attributes: Some(attrs.clone()),
-                parts: vec![part],
+                attributes: Some(attrs.clone().into()),
+                parts: smallvec::smallvec![part],
             }],
             shards: Some(vec![Shard {
                 name: "00001".into(),

@@ -72,7 +72,7 @@ pub fn objects(file: &File) -> Result<Objects> {
             shape: texts.shape(&d.shape),
             layout: dense.clone(),
             attributes: None,
-            parts: vec![Part::raw(data.clone(), ty, offset, length)],
+            parts: smallvec::smallvec![Part::raw(data.clone(), ty, offset, length)],
         });
     }
     Ok(out)

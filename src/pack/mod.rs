@@ -172,7 +172,7 @@ pub fn pack(
             parts.push(w.part(part, &mut texts));
         }
         objects.push(Object {
-            parts,
+            parts: parts.into(),
             ..object.clone()
         });
         summary.objects += 1;

@@ -82,7 +82,12 @@ impl Source {
                 shape: texts.shape(&h.shape),
                 layout: texts.get("dense"),
                 attributes: None,
-                parts: vec![Part::raw(texts.get("data"), ty, h.data_offset, h.data_len)],
+                parts: smallvec::smallvec![Part::raw(
+                    texts.get("data"),
+                    ty,
+                    h.data_offset,
+                    h.data_len
+                )],
             };
             files.push((object, store));
         }

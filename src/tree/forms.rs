@@ -303,7 +303,7 @@ mod tests {
             shape: Arc::from(shape),
             layout: crate::format::Text::from("dense"),
             attributes: None,
-            parts: Vec::new(),
+            parts: Default::default(),
         }
     }
 

@@ -59,8 +59,8 @@ fn object(t: &TensorInfo, texts: &mut Texts, data: &crate::format::Text) -> Obje
         name: t.name.clone(),
         shape: texts.shape(&t.shape()),
         layout,
-        attributes,
-        parts: vec![Part::raw(
+        attributes: attributes.map(Vec::into_boxed_slice),
+        parts: smallvec::smallvec![Part::raw(
             data.clone(),
             ElementType {
                 dtype,

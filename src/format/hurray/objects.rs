@@ -134,7 +134,7 @@ pub fn objects(file: &File) -> Vec<Object> {
                 shape: texts.shape(&d.shape),
                 layout,
                 attributes: None,
-                parts,
+                parts: parts.into(),
             }
         })
         .collect()

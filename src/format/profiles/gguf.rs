@@ -234,7 +234,7 @@ mod tests {
         assert_eq!(rule_of(check_metadata(&o)), Some(Rule::LayoutRule));
         o.parts[0] = part("blocks", "u8", 18);
         assert_eq!(rule_of(check_metadata(&o)), Some(Rule::LayoutRule));
-        o.parts = vec![part("data", "u8", 18), part("extra", "u8", 0)];
+        o.parts = smallvec::smallvec![part("data", "u8", 18), part("extra", "u8", 0)];
         assert_eq!(rule_of(check_metadata(&o)), Some(Rule::LayoutRule));
     }
 
@@ -243,12 +243,15 @@ mod tests {
         let mut o = q4_0(&[32], 18, 32, 18);
         o.attributes = None;
         assert_eq!(rule_of(check_metadata(&o)), Some(Rule::LayoutRule));
-        o.attributes = Some(attrs(&[("elems_per_block", Value::Uint(32))]));
+        o.attributes = Some(attrs(&[("elems_per_block", Value::Uint(32))]).into());
         assert_eq!(rule_of(check_metadata(&o)), Some(Rule::LayoutRule));
-        o.attributes = Some(attrs(&[
-            ("elems_per_block", Value::Text("32")),
-            ("block_bytes", Value::Uint(18)),
-        ]));
+        o.attributes = Some(
+            attrs(&[
+                ("elems_per_block", Value::Text("32")),
+                ("block_bytes", Value::Uint(18)),
+            ])
+            .into(),
+        );
         assert_eq!(rule_of(check_metadata(&o)), Some(Rule::LayoutRule));
     }
 

@@ -417,8 +417,8 @@ pub(crate) mod testing {
             name: "t".into(),
             shape: shape.into(),
             layout: layout.into(),
-            attributes: attrs,
-            parts,
+            attributes: attrs.map(Vec::into_boxed_slice),
+            parts: parts.into(),
         }
     }
 

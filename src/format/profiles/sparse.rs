@@ -288,7 +288,7 @@ mod tests {
         assert_eq!(rule_of(check_metadata(&o)), Some(Rule::LayoutRule));
         let o = coo(&[4], ("f32", 4), ("u32", 4));
         let o = Object {
-            parts: vec![o.parts[0].clone()],
+            parts: smallvec::smallvec![o.parts[0].clone()],
             ..o
         };
         assert_eq!(rule_of(check_metadata(&o)), Some(Rule::LayoutRule));
@@ -298,7 +298,7 @@ mod tests {
     fn sparse_ignores_attributes() {
         let a = attrs(&[("sorted", crate::format::cbor::Value::Bool(true))]);
         let mut o = coo(&[4], ("f32", 4), ("u32", 4));
-        o.attributes = Some(a);
+        o.attributes = Some(a.into());
         assert!(check_metadata(&o).is_ok());
     }
 }

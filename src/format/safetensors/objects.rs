@@ -62,7 +62,7 @@ pub fn objects(header: &Header) -> Vec<Object> {
                 shape: texts.shape(&t.shape),
                 layout: dense.clone(),
                 attributes: None,
-                parts: vec![Part::raw(
+                parts: smallvec::smallvec![Part::raw(
                     data.clone(),
                     ElementType {
                         dtype,
