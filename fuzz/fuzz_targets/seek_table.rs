@@ -54,12 +54,12 @@ fn entries_sum(b: &[u8]) -> Option<(u64, u64)> {
 
 fn check_tiling(t: &SeekTable, table_start: u64, total: u64) {
     let (mut stored, mut decoded) = (0, 0);
-    for (i, f) in t.frames.iter().enumerate() {
+    for (i, f) in t.frames().enumerate() {
         assert_eq!((f.stored_offset, f.decoded_offset), (stored, decoded));
         assert!(f.decoded_len <= MAX_FRAME_LEN);
-        if i > 0 && i + 1 < t.frames.len() {
+        if i > 0 && i + 1 < t.len() {
             assert_eq!(
-                f.decoded_len, t.frames[0].decoded_len,
+                f.decoded_len, t.frame(0).decoded_len,
                 "middle frames match frame 0"
             );
         }
@@ -79,7 +79,7 @@ fn check_frame_at(t: &SeekTable, total: u64, input: &[u8]) {
         .take(4)
         .map(|c| c.iter().fold(0u64, |a, &b| a << 8 | u64::from(b)));
     for pos in [0, total - 1].into_iter().chain(picked.map(|p| p % total)) {
-        let f = t.frames[t.frame_at(pos)];
+        let f = t.frame(t.frame_at(pos));
         assert!(
             f.decoded_offset <= pos && pos < f.decoded_offset + f.decoded_len,
             "frame_at({pos}) gave {f:?}"
@@ -90,7 +90,7 @@ fn check_frame_at(t: &SeekTable, total: u64, input: &[u8]) {
 fn check_decoding(t: &SeekTable, stored: &[u8]) {
     let mut budget = MAX_DECODED;
     let mut reused = Vec::new();
-    for (i, f) in t.frames.iter().enumerate() {
+    for (i, f) in t.frames().enumerate() {
         if f.decoded_len > budget {
             continue;
         }

@@ -69,8 +69,9 @@ impl Encoding {
                 (0..n.div_ceil(step))
                     .try_for_each(|i| sink(&stored.get(i * step, step.min(n - i * step))?))
             }
-            Encoding::ZstdSeekable(t) => (0..t.frames.len())
-                .try_for_each(|i| sink(&t.decode_frame_from(stored, i, Vec::new())?)),
+            Encoding::ZstdSeekable(t) => {
+                (0..t.len()).try_for_each(|i| sink(&t.decode_frame_from(stored, i, Vec::new())?))
+            }
         }
     }
 }

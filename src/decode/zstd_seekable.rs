@@ -41,11 +41,20 @@ pub struct Frame {
     pub checksum: Option<u32>,
 }
 
-/// A validated seek table.
+/// A validated seek table, kept in at most the bytes of its entries (a
+/// part's table is read from the file, so its size is the file's claim):
+/// where each frame starts, and the two decoded sizes (every frame's but
+/// the last, which are equal, and the last's); checksums when it has them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeekTable {
-    /// Frames in order.
-    pub frames: Vec<Frame>,
+    /// Stored offset of each frame, and the table's start after the last.
+    starts: Vec<u64>,
+    /// Decoded size of every frame but the last.
+    first_len: u64,
+    /// Decoded size of the last frame.
+    last_len: u64,
+    /// Per frame, when the table has the column.
+    checksums: Option<Vec<u32>>,
 }
 
 fn bad(detail: String) -> Error {
@@ -103,7 +112,13 @@ impl SeekTable {
                 "seek table of {count} frames has a bad skippable header at {table_start}"
             )));
         }
-        let mut frames = Vec::with_capacity(count as usize); // bounded by n / 8
+        let ahead = crate::format::reserve_ahead(count);
+        let mut t = SeekTable {
+            starts: Vec::with_capacity(ahead + 1),
+            first_len: 0,
+            last_len: 0,
+            checksums: (entry_len == 12).then(|| Vec::with_capacity(ahead)),
+        };
         let (mut c, mut d) = (0u64, 0u64);
         for i in 0..count {
             let at = 8 + i * entry_len;
@@ -111,28 +126,28 @@ impl SeekTable {
                 u64::from(u32_at(&table, at)),
                 u64::from(u32_at(&table, at + 4)),
             );
-            let checksum = (entry_len == 12).then(|| u32_at(&table, at + 8));
+            if let Some(sums) = &mut t.checksums {
+                sums.push(u32_at(&table, at + 8));
+            }
             if ds > MAX_FRAME_LEN {
                 return Err(bad(format!(
                     "frame {i} decodes to {ds} bytes, above {MAX_FRAME_LEN}"
                 )));
             }
-            if i + 1 < count && i > 0 && ds != frames.first().map_or(ds, |f: &Frame| f.decoded_len)
-            {
+            if i == 0 {
+                t.first_len = ds;
+            }
+            if i + 1 < count && i > 0 && ds != t.first_len {
                 return Err(bad(format!(
                     "frame {i} decodes to {ds} bytes; all frames but the last must match frame 0"
                 )));
             }
-            frames.push(Frame {
-                stored_offset: c,
-                stored_len: cs,
-                decoded_offset: d,
-                decoded_len: ds,
-                checksum,
-            });
+            t.starts.push(c);
+            t.last_len = ds;
             c += cs;
             d += ds;
         }
+        t.starts.push(c);
         if c != table_start {
             return Err(bad(format!(
                 "frames hold {c} stored bytes, the space before the seek table is {table_start}"
@@ -143,7 +158,34 @@ impl SeekTable {
                 "frames decode to {d} bytes, decoded_length is {decoded_length}"
             )));
         }
-        Ok(SeekTable { frames })
+        Ok(t)
+    }
+
+    /// The number of frames.
+    pub fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// True when the stream has no frame.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The frames in order.
+    pub fn frames(&self) -> impl Iterator<Item = Frame> + '_ {
+        (0..self.len()).map(|i| self.frame(i))
+    }
+
+    /// Frame `i` (below [`SeekTable::len`]).
+    pub fn frame(&self, i: usize) -> Frame {
+        let last = i + 1 == self.len();
+        Frame {
+            stored_offset: self.starts[i],
+            stored_len: self.starts[i + 1] - self.starts[i],
+            decoded_offset: i as u64 * self.first_len,
+            decoded_len: if last { self.last_len } else { self.first_len },
+            checksum: self.checksums.as_ref().map(|c| c[i]),
+        }
     }
 
     /// Decodes frame `i` of `stored` into exactly its declared size,
@@ -166,7 +208,7 @@ impl SeekTable {
         i: usize,
         mut out: Vec<u8>,
     ) -> Result<Vec<u8>> {
-        let f = self.frames[i];
+        let f = self.frame(i);
         let src = stored.get(f.stored_offset, f.stored_len)?;
         let src = &src[..];
         let fail = |why: String| bad(format!("frame {i}: {why}"));
@@ -227,9 +269,9 @@ impl SeekTable {
     /// size of frame 0, and the last may be larger or smaller, so the index
     /// is clamped (notes §4 item 2).
     pub fn frame_at(&self, pos: u64) -> usize {
-        let n = self.frames.len();
-        match self.frames.first() {
-            Some(f) if f.decoded_len > 0 => ((pos / f.decoded_len) as usize).min(n - 1),
+        let n = self.len();
+        match self.first_len {
+            f if f > 0 && n > 0 => ((pos / f) as usize).min(n - 1),
             _ => n.saturating_sub(1),
         }
     }
@@ -240,7 +282,7 @@ impl SeekTable {
         stored: &[u8],
         sink: &mut dyn FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
-        for i in 0..self.frames.len() {
+        for i in 0..self.len() {
             sink(&self.decode_frame(stored, i)?)?;
         }
         Ok(())
@@ -260,7 +302,7 @@ mod tests {
         let stored =
             include_bytes!("../../fuzz/corpus/seek_table/reused-buffer-decodes-differently");
         let t = SeekTable::parse(stored, 10_000).unwrap();
-        for i in 0..t.frames.len() {
+        for i in 0..t.len() {
             let fresh = t.decode_frame(stored, i).map_err(|e| e.to_string());
             for cap in [0, 1808, 1809, 4096, 1 << 16] {
                 let reused = t

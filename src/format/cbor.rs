@@ -35,13 +35,6 @@ use crate::error::{Error, Result, Rule};
 /// Deepest item allowed, counted from the root item at depth 0 (§3.1).
 pub const MAX_DEPTH: usize = 32;
 
-/// Most elements reserved up front for one array or map, in elements.
-///
-/// A count already checked against the remaining input still allows one
-/// element slot (32 bytes) per input byte at each of 32 levels; past this
-/// cap a container grows as its items actually arrive.
-const MAX_PREALLOC_ITEMS: usize = 4096;
-
 /// The only NaN deterministic encoding allows, as f16 bits (`f9 7e00`).
 const CANONICAL_NAN_F16: u16 = 0x7e00;
 
@@ -433,7 +426,7 @@ impl<'a> Decoder<'a> {
 
     fn array(&mut self, count: u64, start: usize, depth: usize) -> Result<Value<'a>> {
         let n = self.count(count, 1, ("array", "items"), start)?;
-        let mut items = Vec::with_capacity(n.min(MAX_PREALLOC_ITEMS));
+        let mut items = Vec::with_capacity(super::reserve_ahead(n as u64));
         for _ in 0..n {
             items.push(self.item(depth + 1)?);
         }
@@ -443,7 +436,7 @@ impl<'a> Decoder<'a> {
     fn map(&mut self, count: u64, start: usize, depth: usize) -> Result<Value<'a>> {
         let n = self.count(count, 2, ("map", "entries"), start)?;
         let mut entries: Vec<(Value<'a>, Value<'a>)> =
-            Vec::with_capacity(n.min(MAX_PREALLOC_ITEMS));
+            Vec::with_capacity(super::reserve_ahead(n as u64));
         self.map_entries(n, depth, &mut |d, _| d.item(depth + 1), &mut |k, v| {
             entries.push((k, v));
             Ok(())
@@ -506,7 +499,7 @@ impl<'a> Decoder<'a> {
         }
         let n = self.map_head()?;
         let mut entries: Vec<(Value<'a>, Value<'a>)> =
-            Vec::with_capacity(n.min(MAX_PREALLOC_ITEMS));
+            Vec::with_capacity(super::reserve_ahead(n as u64));
         let mut streamed = false;
         let mut value = |d: &mut Self, key: &Value<'a>| {
             if key.as_text() == Some(stream_key) && d.at_definite_map() {

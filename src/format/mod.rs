@@ -118,6 +118,18 @@ pub fn read_container_from(file: &dyn Ranges) -> Result<Container> {
     Ok(Container::Model(manifest))
 }
 
+/// Most entries reserved ahead for a count read from a file or a server;
+/// past it a vector grows as its entries are read. A count checked against
+/// the bytes left is still only a claim: a sparse file or a remote object
+/// has terabytes of "bytes left" it never stores, so memory must follow
+/// what is read, never what is claimed (tests/claims.rs).
+pub const MAX_RESERVE_AHEAD: u64 = 4096;
+
+/// What to reserve for `count` entries claimed by a file or a server.
+pub fn reserve_ahead(count: u64) -> usize {
+    count.min(MAX_RESERVE_AHEAD) as usize
+}
+
 /// Checks a name against §3.5: non-empty, at most 1024 bytes, no U+0000.
 /// `what` says which kind of name it is, for the message.
 pub fn check_name(name: &str, what: &str) -> Result<()> {

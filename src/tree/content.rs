@@ -351,7 +351,7 @@ impl Tree {
         let mut pos = r.start as u64;
         while pos < r.end as u64 {
             let i = table.frame_at(pos);
-            let f = table.frames[i];
+            let f = table.frame(i);
             let frame = self
                 .frames
                 .get_or_decode((key, i as u32), |buf| {
@@ -449,7 +449,7 @@ impl Tree {
         };
         let (o, p) = self.part(object, part);
         let rules = ContentCheck::new(o, p);
-        if next < table.frames.len() {
+        if next < table.len() {
             self.frames.prefetch((key, next as u32), |buf| {
                 decode_checked(self, p, &rules, table, &blob, next, buf)
             });
@@ -752,7 +752,7 @@ fn decode_checked(
     tree.live_blob(p)?;
     let frame = Tree::map_read(|| table.decode_frame_from(stored, i, buf))?;
     if rules.applies() {
-        rules.check_range(table.frames[i].decoded_offset, &frame)?;
+        rules.check_range(table.frame(i).decoded_offset, &frame)?;
     }
     Ok(frame)
 }

@@ -269,9 +269,7 @@ fn read_array(c: &mut Cursor<'_>, key: &str, depth: usize) -> Result<Array> {
             ),
         ));
     }
-    // The bytes left may be a sparse file's or a server's claim: reserve
-    // little, grow as elements are read.
-    let cap = len.min(super::MAX_PREALLOC) as usize;
+    let cap = crate::format::reserve_ahead(len);
     let items = match elem {
         ValueType::String => {
             let (mut text, mut ends) = (String::new(), Vec::with_capacity(cap));

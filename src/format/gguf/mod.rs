@@ -79,10 +79,6 @@ pub const ALIGNMENT_KEY: &str = "general.alignment";
 pub const MAX_STRING_LEN: u64 = 1 << 30;
 /// Most elements of one array: ggml's `GGUF_MAX_ARRAY_ELEMENTS`.
 pub const MAX_ARRAY_LEN: u64 = 1 << 30;
-/// Most entries reserved ahead of reading them: a count from the file is
-/// only a claim (a sparse file, a server's length), so vectors grow as
-/// entries are read past this.
-pub(crate) const MAX_PREALLOC: u64 = 4096;
 /// Fewest bytes of one KV pair: key length, a 1-byte key, type, a 1-byte value.
 const MIN_KV_LEN: u64 = 8 + 1 + 4 + 1;
 /// Fewest bytes of one tensor info: name length, a 1-byte name, dim
@@ -192,7 +188,7 @@ pub fn read_file_from(src: &dyn Ranges) -> Result<File> {
     check_count(tensor_count, MIN_INFO_LEN, "tensor infos", c.left())?;
     c.rule = Rule::GgufTensorInfo;
     c.what = "a tensor info";
-    let mut infos = Vec::with_capacity(tensor_count.min(MAX_PREALLOC) as usize);
+    let mut infos = Vec::with_capacity(crate::format::reserve_ahead(tensor_count));
     for _ in 0..tensor_count {
         infos.push(read_info(&mut c)?);
     }
@@ -248,7 +244,7 @@ fn check_count(n: u64, min_len: u64, what: &str, left: u64) -> Result<()> {
 }
 
 fn read_kvs(c: &mut Cursor<'_>, n: u64) -> Result<Vec<Kv>> {
-    let cap = n.min(MAX_PREALLOC) as usize;
+    let cap = crate::format::reserve_ahead(n);
     let mut kv: Vec<Kv> = Vec::with_capacity(cap);
     let mut seen = std::collections::HashSet::with_capacity(cap);
     for i in 0..n {

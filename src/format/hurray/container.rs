@@ -12,8 +12,6 @@ pub const HAS_KV_METADATA: u32 = 1;
 pub const SORTED_INDEX: u32 = 2;
 /// File flag bit 2.
 pub const HAS_INDEX_CRC32C: u32 = 4;
-/// Smallest index entry: a one-byte name and the fixed fields.
-pub const MIN_INDEX_ENTRY_LEN: u64 = 2 + 1 + 8 + 4 + 8 + 8 + 4;
 const MIN_ALIGNMENT: u32 = 4096;
 const MAX_ALIGNMENT: u32 = 2 * 1024 * 1024;
 
@@ -183,10 +181,9 @@ pub(crate) struct Entry<'a> {
 pub(crate) fn parse_index<'a>(index: &'a [u8], offset: u64, flags: u32) -> Result<Vec<Entry<'a>>> {
     let mut c = Cursor::new(index, offset, Rule::HurrayIndex);
     let count = c.u64("index_entry_count")?;
-    // Reserve no more than the bytes can hold; a count beyond that runs
-    // out of bytes below (each entry reads at least 34 of them).
-    let mut entries =
-        Vec::with_capacity(count.min(c.remaining() as u64 / MIN_INDEX_ENTRY_LEN) as usize);
+    // A count beyond the bytes runs out of them below (each entry reads at
+    // least 34); what is reserved follows what is read.
+    let mut entries = Vec::with_capacity(crate::format::reserve_ahead(count));
     for i in 0..count {
         let at = c.offset();
         let n = c.u16("name_length")?;

@@ -12,16 +12,13 @@ use super::{Header, KvEntry, KvValue, Trailer, TRAILER_LEN};
 use crate::error::{Error, Result, Rule};
 use crate::format::Ranges;
 
-/// Smallest entry: key length, a one-byte key, tag, a one-byte bool.
-const MIN_ENTRY_LEN: usize = 2 + 1 + 1 + 1;
-
 /// Parses the section's exact bytes, which start at absolute `offset`.
 pub(crate) fn parse_kv(section: &[u8], offset: u64) -> Result<Vec<KvEntry>> {
     let mut c = Cursor::new(section, offset, Rule::HurrayKv);
     let count = c.u32("kv_count")?;
-    // Reserve no more than the bytes can hold; a larger count runs out of
-    // bytes below (every entry reads at least four).
-    let cap = (count as usize).min(c.remaining() / MIN_ENTRY_LEN);
+    // A larger count runs out of bytes below (every entry reads at least
+    // four); what is reserved follows what is read.
+    let cap = crate::format::reserve_ahead(u64::from(count));
     let mut entries = Vec::with_capacity(cap);
     let mut seen = HashSet::with_capacity(cap);
     for i in 0..count {
@@ -123,14 +120,8 @@ fn parse_value(c: &mut Cursor<'_>, tag: u8, at: &str) -> Result<KvValue> {
                 ));
             }
             let count = c.u32("array count")?;
-            // Each element takes at least one byte (a bool), four for the
-            // length-prefixed ones, eight for the numbers.
-            let min = match elem {
-                0x05 => 1,
-                0x01 | 0x06 => 4,
-                _ => 8,
-            };
-            let mut items = Vec::with_capacity((count as usize).min(c.remaining() / min));
+            // A count past the bytes runs out of them below.
+            let mut items = Vec::with_capacity(crate::format::reserve_ahead(u64::from(count)));
             for _ in 0..count {
                 items.push(parse_value(c, elem, at)?);
             }
