@@ -3,7 +3,7 @@
 //! read once is read again from local disk, by this mount or a later one.
 //!
 //! The directory is the effective user's, writable by no one else, and
-//! holds a secret key file made when ztfs first used it, empty ([`secret`]
+//! holds a secret key file made when ztfs first used it, empty (`disk/secret.rs`
 //! says what is refused). A block is a file `ztfs-block-<64 hex>`, named by
 //! a hash of its object's identity (URL, ETag, size, modification time)
 //! and its index, so a changed object never finds its old blocks. Each
