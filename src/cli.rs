@@ -40,7 +40,8 @@ pub struct Cli {
 pub struct CacheArgs {
     /// Keep blocks of models read by URL in this directory (made if
     /// missing), for this command and later ones; each block is checked
-    /// by a hash when read back. Default: no disk cache.
+    /// by a key kept there when read back. It must be yours, writable by
+    /// you alone, and empty the first time. Default: no disk cache.
     #[arg(long, global = true, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// The most the disk cache may hold (e.g. 20G, 512M); the least
@@ -356,7 +357,12 @@ pub fn run(cli: Cli) -> Result<()> {
     }
     crate::store::remote::trust_unversioned(cli.cache.trust_unversioned);
     if let Some(dir) = &cli.cache.cache_dir {
-        crate::store::use_disk_cache(dir, cli.cache.cache_size)?;
+        // A refused cache directory is no fault of the model: said without
+        // the model's name, which main would put first.
+        crate::store::use_disk_cache(dir, cli.cache.cache_size).map_err(|e| {
+            eprintln!("ztfs: {e}");
+            Error::Reported(Box::new(e))
+        })?;
     }
     match cli.command {
         Command::Check {

@@ -141,10 +141,15 @@ pub fn gid() -> u32 {
     unsafe { libc::getgid() }
 }
 
+/// The effective user id: the owner of the files this process makes.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
 /// The effective user is root.
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    euid() == 0
 }
 
 /// True when this process may read and write `path` (`access(2)`).

@@ -362,3 +362,61 @@ fn counts_are_plural_only_when_they_should_be() {
     let many = ztfs(&["check", &corpus("samples/tiny-llama.zt")]);
     assert!(String::from_utf8_lossy(&many.stdout).contains(": 12 objects, 12 parts, "));
 }
+
+/// `--cache-dir` refuses, with exit 2 before any work, a directory that is
+/// not ztfs's alone, and touches nothing in it.
+#[test]
+fn a_cache_directory_not_ztfs_s_alone_is_refused_with_exit_2() {
+    use std::os::unix::fs::PermissionsExt;
+    let model = corpus("samples/tiny-llama.zt");
+    let check_with = |dir: &Path| ztfs(&["check", "--cache-dir", dir.to_str().unwrap(), &model]);
+    let chmod = |p: &Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    // A new directory (made with its parents) becomes a cache.
+    let top = tempfile::tempdir().unwrap();
+    let fresh = top.path().join("x/cache");
+    let o = check_with(&fresh);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(fresh.join("ztfs-cache.key").is_file());
+    // Open to others, or its key open to others.
+    for mode in [0o777, 0o775] {
+        chmod(&fresh, mode);
+        assert_eq!(check_with(&fresh).status.code(), Some(2), "mode {mode:o}");
+    }
+    chmod(&fresh, 0o700);
+    chmod(&fresh.join("ztfs-cache.key"), 0o644);
+    assert_eq!(check_with(&fresh).status.code(), Some(2), "key 0644");
+    // A directory of someone else's files (a Hugging Face cache's blobs, a
+    // mktemp file), refused and untouched.
+    let foreign = tempfile::tempdir().unwrap();
+    let blob = foreign.path().join("0a".repeat(32));
+    let tmp = foreign.path().join("tmp.AbC123");
+    for p in [&blob, &tmp] {
+        std::fs::write(p, b"not ztfs's").unwrap();
+        let f = std::fs::File::options().write(true).open(p).unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        f.set_modified(old).unwrap();
+    }
+    let o = ztfs(&[
+        "check",
+        "--cache-size",
+        "0",
+        "--cache-dir",
+        foreign.path().to_str().unwrap(),
+        &model,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(blob.exists() && tmp.exists());
+    let names = std::fs::read_dir(foreign.path()).unwrap().count();
+    assert_eq!(names, 2, "nothing was added");
+    // A file named as the directory.
+    let (_d, file) = temp_file("cache", b"");
+    let o = check_with(&file);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("is not a directory"), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("tiny-llama"),
+        "the model is not at fault"
+    );
+}

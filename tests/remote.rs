@@ -518,12 +518,18 @@ fn a_sequential_reader_gets_the_blocks_ahead_in_growing_requests() {
     );
 }
 
-/// The block files of a disk cache, and their bytes in all.
+/// The block files of a disk cache (`ztfs-block-<64 hex>`, by name), and
+/// their bytes in all.
 fn cached_blocks(dir: &Path) -> (Vec<PathBuf>, u64) {
-    let files: Vec<PathBuf> = (fs::read_dir(dir).unwrap())
+    let is_block = |name: &str| {
+        name.strip_prefix("ztfs-block-")
+            .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+    };
+    let mut files: Vec<PathBuf> = (fs::read_dir(dir).unwrap())
         .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().len() == 64)
+        .filter(|p| p.file_name().unwrap().to_str().is_some_and(is_block))
         .collect();
+    files.sort();
     let bytes = files.iter().map(|p| p.metadata().unwrap().len()).sum();
     (files, bytes)
 }
@@ -581,6 +587,61 @@ fn a_disk_cache_serves_a_later_mount_and_refetches_a_damaged_block() {
         "{}",
         damaged.log()
     );
+}
+
+/// A block file planted in a cache by whoever may write it, with a check
+/// that is right for another cache (its own, whose key they hold), is
+/// dropped and its block fetched again: the object's bytes are served.
+#[test]
+fn a_block_planted_from_another_cache_is_not_served() {
+    let genuine = model(false);
+    let (dir, _server, url) = served(&genuine);
+    let path = dir.path().join("model.zt");
+    let cat = |cache: &Path| {
+        let args = ["cat", "--cache-dir", cache.to_str().unwrap(), &url, "a"];
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ztfs"))
+            .args(args)
+            .env("ZTFS_LOG", "debug")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::describe(&args, &out));
+        (
+            out.stdout,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (victim, attacker) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (want, _) = cat(victim.path());
+    let local = common::cat(&path, "a", "data", false).unwrap();
+    common::assert_same(&want, &local, "a");
+    // The attacker serves other bytes under the same pin (size and
+    // modification time, so the same ETag) and fills a cache of theirs.
+    let modified = fs::metadata(&path).unwrap().modified().unwrap();
+    let mut forged = genuine.clone();
+    for b in &mut forged[MIB + 100..2 * MIB - 100] {
+        *b ^= 0x5a;
+    }
+    let set = |bytes: &[u8]| {
+        fs::write(&path, bytes).unwrap();
+        let f = fs::File::options().write(true).open(&path).unwrap();
+        f.set_modified(modified).unwrap();
+    };
+    set(&forged);
+    let (theirs, _) = cat(attacker.path());
+    assert_ne!(theirs, want, "the attacker's cache holds other bytes");
+    set(&genuine);
+    // Their blocks, under the same names, planted in the victim's cache.
+    let (planted, _) = cached_blocks(attacker.path());
+    for file in &planted {
+        fs::copy(file, victim.path().join(file.file_name().unwrap())).unwrap();
+    }
+    let (got, log) = cat(victim.path());
+    common::assert_same(&got, &want, "a from a planted cache");
+    assert!(
+        fetches(&log) >= 1,
+        "the planted block was fetched again:\n{log}"
+    );
+    assert!(log.contains("cached block dropped"), "{log}");
 }
 
 #[test]

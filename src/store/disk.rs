@@ -2,16 +2,25 @@
 //! directory shared by every remote object a process reads, so a model
 //! read once is read again from local disk, by this mount or a later one.
 //!
-//! A block is a file named by a hash of its object's identity (URL, ETag,
-//! size, modification time) and its index, so a changed object never finds
-//! its old blocks. Each file holds a header (magic, that hash again, the
-//! length, an XXH3-64 of the bytes) and the bytes, and is checked on every
-//! read back: a torn, truncated or altered file is deleted and its block
-//! fetched again. Files are written under a temporary name and renamed, so
-//! a reader never sees half of one. The least recently used blocks are
-//! deleted past the budget; the order survives the process in the files'
-//! modification times. Two mounts may share a directory: each checks what
-//! it reads, but each counts the budget alone.
+//! The directory is the effective user's, writable by no one else, and
+//! holds a secret key file made when ztfs first used it, empty (`disk/secret.rs`
+//! says what is refused). A block is a file `ztfs-block-<64 hex>`, named by
+//! a hash of its object's identity (URL, ETag, size, modification time)
+//! and its index, so a changed object never finds its old blocks. Each
+//! file holds a header (magic, that hash again, the length, an HMAC-SHA256
+//! keyed by the cache's secret over those and the bytes) and the bytes,
+//! and is checked on every read back: a torn, truncated, altered or
+//! planted file (whoever wrote it without the secret) is deleted and its
+//! block fetched again. Files are written under a temporary name
+//! (`ztfs-tmp.*`) and renamed, so a reader never sees half of one. The
+//! least recently used blocks are deleted past the budget; the order
+//! survives the process in the files' modification times. Two mounts may
+//! share a directory: each checks what it reads, but each counts the
+//! budget alone.
+//!
+//! ztfs deletes only its own files: block files by name (and, past the
+//! budget, only after their magic is read again), and its temporaries
+//! left for an hour; nothing else in the directory is touched.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -20,15 +29,28 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use hmac::Mac as _;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
-const MAGIC: &[u8; 8] = b"ZTFSBLK1";
-/// Magic, key, length, hash.
-const HEADER: usize = 8 + 32 + 8 + 8;
+mod secret;
+
+use secret::Secret;
+
+const MAGIC: &[u8; 8] = b"ZTFSBLK2";
+/// Magic, key, length, MAC.
+const HEADER: usize = 8 + 32 + 8 + 32;
+/// A block file's name: this prefix and its key in hex.
+const BLOCK_PREFIX: &str = "ztfs-block-";
+/// A temporary file's name begins so.
+const TMP_PREFIX: &str = "ztfs-tmp.";
 /// Temporary files older than this are a crashed writer's and removed.
 const STALE_TMP: std::time::Duration = std::time::Duration::from_secs(3600);
+/// Numbers the process's temporary files.
+static TMP: AtomicU64 = AtomicU64::new(0);
+
+type Hmac = hmac::Hmac<Sha256>;
 
 /// A block's name in the cache: what identifies its bytes.
 pub type Key = [u8; 32];
@@ -75,8 +97,8 @@ pub fn cache() -> Option<&'static Disk> {
 pub struct Disk {
     dir: PathBuf,
     budget: u64,
+    secret: Secret,
     index: Mutex<Index>,
-    tmp: AtomicU64,
 }
 
 #[derive(Default)]
@@ -88,10 +110,17 @@ struct Index {
 }
 
 impl Disk {
-    /// Opens (making it if needed) the cache in `dir` and lists what it
-    /// holds, oldest first by modification time.
+    /// Opens (making it if needed) the cache in `dir`, refusing a
+    /// directory that is not ztfs's alone, and lists what it holds, oldest
+    /// first by modification time.
     pub fn open(dir: &Path, budget: u64) -> Result<Disk> {
         let ctx = || format!("cache directory {}", dir.display());
+        if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+            return Err(Error::Usage(format!(
+                "{}: the cache directory is not a directory",
+                dir.display()
+            )));
+        }
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -99,6 +128,8 @@ impl Disk {
             .map_err(|e| Error::io(ctx(), e))?;
         // A daemon works from `/`: a relative path would move.
         let dir = &std::fs::canonicalize(dir).map_err(|e| Error::io(ctx(), e))?;
+        secret::check_dir(dir)?;
+        let secret = secret::secret(dir, &tmp_path(dir), |n| n.starts_with(TMP_PREFIX))?;
         let mut found = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(|e| Error::io(ctx(), e))? {
             let entry = entry.map_err(|e| Error::io(ctx(), e))?;
@@ -106,7 +137,7 @@ impl Disk {
             let Some(name) = name.to_str() else { continue };
             let Ok(meta) = entry.metadata() else { continue };
             let modified = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
-            if name.starts_with("tmp.") {
+            if name.starts_with(TMP_PREFIX) {
                 let old = modified.elapsed().is_ok_and(|age| age > STALE_TMP);
                 if old {
                     let _ = std::fs::remove_file(entry.path());
@@ -125,8 +156,8 @@ impl Disk {
         let disk = Disk {
             dir: dir.to_path_buf(),
             budget,
+            secret,
             index: Mutex::new(index),
-            tmp: AtomicU64::new(0),
         };
         disk.evict(None);
         log::debug!(
@@ -143,7 +174,7 @@ impl Disk {
     }
 
     fn path(&self, key: &Key) -> PathBuf {
-        self.dir.join(hex(key))
+        self.dir.join(format!("{BLOCK_PREFIX}{}", hex(key)))
     }
 
     /// True when the cache lists block `key`.
@@ -162,7 +193,7 @@ impl Disk {
             index.entries.get_mut(key)?.1 = clock;
         }
         let path = self.path(key);
-        match read_entry(&path, key, len, &mut buf) {
+        match read_entry(&path, &self.secret, key, len, &mut buf) {
             Ok(()) => {
                 // The order of use, for the next process that opens the cache.
                 let _ =
@@ -188,10 +219,9 @@ impl Disk {
         if size > self.budget || self.has(key) {
             return;
         }
-        let n = self.tmp.fetch_add(1, Ordering::Relaxed);
-        let tmp = self.dir.join(format!("tmp.{}.{n}", std::process::id()));
-        let written =
-            write_entry(&tmp, key, bytes).and_then(|()| std::fs::rename(&tmp, self.path(key)));
+        let tmp = tmp_path(&self.dir);
+        let written = write_entry(&tmp, &self.secret, key, bytes)
+            .and_then(|()| std::fs::rename(&tmp, self.path(key)));
         if let Err(e) = written {
             let _ = std::fs::remove_file(&tmp);
             log::warn!("{}: a block was not cached: {e}", self.dir.display());
@@ -233,7 +263,12 @@ impl Disk {
             victims
         };
         for key in victims {
-            let _ = std::fs::remove_file(self.path(&key));
+            // Whatever took the name since it was listed is left alone
+            // unless it is still a block file.
+            let path = self.path(&key);
+            if is_block_file(&path) {
+                let _ = std::fs::remove_file(path);
+            }
         }
     }
 
@@ -257,7 +292,15 @@ fn hex(key: &Key) -> String {
     key.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A new temporary file's path in `dir`, unique to this process.
+fn tmp_path(dir: &Path) -> PathBuf {
+    let n = TMP.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!("{TMP_PREFIX}{}.{n}", std::process::id()))
+}
+
+/// The key a block file's name gives, `None` for any other name.
 fn parse_name(name: &str) -> Option<Key> {
+    let name = name.strip_prefix(BLOCK_PREFIX)?;
     if name.len() != 64 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
@@ -268,7 +311,19 @@ fn parse_name(name: &str) -> Option<Key> {
     Some(key)
 }
 
-fn write_entry(path: &Path, key: &Key, bytes: &[u8]) -> std::io::Result<()> {
+/// The check of a block file: an HMAC keyed by the cache's secret over
+/// its header's fields and its bytes.
+fn mac(secret: &Secret, key: &Key, bytes: &[u8]) -> Hmac {
+    let mut mac =
+        <Hmac as hmac::Mac>::new_from_slice(secret).expect("HMAC takes a key of any length");
+    mac.update(MAGIC);
+    mac.update(key);
+    mac.update(&(bytes.len() as u64).to_le_bytes());
+    mac.update(bytes);
+    mac
+}
+
+fn write_entry(path: &Path, secret: &Secret, key: &Key, bytes: &[u8]) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -278,22 +333,41 @@ fn write_entry(path: &Path, key: &Key, bytes: &[u8]) -> std::io::Result<()> {
     header.extend_from_slice(MAGIC);
     header.extend_from_slice(key);
     header.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-    header.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(bytes).to_le_bytes());
+    header.extend_from_slice(&mac(secret, key, bytes).finalize().into_bytes());
     f.write_all(&header)?;
     f.write_all(bytes)
+}
+
+/// True when `path` is a regular file beginning with a block's magic: a
+/// file ztfs wrote, which it may delete.
+fn is_block_file(path: &Path) -> bool {
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    let Ok(mut f) = opened else { return false };
+    let mut magic = [0u8; 8];
+    f.metadata().is_ok_and(|m| m.is_file()) && f.read_exact(&mut magic).is_ok() && &magic == MAGIC
 }
 
 use std::os::unix::fs::OpenOptionsExt;
 
 /// Reads the entry at `path` into `buf` if it is block `key` of `len`
-/// bytes, whole and unaltered.
-fn read_entry(path: &Path, key: &Key, len: u64, buf: &mut Vec<u8>) -> std::io::Result<()> {
+/// bytes, whole, unaltered and written with `secret`.
+fn read_entry(
+    path: &Path,
+    secret: &Secret,
+    key: &Key,
+    len: u64,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<()> {
     let bad = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string());
     // O_NONBLOCK: a FIFO put in the cache's place would otherwise hold the
     // reader until someone writes to it; only a regular file is read.
+    // O_NOFOLLOW: a symbolic link is not followed out of the cache.
     let f = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(path)?;
     let meta = f.metadata()?;
     if !meta.is_file() {
@@ -309,15 +383,20 @@ fn read_entry(path: &Path, key: &Key, len: u64, buf: &mut Vec<u8>) -> std::io::R
         return Err(bad("its header is not this block's"));
     }
     let stored_len = u64::from_le_bytes(header[40..48].try_into().unwrap_or_default());
-    let hash = u64::from_le_bytes(header[48..56].try_into().unwrap_or_default());
     if stored_len != len {
         return Err(bad("its length is wrong"));
     }
     buf.clear();
     buf.reserve(len as usize);
     f.read_to_end(buf)?;
-    if buf.len() as u64 != len || xxhash_rust::xxh3::xxh3_64(buf) != hash {
-        return Err(bad("its bytes do not match their hash"));
+    if buf.len() as u64 != len {
+        return Err(bad("its size is wrong"));
+    }
+    let checked = mac(secret, key, buf).verify_slice(&header[48..]);
+    if checked.is_err() {
+        return Err(bad(
+            "its check fails (altered, or not written with this cache's key)",
+        ));
     }
     Ok(())
 }
