@@ -1,9 +1,14 @@
 //! The files a pack writes: the root and, when sharding, its data shards
-//! (§7.2). Each is written under a temporary name beside the output and
-//! renamed into place only once everything is written and synced, shards
-//! first and the root last (§2.5, Appendix B): an interrupted pack leaves
-//! no file at an output's name, and a reader that finds the root finds
-//! its shards.
+//! (§7.2). Each is written under a temporary name beside the output; the
+//! root is validated as `ztfs check` reads it; then every file is synced
+//! and renamed into place, shards first and the root last, and the folder
+//! synced (§2.5, Appendix B). The family is published all or nothing: a
+//! file already at one of its names is kept aside until the whole family
+//! is in place, and put back if any step fails (`publish.rs`), so a failed
+//! pack leaves no file at an output's name and every earlier file as it
+//! was, and a reader that finds the root finds its shards. A file that
+//! replaces another keeps its permission bits; a new one gets 0666 less
+//! the umask.
 //!
 //! Blobs are placed at the next multiple of the alignment; the gaps are
 //! zeros (holes of the file). A blob just written can be taken back
@@ -18,6 +23,8 @@ use std::sync::Mutex;
 use crate::digest::{Algo, Hasher};
 use crate::error::{Error, Result};
 use crate::format::{write, Manifest, Shard, MAGIC};
+
+use super::publish;
 
 /// Where a blob starts: the file (`None` for the root, else a shard's
 /// index) and the offset.
@@ -227,11 +234,14 @@ impl Out {
         self.root
             .append(&write::footer(offset, bytes.len() as u64, hash))?;
         let len = self.root.end;
+        // What `ztfs check` would say of the root, from the bytes written.
+        crate::format::read_container_from(&self.root)?;
         let names: Vec<String> = (0..self.shards.len()).map(|i| self.shard_name(i)).collect();
-        for (t, name) in self.shards.into_iter().zip(names) {
-            t.publish(&crate::shards::positional_path(&self.path, &name))?;
-        }
-        self.root.publish(&self.path)?;
+        let mut files: Vec<(Target, PathBuf)> = (self.shards.into_iter().zip(names))
+            .map(|(t, name)| (t, crate::shards::positional_path(&self.path, &name)))
+            .collect();
+        files.push((self.root, self.path));
+        publish_all(files)?;
         Ok(len)
     }
 
@@ -244,6 +254,28 @@ impl Out {
             None => &mut self.root,
             Some(i) => &mut self.shards[i],
         }
+    }
+}
+
+/// The root as a [`crate::format::Ranges`], so that the reader's own
+/// validation runs on the bytes written.
+impl crate::format::Ranges for Target {
+    fn size(&self) -> u64 {
+        self.end
+    }
+
+    fn get(&self, offset: u64, len: u64) -> Result<std::borrow::Cow<'_, [u8]>> {
+        let end = offset.checked_add(len).filter(|&e| e <= self.end);
+        let n = end.and_then(|_| usize::try_from(len).ok()).ok_or_else(|| {
+            Error::Unsupported(format!(
+                "range [{offset}, +{len}) is outside {} ({} bytes)",
+                self.path.display(),
+                self.end
+            ))
+        })?;
+        let mut buf = vec![0u8; n];
+        (self.file().read_exact_at(&mut buf, offset)).map_err(|e| self.io_error(e))?;
+        Ok(std::borrow::Cow::Owned(buf))
     }
 }
 
@@ -303,21 +335,6 @@ impl Target {
         }
         Ok(h.finish())
     }
-
-    /// Syncs the file and renames it to `dest`, replacing what is there,
-    /// unless the pack was abandoned.
-    fn publish(mut self, dest: &Path) -> Result<()> {
-        let ctx = || dest.display().to_string();
-        self.file().sync_all().map_err(|e| Error::io(ctx(), e))?;
-        let p = pending();
-        if p.abandoned {
-            return Err(Error::Interrupted);
-        }
-        let file = self.file.take().expect("published once");
-        file.persist(dest).map_err(|e| Error::io(ctx(), e.error))?;
-        drop(p);
-        Ok(())
-    }
 }
 
 impl Drop for Target {
@@ -326,6 +343,70 @@ impl Drop for Target {
     fn drop(&mut self) {
         let mut p = pending();
         p.paths.retain(|q| *q != self.path);
+    }
+}
+
+/// Publishes `files` (each a finished temporary file and its name, all in
+/// one folder, the root last) all or nothing: every file is given its
+/// mode and synced first; then, with no signal's clean-up able to run,
+/// each is renamed into place and the folder synced. A name that holds
+/// something other than a regular file (a folder at a shard's name) fails
+/// its step. On an error every file put in place is taken back and what
+/// was at its name put back; the temporary files are removed as the
+/// targets drop.
+fn publish_all(mut files: Vec<(Target, PathBuf)>) -> Result<()> {
+    for (t, dest) in &files {
+        publish::keep_mode_of(t.file(), dest).map_err(|e| t.io_error(e))?;
+        t.file().sync_all().map_err(|e| t.io_error(e))?;
+    }
+    let dir = match files.last() {
+        Some((_, root)) => parent(root).to_path_buf(),
+        None => return Ok(()),
+    };
+    let dir_error = |e| Error::io(dir.display().to_string(), e);
+    let mut p = pending();
+    if p.abandoned {
+        return Err(Error::Interrupted);
+    }
+    let mut family = publish::Family::default();
+    let mut r = Ok(());
+    for (t, dest) in &files {
+        // Beside the temporary file, under its random name.
+        let aside = t.path.with_extension("old");
+        if let Err(e) = family.put(&t.path, dest, &aside) {
+            r = Err(Error::io(dest.display().to_string(), e));
+            break;
+        }
+    }
+    r = r.and_then(|()| publish::sync_dir(&dir).map_err(dir_error));
+    match r {
+        Ok(()) => {
+            family.commit();
+            for (t, _) in &mut files {
+                // Renamed: nothing at the temporary name to remove.
+                if let Some(f) = t.file.take() {
+                    let _ = f.keep();
+                }
+                p.paths.retain(|q| *q != t.path);
+            }
+            Ok(())
+        }
+        Err(e) => {
+            let lost = family.roll_back();
+            let _ = publish::sync_dir(&dir);
+            drop(p);
+            Err(match lost.first() {
+                None => e,
+                Some((dest, kept)) => Error::io(
+                    format!(
+                        "{} (it could not be put back: it is at {})",
+                        dest.display(),
+                        kept.display()
+                    ),
+                    std::io::Error::other(e.detail()),
+                ),
+            })
+        }
     }
 }
 

@@ -98,6 +98,18 @@ impl Source {
         })
     }
 
+    /// The source's name, for messages: the model's root file, or the
+    /// `.npy` file (several: how many).
+    pub fn name(&self) -> String {
+        match &self.kind {
+            Kind::Model { model, .. } => model.root().name(),
+            Kind::Npy(files) => match &files[..] {
+                [(_, one)] => one.name(),
+                all => format!("{} .npy files", all.len()),
+            },
+        }
+    }
+
     /// Objects by the bytewise order of their names (§6.3 rule 3).
     pub fn objects_in_canonical_order(&self) -> Vec<&Object> {
         let mut objects: Vec<&Object> = match &self.kind {
@@ -206,10 +218,21 @@ impl Source {
         let blob = self.blob(object, part).ok()?;
         Some(LocalRange {
             file: blob.store.file()?,
+            path: blob.store.path(),
             name: blob.store.name(),
             offset: blob.offset,
             len: blob.len,
         })
+    }
+
+    /// The local file a part's bytes are read from (a computed view's
+    /// too), to watch for changes; none for a file read by URL.
+    pub fn local_store(&self, object: &Object, part: &Part) -> Option<&Store> {
+        let store = match self.view(object) {
+            Some((_, file)) => file,
+            None => self.blob(object, part).ok()?.store,
+        };
+        store.file().is_some().then_some(store)
     }
 
     /// Checks an object's layout data rules (sparse indices, MX scales)
@@ -250,6 +273,8 @@ impl Source {
 /// A raw part's bytes in a local file ([`Source::local_range`]).
 pub struct LocalRange<'a> {
     pub file: &'a std::fs::File,
+    /// The file's path.
+    pub path: &'a std::path::Path,
     /// The file's path, for messages.
     pub name: String,
     pub offset: u64,
