@@ -104,7 +104,7 @@ fn an_alignment_above_one_gib_is_refused() {
     .unwrap();
     let out = dir.path().join("out.zt");
     for align in ["1073745920", "2G", "4G", "1T"] {
-        let o = pack(&src, &out, &["--align", align, "--shard-size", "1"]);
+        let o = pack(&src, &out, &["--align", align]);
         assert_eq!(o.status.code(), Some(2), "{}", describe(&[align], &o));
         assert!(stderr(&o).contains("1073741824"), "{}", stderr(&o));
         assert!(!out.exists());
@@ -181,7 +181,7 @@ fn a_failed_sharded_pack_leaves_the_earlier_family_untouched() {
     let o = pack(&src, &root, &["--shard-size", "300K"]);
     assert_eq!(o.status.code(), Some(2), "{}", describe(&["pack"], &o));
     for ((p, b), ino) in before.iter().zip(inodes) {
-        assert_eq!(fs::read(p).unwrap(), b.as_bytes(), "{}", p.display());
+        assert!(fs::read(p).unwrap() == b.as_bytes(), "{} changed", p.display());
         assert_eq!(fs::metadata(p).unwrap().ino(), ino, "{}", p.display());
     }
     assert!(shard(4).is_dir());
