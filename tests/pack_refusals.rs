@@ -181,7 +181,11 @@ fn a_failed_sharded_pack_leaves_the_earlier_family_untouched() {
     let o = pack(&src, &root, &["--shard-size", "300K"]);
     assert_eq!(o.status.code(), Some(2), "{}", describe(&["pack"], &o));
     for ((p, b), ino) in before.iter().zip(inodes) {
-        assert!(fs::read(p).unwrap() == b.as_bytes(), "{} changed", p.display());
+        assert!(
+            fs::read(p).unwrap() == b.as_bytes(),
+            "{} changed",
+            p.display()
+        );
         assert_eq!(fs::metadata(p).unwrap().ino(), ino, "{}", p.display());
     }
     assert!(shard(4).is_dir());
@@ -214,9 +218,9 @@ fn a_replaced_output_keeps_its_mode() {
         fs::write(p, b"old").unwrap();
         fs::set_permissions(p, fs::Permissions::from_mode(0o600)).unwrap();
     }
-    let line = format!("umask 027 && exec \"$0\" pack \"$1\" -o \"$2\" --shard-size 300K",);
+    let line = "umask 027 && exec \"$0\" pack \"$1\" -o \"$2\" --shard-size 300K";
     let o = std::process::Command::new("sh")
-        .args(["-c", &line, common::BIN])
+        .args(["-c", line, common::BIN])
         .arg(&src)
         .arg(&root)
         .output()

@@ -20,8 +20,11 @@
 //! Either way its bytes are checked as they pass (its encoding, its
 //! content rules, its digest when it has one), so a damaged source stops
 //! the pack rather than being copied; a source that shrinks under the copy
-//! stops it too. Files are written under temporary names and renamed at
-//! the end (`out.rs`).
+//! stops it too, and so does a local source whose status (file, size,
+//! times) moves while it is read (`watch.rs`): the kernel's copy is a
+//! second read of what was hashed. Files are written under temporary
+//! names, the root validated as `ztfs check` reads it, and the family
+//! renamed into place all or nothing at the end (`out.rs`, `publish.rs`).
 
 mod copier;
 mod hurray;
@@ -209,11 +212,11 @@ pub fn pack(
     };
     // The output is validated as `ztfs check` reads it before it is
     // published: a rule the source's reader does not have (rank, names of
-    // file attributes) refuses the source by name.
+    // file attributes) refuses the source (the command line names it).
     summary.root_len = out.finish(manifest, opts.digest).map_err(|e| match e {
         Error::Reject { rule, detail } => Error::Reject {
             rule,
-            detail: format!("{}: cannot be written as zTensor: {detail}", source.name()),
+            detail: format!("cannot be written as zTensor: {detail}"),
         },
         e => e,
     })?;

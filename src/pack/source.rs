@@ -98,18 +98,6 @@ impl Source {
         })
     }
 
-    /// The source's name, for messages: the model's root file, or the
-    /// `.npy` file (several: how many).
-    pub fn name(&self) -> String {
-        match &self.kind {
-            Kind::Model { model, .. } => model.root().name(),
-            Kind::Npy(files) => match &files[..] {
-                [(_, one)] => one.name(),
-                all => format!("{} .npy files", all.len()),
-            },
-        }
-    }
-
     /// Objects by the bytewise order of their names (§6.3 rule 3).
     pub fn objects_in_canonical_order(&self) -> Vec<&Object> {
         let mut objects: Vec<&Object> = match &self.kind {
