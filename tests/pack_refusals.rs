@@ -242,6 +242,25 @@ fn a_replaced_output_keeps_its_mode() {
         .unwrap();
     assert!(o.status.success(), "{}", describe(&["pack"], &o));
     assert_eq!(mode(&fresh), 0o600);
+    // While written, a file is no more open than the one it replaces.
+    let source = ztfs::pack::Source::of_model(ztfs::model::Model::open(&src).unwrap()).unwrap();
+    let mut seen = Vec::new();
+    let opts = ztfs::pack::Options {
+        shard_size: Some(300_000),
+        ..Default::default()
+    };
+    ztfs::pack::pack(&source, &root, &opts, &mut |_| {
+        for n in names_in(dir.path()).iter().filter(|n| n.ends_with(".part")) {
+            seen.push(mode(&dir.path().join(n)));
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert!(
+        !seen.is_empty() && seen.iter().all(|&m| m == 0o600),
+        "{seen:?}"
+    );
+    assert_eq!(mode(&root), 0o600);
 }
 
 /// The library's pack over a safetensors file whose first tensor is

@@ -16,7 +16,7 @@
 //! or to compress badly.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -44,6 +44,8 @@ struct Target {
     path: PathBuf,
     /// End of the bytes written so far.
     end: u64,
+    /// The permission bits of a new file: 0666 less the umask.
+    new_mode: u32,
 }
 
 /// The temporary files of the packs in progress, so that a signal can
@@ -293,15 +295,24 @@ impl Target {
             .prefix(&format!(".{}.", name.unwrap_or_default()))
             .suffix(".part")
             // As a new file would get: 0666 less the umask.
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .permissions(std::fs::Permissions::from_mode(0o666))
             .tempfile_in(dir)
             .map_err(|e| Error::io(dir.display().to_string(), e))?;
         p.paths.push(file.path().to_path_buf());
         drop(p);
+        let io = |e| Error::io(file.path().display().to_string(), e);
+        let new_mode = file.as_file().metadata().map_err(io)?.permissions().mode() & 0o777;
+        // While written, no more open than the output it will replace.
+        let mode = publish::mode_for(path, new_mode) & new_mode;
+        (file
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode)))
+        .map_err(io)?;
         let mut t = Target {
             path: file.path().to_path_buf(),
             file: Some(file),
             end: 0,
+            new_mode,
         };
         t.append(&MAGIC)?;
         Ok(t)
@@ -356,7 +367,10 @@ impl Drop for Target {
 /// targets drop.
 fn publish_all(mut files: Vec<(Target, PathBuf)>) -> Result<()> {
     for (t, dest) in &files {
-        publish::keep_mode_of(t.file(), dest).map_err(|e| t.io_error(e))?;
+        let mode = publish::mode_for(dest, t.new_mode);
+        (t.file()
+            .set_permissions(std::fs::Permissions::from_mode(mode)))
+        .map_err(|e| t.io_error(e))?;
         t.file().sync_all().map_err(|e| t.io_error(e))?;
     }
     let dir = match files.last() {

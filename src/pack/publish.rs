@@ -116,17 +116,14 @@ fn no_hard_links(e: &io::Error) -> bool {
     )
 }
 
-/// Gives `file` the permission bits of the regular file at `dest`, when
-/// there is one (a replaced output keeps its mode; a new one keeps the
-/// 0666 less the umask it was created with). Set-id and sticky bits are
-/// not carried over.
-pub fn keep_mode_of(file: &File, dest: &Path) -> io::Result<()> {
+/// The permission bits a file published at `dest` gets: those of the
+/// regular file there, if there is one (a replaced output keeps its
+/// mode), else `new_mode` (0666 less the umask). Set-id and sticky bits
+/// are not carried over.
+pub fn mode_for(dest: &Path, new_mode: u32) -> u32 {
     match std::fs::symlink_metadata(dest) {
-        Ok(m) if m.file_type().is_file() => {
-            let mode = m.permissions().mode() & 0o777;
-            file.set_permissions(std::fs::Permissions::from_mode(mode))
-        }
-        _ => Ok(()),
+        Ok(m) if m.file_type().is_file() => m.permissions().mode() & 0o777,
+        _ => new_mode,
     }
 }
 
