@@ -150,6 +150,28 @@ fn an_output_that_check_would_reject_is_not_written() {
         assert!(left.is_empty(), "{name}: {left:?}");
         fs::remove_file(&src).unwrap();
     }
+    // Refused before the first byte of the source is read.
+    let src = dir.path().join("rank65.safetensors");
+    let rank65 = safetensors(&[("w", "U8", &rank65, vec![7])], None);
+    fs::write(&src, rank65).unwrap();
+    let source = ztfs::pack::Source::of_model(ztfs::model::Model::open(&src).unwrap()).unwrap();
+    let mut read = 0;
+    let e = ztfs::pack::pack(&source, &out, &Default::default(), &mut |n| {
+        read += n;
+        Ok(())
+    })
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Reject {
+                rule: Rule::Shape,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(read, 0);
 }
 
 /// A sharded pack whose last shard cannot be put in place (a folder holds

@@ -29,6 +29,7 @@
 mod copier;
 mod hurray;
 mod out;
+mod preflight;
 mod publish;
 mod seekable;
 mod source;
@@ -126,6 +127,8 @@ pub fn pack(
         shards: 0,
         not_nfc: None,
     };
+    let attributes = source.attributes()?;
+    preflight::check_writable(source, &attributes).map_err(unwritable)?;
     let mut texts = Texts::default();
     let mut copier = Copier::default();
     let mut watch = Watch::default();
@@ -195,7 +198,6 @@ pub fn pack(
         summary.objects += 1;
     }
     finish_copies(&out, &watch, copier.wait_all())?;
-    let attributes = source.attributes()?;
     // Every copy has landed and every byte been read: the sources must
     // be as they were before the first read.
     watch.check_all()?;
@@ -211,15 +213,8 @@ pub fn pack(
         attributes,
     };
     // The output is validated as `ztfs check` reads it before it is
-    // published: a rule the source's reader does not have (rank, names of
-    // file attributes) refuses the source (the command line names it).
-    summary.root_len = out.finish(manifest, opts.digest).map_err(|e| match e {
-        Error::Reject { rule, detail } => Error::Reject {
-            rule,
-            detail: format!("cannot be written as zTensor: {detail}"),
-        },
-        e => e,
-    })?;
+    // published, as it was sketched before the first copy.
+    summary.root_len = out.finish(manifest, opts.digest).map_err(unwritable)?;
     Ok(summary)
 }
 
@@ -601,6 +596,19 @@ fn same_bytes(
 /// Reads the output at `place`, for [`same_bytes`].
 fn output_at(out: &Out, place: Place) -> impl FnMut(u64, &mut [u8]) -> Result<()> + '_ {
     move |off, buf| out.read_at(place.file, place.offset + off, buf)
+}
+
+/// A rejection of the output by `ztfs check`'s rules (a rule the source's
+/// format does not have: rank, names of file attributes) refuses the
+/// source; the command line names it.
+fn unwritable(e: Error) -> Error {
+    match e {
+        Error::Reject { rule, detail } => Error::Reject {
+            rule,
+            detail: format!("cannot be written as zTensor: {detail}"),
+        },
+        e => e,
+    }
 }
 
 /// The source did not hold still while it was read.

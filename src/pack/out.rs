@@ -451,3 +451,54 @@ fn parent(path: &Path) -> &Path {
 pub fn align_up(n: u64, align: u64) -> u64 {
     n.div_ceil(align) * align
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::manifest::Object;
+
+    fn manifest(rank: usize) -> Manifest {
+        let mut texts = crate::format::text::Texts::default();
+        Manifest {
+            objects: vec![Object {
+                name: "w".into(),
+                shape: texts.shape(&vec![0; rank]),
+                layout: texts.get("dense"),
+                attributes: None,
+                parts: vec![crate::format::Part::raw(
+                    texts.get("data"),
+                    crate::format::types::ElementType {
+                        dtype: crate::format::DType::U8,
+                        logical: None,
+                    },
+                    4096,
+                    0,
+                )],
+            }],
+            shards: None,
+            attributes: None,
+        }
+    }
+
+    /// The root is read back by the reader's rules before it is renamed:
+    /// a manifest `ztfs check` rejects leaves the earlier file and no
+    /// temporary one; a valid one replaces it.
+    #[test]
+    fn a_root_check_rejects_is_not_published() {
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let path = dir.path().join("m.zt");
+        std::fs::write(&path, b"before").unwrap();
+        let out = Out::create(&path, 4096, None).unwrap();
+        let e = out.finish(manifest(65), Algo::Xxh3).unwrap_err();
+        assert!(
+            matches!(e, Error::Reject { rule, .. } if rule == crate::error::Rule::Shape),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), b"before");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let out = Out::create(&path, 4096, None).unwrap();
+        out.finish(manifest(64), Algo::Xxh3).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(crate::format::read_container(&bytes).is_ok());
+    }
+}
