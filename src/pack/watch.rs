@@ -19,6 +19,7 @@
 //!
 //! A file read by URL is not watched here: its store pins its version.
 
+use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -70,6 +71,9 @@ impl Stamp {
 #[derive(Debug, Default)]
 pub struct Watch {
     files: Vec<Watched>,
+    /// Index in `files` by path: a checkpoint of many files has many
+    /// parts, each looked up.
+    by_path: HashMap<PathBuf, usize>,
 }
 
 #[derive(Debug)]
@@ -87,10 +91,11 @@ impl Watch {
         let Some(file) = store.file() else {
             return Ok(());
         };
-        if self.files.iter().any(|w| w.path == store.path()) {
+        if self.by_path.contains_key(store.path()) {
             return Ok(());
         }
         let stamp = settled_stamp(file).map_err(|e| Error::io(store.name(), e))?;
+        (self.by_path).insert(store.path().to_path_buf(), self.files.len());
         self.files.push(Watched {
             path: store.path().to_path_buf(),
             name: store.name(),
@@ -102,8 +107,8 @@ impl Watch {
     /// Fails when the file at `path`, if watched, is not the one seen as
     /// it was.
     pub fn check(&self, path: &Path) -> Result<()> {
-        match self.files.iter().find(|w| w.path == path) {
-            Some(w) => w.check(),
+        match self.by_path.get(path) {
+            Some(&i) => self.files[i].check(),
             None => Ok(()),
         }
     }
