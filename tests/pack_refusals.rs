@@ -287,14 +287,18 @@ fn a_replaced_output_keeps_its_mode() {
 
 /// The library's pack over a safetensors file whose first tensor is
 /// rewritten (other bytes, the same length) right after it was hashed,
-/// before it is copied: the pack fails naming the source as changed (its
-/// modification time moved), and leaves nothing. Untouched, it packs.
+/// before it is copied (or, with zstd, read again): the pack fails naming
+/// the source as changed, and leaves nothing. Untouched, it packs.
 #[test]
 fn a_source_changed_while_packed_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let src = four_tensors(dir.path());
     let out = dir.path().join("out.zt");
-    let run = |rewrite: bool| {
+    let zstd = ztfs::pack::Options {
+        zstd: Some(3),
+        ..Default::default()
+    };
+    let run = |rewrite: bool, opts: &ztfs::pack::Options| {
         // A time long past: any write moves it.
         let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
         (fs::File::options().write(true).open(&src))
@@ -304,7 +308,7 @@ fn a_source_changed_while_packed_is_refused() {
         let source = ztfs::pack::Source::of_model(model).unwrap();
         let mut done = false;
         // Called after each chunk is hashed; t0 is one chunk.
-        ztfs::pack::pack(&source, &out, &Default::default(), &mut |_| {
+        ztfs::pack::pack(&source, &out, opts, &mut |_| {
             if rewrite && !done {
                 done = true;
                 flip_first_bytes_of_data(&src, 1000);
@@ -312,17 +316,20 @@ fn a_source_changed_while_packed_is_refused() {
             Ok(())
         })
     };
-    let e = run(true).expect_err("a changed source is refused");
-    match &e {
-        Error::Io { source, .. } => {
-            assert_eq!(source.kind(), std::io::ErrorKind::InvalidData, "{e}")
+    // Copied file to file, or (zstd) streamed through the encoder.
+    for opts in [Default::default(), zstd] {
+        let e = run(true, &opts).expect_err("a changed source is refused");
+        match &e {
+            Error::Io { source, .. } => {
+                assert_eq!(source.kind(), std::io::ErrorKind::InvalidData, "{e}")
+            }
+            e => panic!("not an I/O error: {e}"),
         }
-        e => panic!("not an I/O error: {e}"),
+        assert!(e.to_string().contains("changed while it was packed"), "{e}");
+        assert!(e.to_string().contains("model.safetensors"), "{e}");
+        assert_eq!(names_in(dir.path()), ["model.safetensors"]);
     }
-    assert!(e.to_string().contains("changed while it was packed"), "{e}");
-    assert!(e.to_string().contains("model.safetensors"), "{e}");
-    assert_eq!(names_in(dir.path()), ["model.safetensors"]);
-    run(false).expect("an untouched source packs");
+    run(false, &Default::default()).expect("an untouched source packs");
     common::ztfs_ok(&[OsStr::new("check"), "--verify".as_ref(), out.as_os_str()]);
 }
 

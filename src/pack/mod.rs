@@ -141,9 +141,7 @@ pub fn pack(
         })?;
         // Each local file's status before any of it is read.
         for part in &object.parts {
-            source
-                .local_store(object, part)
-                .map_or(Ok(()), |s| watch.see(s))?;
+            (source.store_of(object, part)).map_or(Ok(()), |s| watch.see(s))?;
         }
         source.check_object(object)?;
         let names =
@@ -179,9 +177,11 @@ pub fn pack(
                         })
                     };
                     let len = part.decoded_size();
+                    let from = source.store_of(object, part).map(|s| s.name());
+                    let from = from.as_deref().unwrap_or("the source");
                     // A streamed part may be compared with copied ones.
                     finish_copies(&out, &watch, copier.wait_all())?;
-                    write_part(&mut out, &mut written, &mut stream, len, opts)?
+                    write_part(&mut out, &mut written, &mut stream, (len, from), opts)?
                 }
             };
             summary.parts += 1;
@@ -349,13 +349,14 @@ impl PartHash {
     }
 }
 
-/// Writes one part: compressed when asked and smaller, else raw; then
-/// taken back in favour of an earlier blob with the same bytes.
+/// Writes one part of `decoded_len` bytes read from `from` (a name for
+/// messages): compressed when asked and smaller, else raw; then taken
+/// back in favour of an earlier blob with the same bytes.
 fn write_part(
     out: &mut Out,
     written: &mut Written,
     stream: &mut Stream<'_>,
-    decoded_len: u64,
+    (decoded_len, from): (u64, &str),
     opts: &Options,
 ) -> Result<WrittenPart> {
     let mut hash = PartHash::new(opts.digest);
@@ -399,12 +400,11 @@ fn write_part(
     }
     let (digest, key) = hash.finish();
     if again.is_some_and(|(h, m)| (h.digest(), m) != (key, n)) {
-        return Err(changed("its bytes differ between two reads"));
+        return Err(watch::changed(from, "its bytes differ between two reads"));
     }
     if n != decoded_len {
-        return Err(changed(&format!(
-            "it gave {n} bytes for a part of {decoded_len}"
-        )));
+        let why = format!("it gave {n} bytes for a part of {decoded_len}");
+        return Err(watch::changed(from, &why));
     }
     let part = WrittenPart {
         place,
@@ -609,15 +609,4 @@ fn unwritable(e: Error) -> Error {
         },
         e => e,
     }
-}
-
-/// The source did not hold still while it was read.
-fn changed(why: &str) -> Error {
-    Error::io(
-        "the source",
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("changed while it was packed: {why}"),
-        ),
-    )
 }

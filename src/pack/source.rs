@@ -213,14 +213,14 @@ impl Source {
         })
     }
 
-    /// The local file a part's bytes are read from (a computed view's
-    /// too), to watch for changes; none for a file read by URL.
-    pub fn local_store(&self, object: &Object, part: &Part) -> Option<&Store> {
-        let store = match self.view(object) {
-            Some((_, file)) => file,
-            None => self.blob(object, part).ok()?.store,
-        };
-        store.file().is_some().then_some(store)
+    /// The file a part's bytes are read from (a computed view's too), to
+    /// watch for changes and to name: local or by URL; none for a shard
+    /// that cannot be found.
+    pub fn store_of(&self, object: &Object, part: &Part) -> Option<&Store> {
+        match self.view(object) {
+            Some((_, file)) => Some(file),
+            None => Some(self.blob(object, part).ok()?.store),
+        }
     }
 
     /// Checks an object's layout data rules (sparse indices, MX scales)
