@@ -207,6 +207,18 @@ pub fn file_len(file: &std::fs::File) -> io::Result<u64> {
     Ok(st.st_size as u64)
 }
 
+/// The coarse wall clock, seconds and nanoseconds: the clock a filesystem
+/// stamps a file's times from (before the kernel's fine-grained
+/// timestamps, Linux 6.13, always; since then, unless the times were read
+/// since the last change).
+pub fn coarse_now() -> (i64, i64) {
+    // SAFETY: a zeroed timespec is a valid out-parameter.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: CLOCK_REALTIME_COARSE exists on every Linux; `ts` is valid.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+    (ts.tv_sec, ts.tv_nsec)
+}
+
 /// The pid of a process that has exited and been reaped, for tests of
 /// [`requester_gone`] and what relies on it.
 #[cfg(test)]

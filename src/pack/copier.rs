@@ -17,7 +17,8 @@ const QUEUE: usize = 2;
 /// `place`.
 pub struct Job {
     pub src: File,
-    /// The source's name, for messages.
+    /// The source's path, and its name for messages.
+    pub src_path: std::path::PathBuf,
     pub src_name: String,
     pub src_offset: u64,
     pub dst: File,
@@ -27,6 +28,7 @@ pub struct Job {
 
 /// A job copied (or why not): where its bytes went, and how many.
 pub struct Done {
+    pub src_path: std::path::PathBuf,
     pub src_name: String,
     pub place: Place,
     pub len: u64,
@@ -88,6 +90,7 @@ impl Copier {
         let mut finished: Vec<Done> = t.done.iter().take(pending).collect();
         if finished.len() < pending {
             finished.push(Done {
+                src_path: Default::default(),
                 src_name: String::new(),
                 place: Place {
                     file: None,
@@ -104,6 +107,7 @@ impl Copier {
 /// A job that found no thread to run it.
 fn stopped(job: Job) -> Done {
     Done {
+        src_path: job.src_path,
         src_name: job.src_name,
         place: job.place,
         len: job.len,
@@ -120,6 +124,7 @@ fn spawn() -> Thread {
             for job in job_rx {
                 let result = copy(&job);
                 let d = Done {
+                    src_path: job.src_path,
                     src_name: job.src_name,
                     place: job.place,
                     len: job.len,
@@ -197,6 +202,7 @@ mod tests {
     fn job(src: &std::path::Path, src_offset: u64, dst: &std::path::Path, len: u64) -> Job {
         Job {
             src: File::open(src).unwrap(),
+            src_path: src.to_path_buf(),
             src_name: "src".into(),
             src_offset,
             dst: std::fs::OpenOptions::new()

@@ -20,14 +20,20 @@
 //! Either way its bytes are checked as they pass (its encoding, its
 //! content rules, its digest when it has one), so a damaged source stops
 //! the pack rather than being copied; a source that shrinks under the copy
-//! stops it too. Files are written under temporary names and renamed at
-//! the end (`out.rs`).
+//! stops it too, and so does a local source whose status (file, size,
+//! times) moves while it is read (`watch.rs`): the kernel's copy is a
+//! second read of what was hashed. Files are written under temporary
+//! names, the root validated as `ztfs check` reads it, and the family
+//! renamed into place all or nothing at the end (`out.rs`, `publish.rs`).
 
 mod copier;
 mod hurray;
 mod out;
+mod preflight;
+mod publish;
 mod seekable;
 mod source;
+mod watch;
 
 use crate::digest::{Algo, Hasher};
 use crate::error::{Error, Result};
@@ -38,9 +44,16 @@ pub use out::abandon;
 use out::{Out, Place};
 pub use seekable::DEFAULT_FRAME_LEN;
 pub use source::Source;
+use watch::Watch;
 
 /// Canonical placement (§6.3 rule 2).
 pub const CANONICAL_ALIGN: u64 = 64 << 10;
+
+/// Coarsest placement `--align` may ask for, in bytes: 1 GiB. The spec
+/// sets no ceiling (§2.4: 4096 is a floor), but the padding before each
+/// blob is up to this much file to hash and sync (a shard's digest reads
+/// its holes), so a larger alignment is work without bound.
+pub const MAX_ALIGN: u64 = 1 << 30;
 
 /// How to write.
 #[derive(Debug, Clone)]
@@ -114,8 +127,11 @@ pub fn pack(
         shards: 0,
         not_nfc: None,
     };
+    let attributes = source.attributes()?;
+    preflight::check_writable(source, &attributes).map_err(unwritable)?;
     let mut texts = Texts::default();
     let mut copier = Copier::default();
+    let mut watch = Watch::default();
     let mut objects = Vec::new();
     // Per part written, in order: the data shard holding its blob.
     let mut files = Vec::new();
@@ -123,6 +139,10 @@ pub fn pack(
         crate::format::check_name(&object.name, "object").map_err(|e| {
             Error::Unsupported(format!("cannot be written as zTensor: {}", e.detail()))
         })?;
+        // Each local file's status before any of it is read.
+        for part in &object.parts {
+            (source.store_of(object, part)).map_or(Ok(()), |s| watch.see(s))?;
+        }
         source.check_object(object)?;
         let names =
             std::iter::once(&*object.name).chain(object.parts.iter().map(|p| p.name.as_str()));
@@ -141,15 +161,13 @@ pub fn pack(
             let w = match copy {
                 Some(range) => {
                     let check = crate::read::PartCheck::new(object, part)?;
-                    copy_part(
-                        &mut out,
-                        &mut written,
-                        &mut copier,
-                        range,
-                        check,
-                        opts,
-                        progress,
-                    )?
+                    let mut to = To {
+                        out: &mut out,
+                        written: &mut written,
+                        copier: &mut copier,
+                        watch: &watch,
+                    };
+                    copy_part(&mut to, range, check, opts, progress)?
                 }
                 None => {
                     let mut stream = |sink: &mut dyn FnMut(&[u8]) -> Result<()>| {
@@ -159,9 +177,11 @@ pub fn pack(
                         })
                     };
                     let len = part.decoded_size();
+                    let from = source.store_of(object, part).map(|s| s.name());
+                    let from = from.as_deref().unwrap_or("the source");
                     // A streamed part may be compared with copied ones.
-                    finish_copies(&out, copier.wait_all())?;
-                    write_part(&mut out, &mut written, &mut stream, len, opts)?
+                    finish_copies(&out, &watch, copier.wait_all())?;
+                    write_part(&mut out, &mut written, &mut stream, (len, from), opts)?
                 }
             };
             summary.parts += 1;
@@ -177,7 +197,10 @@ pub fn pack(
         });
         summary.objects += 1;
     }
-    finish_copies(&out, copier.wait_all())?;
+    finish_copies(&out, &watch, copier.wait_all())?;
+    // Every copy has landed and every byte been read: the sources must
+    // be as they were before the first read.
+    watch.check_all()?;
     summary.shards = out.shard_count();
     // Shard names carry the count, known only now.
     let blobs = objects.iter_mut().flat_map(|o| o.parts.iter_mut());
@@ -187,9 +210,11 @@ pub fn pack(
     let manifest = Manifest {
         objects,
         shards: None,
-        attributes: source.attributes()?,
+        attributes,
     };
-    summary.root_len = out.finish(manifest, opts.digest)?;
+    // The output is validated as `ztfs check` reads it before it is
+    // published, as it was sketched before the first copy.
+    summary.root_len = out.finish(manifest, opts.digest).map_err(unwritable)?;
     Ok(summary)
 }
 
@@ -209,6 +234,12 @@ fn check_options(opts: &Options) -> Result<()> {
     if opts.align == 0 || !opts.align.is_multiple_of(crate::format::ALIGN) {
         return usage(format!(
             "--align {}: blobs must be placed at a multiple of 4096 (§2.4)",
+            opts.align
+        ));
+    }
+    if opts.align > MAX_ALIGN {
+        return usage(format!(
+            "--align {}: at most 1 GiB ({MAX_ALIGN}) between blobs",
             opts.align
         ));
     }
@@ -318,13 +349,14 @@ impl PartHash {
     }
 }
 
-/// Writes one part: compressed when asked and smaller, else raw; then
-/// taken back in favour of an earlier blob with the same bytes.
+/// Writes one part of `decoded_len` bytes read from `from` (a name for
+/// messages): compressed when asked and smaller, else raw; then taken
+/// back in favour of an earlier blob with the same bytes.
 fn write_part(
     out: &mut Out,
     written: &mut Written,
     stream: &mut Stream<'_>,
-    decoded_len: u64,
+    (decoded_len, from): (u64, &str),
     opts: &Options,
 ) -> Result<WrittenPart> {
     let mut hash = PartHash::new(opts.digest);
@@ -368,12 +400,11 @@ fn write_part(
     }
     let (digest, key) = hash.finish();
     if again.is_some_and(|(h, m)| (h.digest(), m) != (key, n)) {
-        return Err(changed("its bytes differ between two reads"));
+        return Err(watch::changed(from, "its bytes differ between two reads"));
     }
     if n != decoded_len {
-        return Err(changed(&format!(
-            "it gave {n} bytes for a part of {decoded_len}"
-        )));
+        let why = format!("it gave {n} bytes for a part of {decoded_len}");
+        return Err(watch::changed(from, &why));
     }
     let part = WrittenPart {
         place,
@@ -391,9 +422,7 @@ fn write_part(
 /// bytes. The copy runs while the next parts are hashed;
 /// [`finish_copies`] collects it.
 fn copy_part(
-    out: &mut Out,
-    written: &mut Written,
-    copier: &mut Copier,
+    to: &mut To<'_>,
     source: source::LocalRange<'_>,
     mut check: crate::read::PartCheck<'_>,
     opts: &Options,
@@ -402,10 +431,17 @@ fn copy_part(
     let mut hash = PartHash::new(opts.digest);
     let source::LocalRange {
         file,
+        path,
         name,
         offset,
         len,
     } = source;
+    let To {
+        out,
+        written,
+        copier,
+        watch,
+    } = to;
     crate::store::for_each_mapped(file, &name, offset, len, source::FILE_CHUNK, &mut |bytes| {
         check.update(bytes)?;
         hash.update(bytes);
@@ -416,7 +452,7 @@ fn copy_part(
     let candidates = written.blobs.entry((len, key)).or_default();
     if !candidates.is_empty() {
         // Compared on the bytes written: the copies must have landed.
-        finish_copies(out, copier.wait_all())?;
+        finish_copies(out, watch, copier.wait_all())?;
         let mut source = |off, buf: &mut [u8]| {
             use std::os::unix::fs::FileExt;
             (file.read_exact_at(buf, offset + off)).map_err(|e| Error::io(name.as_str(), e))
@@ -435,13 +471,14 @@ fn copy_part(
     let src = file.try_clone().map_err(|e| Error::io(name.as_str(), e))?;
     let done = copier.send(copier::Job {
         src,
+        src_path: path.to_path_buf(),
         src_name: name,
         src_offset: offset,
         dst,
         place,
         len,
     });
-    finish_copies(out, done)?;
+    finish_copies(out, watch, done)?;
     candidates.push(Blob {
         place,
         len,
@@ -456,15 +493,26 @@ fn copy_part(
     })
 }
 
-/// Takes the copier's finished jobs: an error fails the pack; the bytes
-/// of each copy start going to disk (rather than all at the final sync).
-fn finish_copies(out: &Out, done: Vec<copier::Done>) -> Result<()> {
+/// Where a copied part goes, and what watches its source.
+struct To<'a> {
+    out: &'a mut Out,
+    written: &'a mut Written,
+    copier: &'a mut Copier,
+    watch: &'a Watch,
+}
+
+/// Takes the copier's finished jobs: an error fails the pack, and so does
+/// a source that changed since it was first read (the copy may have read
+/// other bytes than were hashed); the bytes of each copy start going to
+/// disk (rather than all at the final sync).
+fn finish_copies(out: &Out, watch: &Watch, done: Vec<copier::Done>) -> Result<()> {
     for d in done {
         d.result.map_err(|e| match e.kind() {
             // The source ended early: it shrank.
             std::io::ErrorKind::UnexpectedEof => Error::io(d.src_name, e),
             _ => out.error(d.place.file, e),
         })?;
+        watch.check(&d.src_path)?;
         out.write_back(d.place, d.len);
     }
     Ok(())
@@ -550,13 +598,15 @@ fn output_at(out: &Out, place: Place) -> impl FnMut(u64, &mut [u8]) -> Result<()
     move |off, buf| out.read_at(place.file, place.offset + off, buf)
 }
 
-/// The source did not hold still while it was read.
-fn changed(why: &str) -> Error {
-    Error::io(
-        "the source",
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("changed while it was packed: {why}"),
-        ),
-    )
+/// A rejection of the output by `ztfs check`'s rules (a rule the source's
+/// format does not have: rank, names of file attributes) refuses the
+/// source; the command line names it.
+fn unwritable(e: Error) -> Error {
+    match e {
+        Error::Reject { rule, detail } => Error::Reject {
+            rule,
+            detail: format!("cannot be written as zTensor: {detail}"),
+        },
+        e => e,
+    }
 }

@@ -1,9 +1,14 @@
 //! The files a pack writes: the root and, when sharding, its data shards
-//! (§7.2). Each is written under a temporary name beside the output and
-//! renamed into place only once everything is written and synced, shards
-//! first and the root last (§2.5, Appendix B): an interrupted pack leaves
-//! no file at an output's name, and a reader that finds the root finds
-//! its shards.
+//! (§7.2). Each is written under a temporary name beside the output; the
+//! root is validated as `ztfs check` reads it; then every file is synced
+//! and renamed into place, shards first and the root last, and the folder
+//! synced (§2.5, Appendix B). The family is published all or nothing: a
+//! file already at one of its names is kept aside until the whole family
+//! is in place, and put back if any step fails (`publish.rs`), so a failed
+//! pack leaves no file at an output's name and every earlier file as it
+//! was, and a reader that finds the root finds its shards. A file that
+//! replaces another keeps its permission bits; a new one gets 0666 less
+//! the umask.
 //!
 //! Blobs are placed at the next multiple of the alignment; the gaps are
 //! zeros (holes of the file). A blob just written can be taken back
@@ -11,13 +16,15 @@
 //! or to compress badly.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::digest::{Algo, Hasher};
 use crate::error::{Error, Result};
 use crate::format::{write, Manifest, Shard, MAGIC};
+
+use super::publish;
 
 /// Where a blob starts: the file (`None` for the root, else a shard's
 /// index) and the offset.
@@ -37,6 +44,8 @@ struct Target {
     path: PathBuf,
     /// End of the bytes written so far.
     end: u64,
+    /// The permission bits of a new file: 0666 less the umask.
+    new_mode: u32,
 }
 
 /// The temporary files of the packs in progress, so that a signal can
@@ -227,11 +236,14 @@ impl Out {
         self.root
             .append(&write::footer(offset, bytes.len() as u64, hash))?;
         let len = self.root.end;
+        // What `ztfs check` would say of the root, from the bytes written.
+        crate::format::read_container_from(&self.root)?;
         let names: Vec<String> = (0..self.shards.len()).map(|i| self.shard_name(i)).collect();
-        for (t, name) in self.shards.into_iter().zip(names) {
-            t.publish(&crate::shards::positional_path(&self.path, &name))?;
-        }
-        self.root.publish(&self.path)?;
+        let mut files: Vec<(Target, PathBuf)> = (self.shards.into_iter().zip(names))
+            .map(|(t, name)| (t, crate::shards::positional_path(&self.path, &name)))
+            .collect();
+        files.push((self.root, self.path));
+        publish_all(files)?;
         Ok(len)
     }
 
@@ -244,6 +256,28 @@ impl Out {
             None => &mut self.root,
             Some(i) => &mut self.shards[i],
         }
+    }
+}
+
+/// The root as a [`crate::format::Ranges`], so that the reader's own
+/// validation runs on the bytes written.
+impl crate::format::Ranges for Target {
+    fn size(&self) -> u64 {
+        self.end
+    }
+
+    fn get(&self, offset: u64, len: u64) -> Result<std::borrow::Cow<'_, [u8]>> {
+        let end = offset.checked_add(len).filter(|&e| e <= self.end);
+        let n = end.and_then(|_| usize::try_from(len).ok()).ok_or_else(|| {
+            Error::Unsupported(format!(
+                "range [{offset}, +{len}) is outside {} ({} bytes)",
+                self.path.display(),
+                self.end
+            ))
+        })?;
+        let mut buf = vec![0u8; n];
+        (self.file().read_exact_at(&mut buf, offset)).map_err(|e| self.io_error(e))?;
+        Ok(std::borrow::Cow::Owned(buf))
     }
 }
 
@@ -261,15 +295,24 @@ impl Target {
             .prefix(&format!(".{}.", name.unwrap_or_default()))
             .suffix(".part")
             // As a new file would get: 0666 less the umask.
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .permissions(std::fs::Permissions::from_mode(0o666))
             .tempfile_in(dir)
             .map_err(|e| Error::io(dir.display().to_string(), e))?;
         p.paths.push(file.path().to_path_buf());
         drop(p);
+        let io = |e| Error::io(file.path().display().to_string(), e);
+        let new_mode = file.as_file().metadata().map_err(io)?.permissions().mode() & 0o777;
+        // While written, no more open than the output it will replace.
+        let mode = publish::mode_for(path, new_mode) & new_mode;
+        (file
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode)))
+        .map_err(io)?;
         let mut t = Target {
             path: file.path().to_path_buf(),
             file: Some(file),
             end: 0,
+            new_mode,
         };
         t.append(&MAGIC)?;
         Ok(t)
@@ -303,21 +346,6 @@ impl Target {
         }
         Ok(h.finish())
     }
-
-    /// Syncs the file and renames it to `dest`, replacing what is there,
-    /// unless the pack was abandoned.
-    fn publish(mut self, dest: &Path) -> Result<()> {
-        let ctx = || dest.display().to_string();
-        self.file().sync_all().map_err(|e| Error::io(ctx(), e))?;
-        let p = pending();
-        if p.abandoned {
-            return Err(Error::Interrupted);
-        }
-        let file = self.file.take().expect("published once");
-        file.persist(dest).map_err(|e| Error::io(ctx(), e.error))?;
-        drop(p);
-        Ok(())
-    }
 }
 
 impl Drop for Target {
@@ -326,6 +354,73 @@ impl Drop for Target {
     fn drop(&mut self) {
         let mut p = pending();
         p.paths.retain(|q| *q != self.path);
+    }
+}
+
+/// Publishes `files` (each a finished temporary file and its name, all in
+/// one folder, the root last) all or nothing: every file is given its
+/// mode and synced first; then, with no signal's clean-up able to run,
+/// each is renamed into place and the folder synced. A name that holds
+/// something other than a regular file (a folder at a shard's name) fails
+/// its step. On an error every file put in place is taken back and what
+/// was at its name put back; the temporary files are removed as the
+/// targets drop.
+fn publish_all(mut files: Vec<(Target, PathBuf)>) -> Result<()> {
+    for (t, dest) in &files {
+        let mode = publish::mode_for(dest, t.new_mode);
+        (t.file()
+            .set_permissions(std::fs::Permissions::from_mode(mode)))
+        .map_err(|e| t.io_error(e))?;
+        t.file().sync_all().map_err(|e| t.io_error(e))?;
+    }
+    let dir = match files.last() {
+        Some((_, root)) => parent(root).to_path_buf(),
+        None => return Ok(()),
+    };
+    let dir_error = |e| Error::io(dir.display().to_string(), e);
+    let mut p = pending();
+    if p.abandoned {
+        return Err(Error::Interrupted);
+    }
+    let mut family = publish::Family::default();
+    let mut r = Ok(());
+    for (t, dest) in &files {
+        // Beside the temporary file, under its random name.
+        let aside = t.path.with_extension("old");
+        if let Err(e) = family.put(&t.path, dest, &aside) {
+            r = Err(Error::io(dest.display().to_string(), e));
+            break;
+        }
+    }
+    r = r.and_then(|()| publish::sync_dir(&dir).map_err(dir_error));
+    match r {
+        Ok(()) => {
+            family.commit();
+            for (t, _) in &mut files {
+                // Renamed: nothing at the temporary name to remove.
+                if let Some(f) = t.file.take() {
+                    let _ = f.keep();
+                }
+                p.paths.retain(|q| *q != t.path);
+            }
+            Ok(())
+        }
+        Err(e) => {
+            let lost = family.roll_back();
+            let _ = publish::sync_dir(&dir);
+            drop(p);
+            Err(match lost.first() {
+                None => e,
+                Some((dest, kept)) => Error::io(
+                    format!(
+                        "{} (it could not be put back: it is at {})",
+                        dest.display(),
+                        kept.display()
+                    ),
+                    std::io::Error::other(e.detail()),
+                ),
+            })
+        }
     }
 }
 
@@ -355,4 +450,55 @@ fn parent(path: &Path) -> &Path {
 /// `n` rounded up to a multiple of `align`.
 pub fn align_up(n: u64, align: u64) -> u64 {
     n.div_ceil(align) * align
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::manifest::Object;
+
+    fn manifest(rank: usize) -> Manifest {
+        let mut texts = crate::format::text::Texts::default();
+        Manifest {
+            objects: vec![Object {
+                name: "w".into(),
+                shape: texts.shape(&vec![0; rank]),
+                layout: texts.get("dense"),
+                attributes: None,
+                parts: vec![crate::format::Part::raw(
+                    texts.get("data"),
+                    crate::format::types::ElementType {
+                        dtype: crate::format::DType::U8,
+                        logical: None,
+                    },
+                    4096,
+                    0,
+                )],
+            }],
+            shards: None,
+            attributes: None,
+        }
+    }
+
+    /// The root is read back by the reader's rules before it is renamed:
+    /// a manifest `ztfs check` rejects leaves the earlier file and no
+    /// temporary one; a valid one replaces it.
+    #[test]
+    fn a_root_check_rejects_is_not_published() {
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let path = dir.path().join("m.zt");
+        std::fs::write(&path, b"before").unwrap();
+        let out = Out::create(&path, 4096, None).unwrap();
+        let e = out.finish(manifest(65), Algo::Xxh3).unwrap_err();
+        assert!(
+            matches!(e, Error::Reject { rule, .. } if rule == crate::error::Rule::Shape),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), b"before");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let out = Out::create(&path, 4096, None).unwrap();
+        out.finish(manifest(64), Algo::Xxh3).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(crate::format::read_container(&bytes).is_ok());
+    }
 }

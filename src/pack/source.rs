@@ -211,10 +211,21 @@ impl Source {
         let blob = self.blob(object, part).ok()?;
         Some(LocalRange {
             file: blob.store.file()?,
+            path: blob.store.path(),
             name: blob.store.name(),
             offset: blob.offset,
             len: blob.len,
         })
+    }
+
+    /// The file a part's bytes are read from (a computed view's too), to
+    /// watch for changes and to name: local or by URL; none for a shard
+    /// that cannot be found.
+    pub fn store_of(&self, object: &Object, part: &Part) -> Option<&Store> {
+        match self.view(object) {
+            Some((_, file)) => Some(file),
+            None => Some(self.blob(object, part).ok()?.store),
+        }
     }
 
     /// Checks an object's layout data rules (sparse indices, MX scales)
@@ -255,6 +266,8 @@ impl Source {
 /// A raw part's bytes in a local file ([`Source::local_range`]).
 pub struct LocalRange<'a> {
     pub file: &'a std::fs::File,
+    /// The file's path.
+    pub path: &'a std::path::Path,
     /// The file's path, for messages.
     pub name: String,
     pub offset: u64,
