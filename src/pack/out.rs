@@ -465,7 +465,7 @@ mod tests {
                 shape: texts.shape(&vec![0; rank]),
                 layout: texts.get("dense"),
                 attributes: None,
-                parts: vec![crate::format::Part::raw(
+                parts: smallvec::smallvec![crate::format::Part::raw(
                     texts.get("data"),
                     crate::format::types::ElementType {
                         dtype: crate::format::DType::U8,

@@ -47,7 +47,7 @@ pub fn check_writable(source: &Source, attributes: &Option<Vec<u8>>) -> Result<(
             end = next;
         }
         objects.push(Object {
-            parts,
+            parts: parts.into(),
             ..object.clone()
         });
     }
@@ -114,7 +114,7 @@ mod tests {
             shape: texts.shape(&vec![1; rank]),
             layout: texts.get("dense"),
             attributes: None,
-            parts: vec![Part::raw(
+            parts: smallvec::smallvec![Part::raw(
                 texts.get("data"),
                 crate::format::types::ElementType {
                     dtype: crate::format::DType::U8,
