@@ -6,8 +6,9 @@
 #
 # RUNS (default 3) timed runs per size. Prints, per size, the manifest size,
 # the median wall time, objects per second, peak RSS and RSS per manifest
-# byte, then how the time grows from the smallest size to the largest (the
-# same as the size ratio means linear). Peak RSS comes from /usr/bin/time -v
+# byte, the mount daemon's RSS per manifest byte once mounted and after an
+# `ls -l` of the root (issue 22: under 2), then how the time grows from the
+# smallest size to the largest (the same as the size ratio means linear). Peak RSS comes from /usr/bin/time -v
 # when it is installed, else from wait4(2) through python3.
 #
 # Builds release binaries into $CARGO_TARGET_DIR (default /tmp/bench-target),
@@ -54,10 +55,24 @@ EOF
     fi
 }
 
+# The mount daemon's VmRSS once `ztfs mount FILE` returns and after an
+# `ls -l` of the root: prints "KIB_MOUNTED KIB_AFTER_LS".
+daemon_rss() {
+    local file="$1" mnt="$work/mnt" pid a b
+    mkdir -p "$mnt"
+    "$ztfs" mount "$file" "$mnt" --log-file "$work/daemon.log" >/dev/null
+    pid=$(pgrep -f -n "ztfs mount $file $mnt")
+    a=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
+    LC_ALL=C ls -l "$mnt" >/dev/null
+    b=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
+    "$ztfs" unmount "$mnt"
+    echo "$a $b"
+}
+
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
-printf '| objects | file bytes | manifest bytes | median s | objects/s | peak RSS MiB | RSS / manifest |\n'
-printf '|---:|---:|---:|---:|---:|---:|---:|\n'
+printf '| objects | file bytes | manifest bytes | median s | objects/s | peak RSS MiB | RSS / manifest | daemon RSS / manifest, mounted | after ls -l |\n'
+printf '|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
 first_n="" first_s="" last_n="" last_s=""
 for n in "${sizes[@]}"; do
     file="$work/many-$n.zt"
@@ -72,9 +87,11 @@ for n in "${sizes[@]}"; do
     done
     secs=$(cut -d' ' -f1 "$work/runs.txt" | median)
     rss=$(cut -d' ' -f2 "$work/runs.txt" | median)
-    awk -v n="$n" -v f="$size" -v m="$manifest" -v s="$secs" -v r="$rss" 'BEGIN {
-        printf "| %d | %d | %d | %.3f | %.0f | %.1f | %.2f |\n",
-            n, f, m, s, n / s, r / 1024, r * 1024 / m }'
+    read -r mounted listed < <(daemon_rss "$file")
+    awk -v n="$n" -v f="$size" -v m="$manifest" -v s="$secs" -v r="$rss" \
+        -v a="$mounted" -v b="$listed" 'BEGIN {
+        printf "| %d | %d | %d | %.3f | %.0f | %.1f | %.2f | %.2f | %.2f |\n",
+            n, f, m, s, n / s, r / 1024, r * 1024 / m, a * 1024 / m, b * 1024 / m }'
     [[ -n "$first_n" ]] || { first_n=$n; first_s=$secs; }
     last_n=$n last_s=$secs
     rm -f "$file"
