@@ -194,7 +194,7 @@ impl Tree {
             base,
             part_base,
             file_flags,
-            parts: (0..n_parts).map(|_| OnceLock::new()).collect(),
+            parts: (0..n_parts).map(|_| Default::default()).collect(),
             manifest_json_len: OnceLock::new(),
             manifest_json: OnceLock::new(),
             digest,

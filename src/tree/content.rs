@@ -190,7 +190,7 @@ impl Tree {
             });
             Box::new(state)
         });
-        (**state).as_ref().map_err(|()| {
+        state.as_ref().map_err(|()| {
             // Logged in full when first found; later uses are counted.
             if !first {
                 let (o, p) = self.part(object, part);

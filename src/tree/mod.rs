@@ -231,8 +231,10 @@ pub struct Tree {
     /// first part whether the object has a view file; decided at build.
     file_flags: Vec<u8>,
     /// Per part: its decoder, resolved and checked on first open (boxed,
-    /// so a part never opened costs a pointer, not a decoder).
-    parts: Vec<OnceLock<Box<Result<Encoding, ()>>>>,
+    /// so a part never opened costs a pointer, not a decoder: 8 bytes,
+    /// where a `OnceLock` adds a state word). Two first opens at once may
+    /// both resolve it; one result is kept.
+    parts: Vec<once_cell::race::OnceBox<Result<Encoding, ()>>>,
     /// manifest.json's size, found on the first stat without keeping the
     /// text; the manifest is read from the file (not the map, which the
     /// file may have been truncated under) whenever it is needed.
