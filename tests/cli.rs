@@ -420,3 +420,18 @@ fn a_cache_directory_not_ztfs_s_alone_is_refused_with_exit_2() {
         "the model is not at fault"
     );
 }
+
+/// A fuzz finding: a valid Hurray file whose strided float4 tensor has
+/// 1.7e19 elements (8.4e18 bytes of view): its offsets times 8 wrapped, so
+/// a read gave other elements' bits. The view is refused, not served.
+#[test]
+fn a_view_past_2_60_bytes_is_refused_not_wrapped() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus/hurray/strided-float4-view-past-2-60-bytes");
+    let f = f.to_str().unwrap();
+    let name = String::from_utf8(ztfs(&["ls", f]).stdout).unwrap();
+    let o = ztfs(&["cat", f, name.trim()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("2^60 bytes"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+}
