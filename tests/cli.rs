@@ -82,11 +82,29 @@ fn exit_codes() {
 fn foreign_files_are_named() {
     // safetensors and GGUF files are read (tests/safetensors_input.rs,
     // tests/gguf_input.rs).
-    let cases: [(&str, Vec<u8>, &str); 2] = [
+    let cases: [(&str, Vec<u8>, &str); 5] = [
         (
             "m.hrrys",
             [b"HRRY".as_slice(), &[1, 0, 20, 0, 0, 0], &[0; 64]].concat(),
             "Hurray stream",
+        ),
+        // A name or shape of a format ztfs reads does not win over a
+        // foreign magic (a .npy header length of 0x0a20 is whitespace
+        // before its '{').
+        (
+            "m.hrry",
+            [b"HRRY".as_slice(), &[1, 0, 20, 0, 0, 0], &[0; 64]].concat(),
+            "Hurray stream",
+        ),
+        (
+            "m.safetensors",
+            b"\x93NUMPY\x01\x00\x20\x0a{'descr': '<f4'}".to_vec(),
+            ".npy",
+        ),
+        (
+            "m.bin",
+            [b"PK\x03\x04".as_slice(), &[0; 64]].concat(),
+            "zip",
         ),
         (
             "m.zt",
@@ -100,6 +118,7 @@ fn foreign_files_are_named() {
         assert_eq!(o.status.code(), Some(1), "{name}");
         let e = stderr(&o);
         assert!(e.contains(what) && e.contains("zTensor v2"), "{name}: {e}");
+        assert!(!e.contains("rejected"), "{name}: {e}");
     }
 }
 

@@ -204,22 +204,7 @@ fn hurray_packed_as_served(src: &Path, out: &Path, o: &std::process::Output) -> 
 
 /// A safetensors file of `(name, dtype, shape, bytes)`, in this order.
 fn safetensors(tensors: &[(&str, &str, &[u64], Vec<u8>)]) -> Vec<u8> {
-    let mut entries = Vec::new();
-    let mut at = 0;
-    for (name, dtype, shape, bytes) in tensors {
-        let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
-        entries.push(format!(
-            "\"{name}\":{{\"dtype\":\"{dtype}\",\"shape\":[{}],\"data_offsets\":[{at},{}]}}",
-            dims.join(","),
-            at + bytes.len()
-        ));
-        at += bytes.len();
-    }
-    let header = format!("{{{}}}", entries.join(","));
-    let mut file = (header.len() as u64).to_le_bytes().to_vec();
-    file.extend_from_slice(header.as_bytes());
-    tensors.iter().for_each(|t| file.extend_from_slice(&t.3));
-    file
+    common::safetensors_file(tensors, None)
 }
 
 /// Bytes that do not compress.

@@ -6,6 +6,9 @@
 //! mid-pack is driven through the library, whose progress callback runs
 //! between the hashing of a part and its copy.
 
+#[allow(dead_code)]
+#[path = "corpus/builder.rs"]
+mod builder;
 mod common;
 
 use std::ffi::OsStr;
@@ -13,7 +16,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use common::{describe, ztfs};
+use common::{describe, safetensors_file as safetensors, ztfs};
 use ztfs::error::{Error, Rule};
 
 /// Runs `ztfs pack SRC -o OUT FLAGS...`.
@@ -24,40 +27,9 @@ fn pack(src: &Path, out: &Path, flags: &[&str]) -> std::process::Output {
     ztfs(&args)
 }
 
-/// A safetensors file of `(name, dtype, shape, bytes)` and a
-/// `__metadata__` object (JSON text), in this order.
-fn safetensors(tensors: &[(&str, &str, &[u64], Vec<u8>)], metadata: Option<&str>) -> Vec<u8> {
-    let mut entries: Vec<String> = metadata
-        .map(|m| format!("\"__metadata__\":{m}"))
-        .into_iter()
-        .collect();
-    let mut at = 0;
-    for (name, dtype, shape, bytes) in tensors {
-        let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
-        entries.push(format!(
-            "\"{name}\":{{\"dtype\":\"{dtype}\",\"shape\":[{}],\"data_offsets\":[{at},{}]}}",
-            dims.join(","),
-            at + bytes.len()
-        ));
-        at += bytes.len();
-    }
-    let header = format!("{{{}}}", entries.join(","));
-    let mut file = (header.len() as u64).to_le_bytes().to_vec();
-    file.extend_from_slice(header.as_bytes());
-    tensors.iter().for_each(|t| file.extend_from_slice(&t.3));
-    file
-}
-
+/// Bytes that do not compress.
 fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed;
-    (0..n)
-        .map(|_| {
-            x = x
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (x >> 56) as u8
-        })
-        .collect()
+    builder::Lcg::new(seed).bytes(n)
 }
 
 /// Four tensors of 300 KB each: four data shards at `--shard-size 300K`.

@@ -822,6 +822,34 @@ pub fn statvfs(path: &Path) -> io::Result<libc::statvfs> {
     Ok(st)
 }
 
+/// A safetensors file of `(name, dtype, shape, bytes)` and an optional
+/// `__metadata__` object (JSON text), in this order, written by hand (the
+/// tests' oracle, not the reader's code).
+pub fn safetensors_file(
+    tensors: &[(&str, &str, &[u64], Vec<u8>)],
+    metadata: Option<&str>,
+) -> Vec<u8> {
+    let mut entries: Vec<String> = metadata
+        .map(|m| format!("\"__metadata__\":{m}"))
+        .into_iter()
+        .collect();
+    let mut at = 0;
+    for (name, dtype, shape, bytes) in tensors {
+        let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+        entries.push(format!(
+            "\"{name}\":{{\"dtype\":\"{dtype}\",\"shape\":[{}],\"data_offsets\":[{at},{}]}}",
+            dims.join(","),
+            at + bytes.len()
+        ));
+        at += bytes.len();
+    }
+    let header = format!("{{{}}}", entries.join(","));
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(header.as_bytes());
+    tensors.iter().for_each(|t| file.extend_from_slice(&t.3));
+    file
+}
+
 /// A 64-bit LCG with a fixed seed, for reproducible random reads.
 pub struct Lcg(u64);
 
