@@ -795,9 +795,12 @@ fn print_digest(file: &Path, algo: AlgoArg) -> Result<()> {
 
 fn manifest(file: &Path) -> Result<()> {
     let model = open(file)?;
-    let text = report::manifest_json(&model)?;
-    let mut out = std::io::stdout().lock();
-    stdout_write(&mut out, text.as_bytes())
+    // Written as it is rendered: the text can be many times the manifest.
+    let mut out = crate::format::json::Pieces::new(std::io::stdout().lock());
+    report::write_manifest_json(&model, &mut out)?;
+    out.finish()
+        .and_then(|mut o| o.flush())
+        .map_err(|e| Error::io("stdout", e))
 }
 
 fn mount_cmd(m: MountCmd) -> Result<()> {

@@ -10,64 +10,92 @@ use std::time::{Duration, Instant};
 use crate::decode::check_interpretable;
 use crate::error::Result;
 use crate::format::cbor::{self, Value};
-use crate::format::{json, Manifest, Object};
+use crate::format::json::{self, Sink};
+use crate::format::{Manifest, Object};
 use crate::model::Model;
 
-/// The manifest as pretty JSON with a final newline: `ztfs manifest` and
-/// the mount's `manifest.json`. A data shard's is `null`.
-pub fn manifest_json(model: &Model) -> Result<String> {
+/// Writes the manifest as pretty JSON with a final newline: `ztfs
+/// manifest` and the mount's `manifest.json`. A data shard's is `null`.
+pub fn write_manifest_json(model: &Model, out: &mut dyn Sink) -> Result<()> {
     if let Some(file) = model.hurray() {
-        return Ok(crate::format::hurray::json::manifest(file));
+        crate::format::hurray::json::write_manifest(file, out);
+        return Ok(());
     }
     if let Some(file) = model.gguf() {
-        return Ok(crate::format::gguf::json::manifest(file));
+        crate::format::gguf::json::write_manifest(file, out);
+        return Ok(());
     }
     if let Some(header) = model.read_safetensors_header()? {
         if model.is_checkpoint() {
-            return crate::format::safetensors::index::manifest(&header);
+            return crate::format::safetensors::index::write_manifest(&header, out);
         }
-        return crate::format::safetensors::manifest(&header);
+        return crate::format::safetensors::write_manifest(&header, out);
     }
-    manifest_json_of(model.manifest().map(|_| model.manifest_bytes()).as_deref())
+    write_manifest_json_of(
+        model.manifest().map(|_| model.manifest_bytes()).as_deref(),
+        out,
+    )
 }
 
-/// The same, from the manifest bytes (`None` for a data shard).
-pub fn manifest_json_of(manifest: Option<&[u8]>) -> Result<String> {
-    let mut s = String::new();
-    match manifest {
-        None => s.push_str("null"),
-        Some(bytes) => json::to_json_pretty(&cbor::parse(bytes)?, &mut s),
-    }
-    s.push('\n');
-    Ok(s)
-}
-
-/// The length of [`manifest_json_of`]'s text, found one object at a time:
-/// the manifest is never held as one CBOR tree, nor its JSON as one string,
-/// so a mount can give `manifest.json` a size without keeping its text.
-pub fn manifest_json_len(manifest: Option<&[u8]>) -> Result<u64> {
+/// The same, from the manifest bytes (`None` for a data shard). The
+/// objects are written one at a time as they are decoded, in a second pass
+/// over the bytes: the manifest is never held as one CBOR tree (about
+/// seven times its bytes), nor its text as one string.
+pub fn write_manifest_json_of(manifest: Option<&[u8]>, out: &mut dyn Sink) -> Result<()> {
     let Some(bytes) = manifest else {
-        return Ok("null\n".len() as u64);
+        out.push_str("null\n");
+        return Ok(());
     };
-    let (mut n, mut entries, mut all_text) = (0u64, 0u64, true);
-    let mut piece = String::new();
-    let (root, streamed) = cbor::parse_streaming(bytes, "objects", &mut |_, k, v| {
-        piece.clear();
-        json::to_json_pretty_at(k, 2, &mut piece);
-        json::to_json_pretty_at(v, 2, &mut piece);
-        (n, entries) = (n + 1, entries + piece.len() as u64);
-        all_text &= k.as_text().is_some();
+    // First pass: the root without its objects, and whether they are an
+    // object (text keys) in JSON.
+    let (mut keys_text, mut first_dollar, mut count) = (true, false, 0);
+    let (root, streamed) = cbor::parse_streaming(bytes, "objects", &mut |n, k, _| {
+        first_dollar |= count == 0 && k.as_text().is_some_and(|k| k.starts_with('$'));
+        keys_text &= k.as_text().is_some();
+        count = n;
         Ok(())
     })?;
-    if !streamed || n < 2 || !all_text {
-        // Small or unusual: render it whole.
-        return Ok(manifest_json_of(Some(bytes))?.len() as u64);
+    let objects_are_object = keys_text && !(count == 1 && first_dollar);
+    if !streamed || !objects_are_object || !is_object_map(&root) {
+        // Unusual: rendered whole.
+        json::to_json_pretty(&cbor::parse(bytes)?, out);
+        out.push('\n');
+        return Ok(());
     }
-    // The root with the objects map in its place as `{}`, plus that map.
-    let mut rest = String::new();
-    json::to_json_pretty(&root, &mut rest);
-    let objects = json::pretty_map_len(n, entries, 1);
-    Ok(rest.len() as u64 - "{}".len() as u64 + objects + "\n".len() as u64)
+    let mut again = Ok(());
+    json::Writer::new(out, true).object_with(&root, 0, |w, key, l| {
+        if key != "objects" {
+            return false;
+        }
+        let mut w = w.at(l);
+        let mut n = 0;
+        w.open('{');
+        again = cbor::parse_streaming(bytes, "objects", &mut |_, k, v| {
+            w.item(n, l);
+            w.key(k.as_text().unwrap_or_default());
+            w.value(v, l + 1);
+            n += 1;
+            Ok(())
+        })
+        .map(drop);
+        w.close('}', n, l);
+        true
+    });
+    again?;
+    out.push('\n');
+    Ok(())
+}
+
+/// True when `v` is a map written as a JSON object.
+fn is_object_map(v: &Value<'_>) -> bool {
+    matches!(v, Value::Map(e) if json::is_object(e.len(), e.iter().map(|(k, _)| k.as_text())))
+}
+
+/// The length of what `write` writes, counted, not kept.
+pub fn text_len(write: impl FnOnce(&mut dyn Sink) -> Result<()>) -> Result<u64> {
+    let mut count = json::Count::default();
+    write(&mut count)?;
+    Ok(count.0)
 }
 
 /// One line about a model: counts and total decoded size.
@@ -442,8 +470,26 @@ mod tests {
 
     /// Every corpus file's manifest, valid or not: the streamed length is
     /// the length of the text, or both fail.
+    /// The text as the renderer writes it from the whole tree: what the
+    /// writers that walk a manifest or header piece by piece must match.
+    fn rendered_whole(model: &Model) -> Option<String> {
+        let mut s = String::new();
+        if let Some(header) = model.read_safetensors_header().unwrap() {
+            let json = crate::format::safetensors::json::Json::parse(&header).unwrap();
+            json::to_json_pretty(&json.to_value(), &mut s);
+        } else if model.hurray().is_some() || model.gguf().is_some() {
+            return None;
+        } else if model.manifest().is_none() {
+            s.push_str("null");
+        } else {
+            json::to_json_pretty(&cbor::parse(&model.manifest_bytes()).unwrap(), &mut s);
+        }
+        s.push('\n');
+        Some(s)
+    }
+
     #[test]
-    fn manifest_json_len_is_the_length_of_the_text() {
+    fn manifest_json_written_in_pieces_is_the_text_rendered_whole() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
         let mut dirs = vec![root];
         let mut checked = 0;
@@ -457,11 +503,14 @@ mod tests {
                 let Ok(model) = Model::open(&p) else {
                     continue;
                 };
-                let bytes = model.manifest().map(|_| model.manifest_bytes());
-                let bytes = bytes.as_deref();
-                let want = manifest_json_of(bytes).map(|s| s.len() as u64);
-                assert_eq!(manifest_json_len(bytes).ok(), want.ok(), "{}", p.display());
-                checked += 1;
+                let mut text = String::new();
+                write_manifest_json(&model, &mut text).unwrap();
+                let len = text_len(|out| write_manifest_json(&model, out)).unwrap();
+                assert_eq!(len, text.len() as u64, "{}", p.display());
+                if let Some(want) = rendered_whole(&model) {
+                    assert_eq!(text, want, "{}", p.display());
+                    checked += 1;
+                }
             }
         }
         assert!(checked >= 50, "corpus too small: {checked}");

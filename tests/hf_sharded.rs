@@ -581,13 +581,6 @@ fn tiny_checkpoint(n: usize) -> tempfile::TempDir {
     dir
 }
 
-/// `VmRSS` of `pid`, in KiB.
-fn rss_kib(pid: i32) -> u64 {
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 /// The daemon's resident memory after mounting a checkpoint of `n` tiny
 /// files by URL, in KiB.
 fn rss_after_mount_by_url(n: usize) -> u64 {
@@ -595,7 +588,7 @@ fn rss_after_mount_by_url(n: usize) -> u64 {
     let server = Nginx::serve(dir.path());
     let m = Mount::new(Path::new(&server.url(INDEX)), &[]);
     let pid = daemon_pid(m.path()).expect("the mount's daemon");
-    rss_kib(pid)
+    status_kib(pid, "VmRSS")
 }
 
 /// The files of a checkpoint by URL cost a few KiB each until read (one

@@ -200,24 +200,6 @@ fn xattrs_name_a_hurray_tensors_type() {
     assert!(get("data", "user.zt.layout").starts_with("hurray:"));
 }
 
-/// The size a mount gives `manifest.json` is measured a tensor at a time;
-/// it must be the text's length for every file (the mount test above
-/// would read a truncated file otherwise, this says which).
-#[test]
-fn manifest_len_is_the_texts_length() {
-    use ztfs::format::hurray::{json, read_file};
-    for file in hurray_files() {
-        let bytes = fs::read(&file).expect("read");
-        let f = read_file(&bytes).expect("a valid file");
-        assert_eq!(
-            json::manifest_len(&f),
-            json::manifest(&f).len() as u64,
-            "{}",
-            file.display()
-        );
-    }
-}
-
 /// `--verify` applies the one data rule of the format, MXFP scale bytes,
 /// on a tensor's first open: its files fail with EIO and a log line, where
 /// the same tensor with a valid scale opens.

@@ -308,3 +308,51 @@ fn data_npy_is_served_only_for_shapes_np_load_reads() {
         }
     }
 }
+
+/// A header of millions of small values (an ignored field of a tensor,
+/// arrays nested 100 deep, which the `safetensors` package accepts) makes
+/// a `manifest.json` as large as itself. The daemon writes it from the
+/// header's text without a tree of its values (about 40 times the text:
+/// a 10 MB header peaked at 400 MB) and keeps it in a temporary file, not
+/// in memory: while it is written its peak grows by about the header's
+/// length at most (the header read again), and afterwards its anonymous
+/// memory has not grown by the text (its threads' first reads grow it by a
+/// few MiB of malloc arenas, whatever they read).
+#[test]
+fn a_huge_header_s_manifest_json_costs_the_daemon_its_length_once_and_then_nothing() {
+    let deep = format!(
+        "{}{}{}",
+        "[".repeat(100),
+        ["0"; 1000].join(","),
+        "]".repeat(100)
+    );
+    let values = vec![deep; 8000].join(",");
+    let mut header =
+        format!(r#"{{"t":{{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":[{values}]}}}}"#);
+    header.push_str(&" ".repeat((8 - header.len() % 8) % 8));
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(&[0; 4]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("huge-header.safetensors");
+    std::fs::write(&file, &bytes).unwrap();
+
+    let m = Mount::new(&file, &["--cache-mib", "16"]);
+    let pid = m.daemon();
+    let (peak, anon) = (status_kib(pid, "VmHWM"), status_kib(pid, "RssAnon"));
+    let text = std::fs::read(m.join("manifest.json")).unwrap();
+    assert_eq!(text, ztfs_ok(&[OsStr::new("manifest"), file.as_os_str()]));
+    assert!(text.len() > 16 << 20, "the text is {} bytes", text.len());
+    let grew = (status_kib(pid, "VmHWM") - peak) << 10;
+    let kept = status_kib(pid, "RssAnon").saturating_sub(anon) << 10;
+    let header_len = header.len() as u64;
+    assert!(
+        grew < 2 * header_len + (16 << 20),
+        "the peak grew by {grew} bytes writing the manifest.json of a {header_len}-byte header"
+    );
+    assert!(
+        kept < text.len() as u64 / 2,
+        "{kept} bytes more stay resident after reading a {}-byte manifest.json",
+        text.len()
+    );
+}

@@ -2,13 +2,15 @@
 //! names a `Safetensors*` rule, and that an accepted file's tensors lie in
 //! the byte buffer back to back, each as long as its shape and dtype say,
 //! covering it exactly; and that what the commands derive from it (the
-//! objects, `manifest.json`) is made without panicking.
+//! objects, `manifest.json`) is made without panicking, `manifest.json`
+//! written from the text as the tree of the header renders it.
 #![no_main]
 
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use ztfs::format::safetensors::{manifest, objects, read_header};
+use ztfs::format::safetensors::json::Json;
+use ztfs::format::safetensors::{objects, read_header, write_manifest};
 
 fuzz_target!(|data: &[u8]| {
     match read_header(data) {
@@ -29,7 +31,13 @@ fuzz_target!(|data: &[u8]| {
             let objs = objects::objects(&h);
             assert_eq!(objs.len(), h.tensors.len());
             let text = std::str::from_utf8(&data[8..start as usize]).expect("UTF-8 header");
-            manifest(text).expect("a valid header renders");
+            let mut written = String::new();
+            write_manifest(text, &mut written).expect("a valid header renders");
+            let mut whole = String::new();
+            let tree = Json::parse(text).expect("a valid header parses");
+            ztfs::format::json::to_json_pretty(&tree.to_value(), &mut whole);
+            whole.push('\n');
+            assert_eq!(written, whole, "written as the tree renders");
         }
         Err(e) => assert!(
             e.rule()

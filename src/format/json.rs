@@ -37,7 +37,8 @@
 //! gains a newline, its indent and a space after a colon: at most 10 bytes
 //! over an item of at least 1).
 
-use std::fmt::Write;
+use std::fmt::Write as _;
+use std::io;
 
 use crate::format::cbor::Value;
 
@@ -52,22 +53,98 @@ pub const MAX_PRETTY_LEVEL: usize = 4;
 /// Pretty output is at most this many times the compact form's length.
 pub const MAX_GROWTH: u64 = 16;
 
+/// Where rendered text goes: a `String`, or [`Pieces`] handing it to a
+/// writer a piece at a time, so that a large document is never one string.
+pub trait Sink {
+    fn push_str(&mut self, s: &str);
+
+    fn push(&mut self, c: char) {
+        self.push_str(c.encode_utf8(&mut [0; 4]));
+    }
+}
+
+impl Sink for String {
+    fn push_str(&mut self, s: &str) {
+        String::push_str(self, s);
+    }
+
+    fn push(&mut self, c: char) {
+        String::push(self, c);
+    }
+}
+
+/// A [`Sink`] that writes to `W` in pieces of about [`Pieces::PIECE`]
+/// bytes. A write error is kept and returned by [`Pieces::finish`]; what
+/// comes after it is dropped.
+pub struct Pieces<W: io::Write> {
+    piece: String,
+    out: W,
+    error: Option<io::Error>,
+}
+
+impl<W: io::Write> Pieces<W> {
+    pub const PIECE: usize = 64 << 10;
+
+    pub fn new(out: W) -> Pieces<W> {
+        Pieces {
+            piece: String::new(),
+            out,
+            error: None,
+        }
+    }
+
+    fn drain(&mut self) {
+        if self.error.is_none() {
+            self.error = self.out.write_all(self.piece.as_bytes()).err();
+        }
+        self.piece.clear();
+    }
+
+    /// Writes what is left and gives the writer back, or the first error.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.drain();
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.out),
+        }
+    }
+}
+
+impl<W: io::Write> Sink for Pieces<W> {
+    fn push_str(&mut self, s: &str) {
+        self.piece.push_str(s);
+        if self.piece.len() >= Self::PIECE {
+            self.drain();
+        }
+    }
+}
+
+/// A [`Sink`] that only counts: the length of a text without keeping it.
+#[derive(Default)]
+pub struct Count(pub u64);
+
+impl Sink for Count {
+    fn push_str(&mut self, s: &str) {
+        self.0 += s.len() as u64;
+    }
+}
+
 /// Appends the compact JSON form of `value` to `out`.
-pub fn to_json(value: &Value<'_>, out: &mut String) {
-    Json { out, pretty: false }.value(value, 0);
+pub fn to_json(value: &Value<'_>, out: &mut (impl Sink + ?Sized)) {
+    Writer::new(out, false).value(value, 0);
 }
 
 /// Appends the JSON form of `value` to `out`, indented by two spaces per
 /// level, without a final newline.
-pub fn to_json_pretty(value: &Value<'_>, out: &mut String) {
+pub fn to_json_pretty(value: &Value<'_>, out: &mut (impl Sink + ?Sized)) {
     to_json_pretty_at(value, 0, out);
 }
 
 /// Appends `value` as [`to_json_pretty`] writes it when it sits `level`
 /// containers deep, for a caller that renders a large document one piece
 /// at a time.
-pub fn to_json_pretty_at(value: &Value<'_>, level: usize, out: &mut String) {
-    Json { out, pretty: true }.value(value, level);
+pub fn to_json_pretty_at(value: &Value<'_>, level: usize, out: &mut (impl Sink + ?Sized)) {
+    Writer::new(out, true).value(value, level);
 }
 
 /// The length of the pretty form of a map at `level` whose `n` entries are
@@ -94,13 +171,33 @@ pub fn pretty_array_len(n: u64, items: u64, level: u64) -> u64 {
     1 + (n - 1) + n * per_item + items + 1 + 2 * level + 1
 }
 
-struct Json<'o> {
-    out: &'o mut String,
+/// The renderer, for a value held whole ([`Writer::value`]) or for a
+/// caller that walks a large document itself and writes it in the same
+/// spelling, event by event: [`Writer::open`], then per item
+/// [`Writer::item`] (and [`Writer::key`] in an object) and the item, then
+/// [`Writer::close`]; a container that opens at `level` is written by
+/// [`Writer::at`]`(level)`.
+pub struct Writer<'o, S: Sink + ?Sized> {
+    out: &'o mut S,
     pretty: bool,
 }
 
-impl Json<'_> {
-    fn value(&mut self, value: &Value<'_>, level: usize) {
+impl<'o, S: Sink + ?Sized> Writer<'o, S> {
+    pub fn new(out: &'o mut S, pretty: bool) -> Writer<'o, S> {
+        Writer { out, pretty }
+    }
+
+    /// The writer of a container that opens `level` deep: compact from
+    /// [`MAX_PRETTY_LEVEL`] on, since deeper indents would make the text
+    /// grow with depth × lines.
+    pub fn at(&mut self, level: usize) -> Writer<'_, S> {
+        Writer {
+            out: &mut *self.out,
+            pretty: self.pretty && level < MAX_PRETTY_LEVEL,
+        }
+    }
+
+    pub fn value(&mut self, value: &Value<'_>, level: usize) {
         match value {
             Value::Uint(n) if *n <= MAX_SAFE_INTEGER => push_display(self.out, n),
             Value::Uint(n) => self.escape("$int", &n.to_string()),
@@ -112,18 +209,104 @@ impl Json<'_> {
             Value::Text(s) => push_string(self.out, s),
             Value::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
             Value::Null => self.out.push_str("null"),
-            Value::Array(_) | Value::Map(_) if self.pretty && level >= MAX_PRETTY_LEVEL => {
-                // Deeper indents would make the text grow with depth ×
-                // lines: a deep container is one line.
-                Json {
-                    out: self.out,
-                    pretty: false,
-                }
-                .value(value, level)
+            Value::Array(items) => {
+                (self.at(level)).list("[]", items, level, |w, item, l| w.value(item, l))
             }
-            Value::Array(items) => self.list("[]", items, level, |w, item, l| w.value(item, l)),
-            Value::Map(entries) => self.map(entries, level),
+            Value::Map(entries) => self.at(level).map(entries, level),
         }
+    }
+
+    /// Opens a container: `bracket` is `[` or `{`.
+    pub fn open(&mut self, bracket: char) {
+        self.out.push(bracket);
+    }
+
+    /// Begins item `i` (from 0) of the container open at `level`.
+    pub fn item(&mut self, i: usize, level: usize) {
+        if i > 0 {
+            self.out.push(',');
+        }
+        self.newline(level + 1);
+    }
+
+    /// Writes an object's key and its colon, the value to follow.
+    pub fn key(&mut self, key: &str) {
+        push_string(self.out, key);
+        self.colon();
+    }
+
+    /// Closes the container open at `level` after its `n` items: `bracket`
+    /// is `]` or `}`.
+    pub fn close(&mut self, bracket: char, n: usize, level: usize) {
+        if n > 0 {
+            self.newline(level);
+        }
+        self.out.push(bracket);
+    }
+
+    /// Writes `doc` `level` deep, a map of text keys that is an object in
+    /// the module's table (not one `$` key, which a caller building its
+    /// own document never uses), letting `fill(w, key, l)` write the value
+    /// of an entry instead of the one `doc` holds (it says true when it
+    /// did): for a document too large to hold whole, its big entries
+    /// written as they are walked.
+    pub fn object_with(
+        &mut self,
+        doc: &Value<'_>,
+        level: usize,
+        mut fill: impl FnMut(&mut Writer<'_, S>, &str, usize) -> bool,
+    ) {
+        let Some(entries) = object_entries(doc) else {
+            debug_assert!(false, "object_with takes what renders as an object");
+            return self.value(doc, level);
+        };
+        let mut w = self.at(level);
+        w.open('{');
+        for (i, (key, value)) in entries.iter().enumerate() {
+            w.item(i, level);
+            w.key(key);
+            if !fill(&mut w, key, level + 1) {
+                w.value(value, level + 1);
+            }
+        }
+        w.close('}', entries.len(), level);
+    }
+
+    /// Writes what `items` gives as an array `level` deep, each item by
+    /// `each(w, item, l)`: an array written as it is walked.
+    pub fn items<T>(
+        &mut self,
+        items: impl IntoIterator<Item = T>,
+        level: usize,
+        mut each: impl FnMut(&mut Writer<'_, S>, T, usize),
+    ) {
+        let mut w = self.at(level);
+        w.open('[');
+        let mut n = 0;
+        for item in items {
+            w.item(n, level);
+            each(&mut w, item, level + 1);
+            n += 1;
+        }
+        w.close(']', n, level);
+    }
+
+    /// A map that cannot be an object (see the module's table) at `level`,
+    /// in its general form `{"$map": [[key, value], ...]}`: `half(w, entry,
+    /// 0 or 1, l)` writes an entry's key or value, `l` deep.
+    pub fn general_map<T>(
+        &mut self,
+        entries: &[T],
+        level: usize,
+        mut half: impl FnMut(&mut Writer<'_, S>, &T, usize, usize),
+    ) {
+        self.open('{');
+        self.item(0, level);
+        self.key("$map");
+        self.list("[]", entries, level + 1, |w, entry, l| {
+            w.list("[]", &[0, 1], l, |w, &which, l| half(w, entry, which, l));
+        });
+        self.close('}', 1, level);
     }
 
     fn float(&mut self, x: f64) {
@@ -134,21 +317,19 @@ impl Json<'_> {
         } else {
             // `{:?}` is the shortest spelling that reads back exactly, and
             // for finite values it is valid JSON: `1.0`, `1e300`, `1e-7`.
-            let start = self.out.len();
-            push_debug(self.out, x);
-            if !self.out[start..].contains(['.', 'e']) {
+            let mut w = Written {
+                out: &mut *self.out,
+                looks_float: false,
+            };
+            let _ = write!(w, "{x:?}");
+            if !w.looks_float {
                 self.out.push_str(".0");
             }
         }
     }
 
     fn map(&mut self, entries: &[(Value<'_>, Value<'_>)], level: usize) {
-        let all_text = entries.iter().all(|(k, _)| k.as_text().is_some());
-        let looks_escaped = match entries {
-            [(key, _)] => key.as_text().is_some_and(|k| k.starts_with('$')),
-            _ => false,
-        };
-        if all_text && !looks_escaped {
+        if is_object(entries.len(), entries.iter().map(|(k, _)| k.as_text())) {
             self.list("{}", entries, level, |w, (key, value), l| {
                 w.value(key, l);
                 w.colon();
@@ -156,15 +337,9 @@ impl Json<'_> {
             });
             return;
         }
-        self.out.push('{');
-        self.newline(level + 1);
-        push_string(self.out, "$map");
-        self.colon();
-        self.list("[]", entries, level + 1, |w, (key, value), l| {
-            w.list("[]", &[key, value], l, |w, item, l| w.value(item, l));
+        self.general_map(entries, level, |w, (key, value), which, l| {
+            w.value(if which == 0 { key } else { value }, l)
         });
-        self.newline(level);
-        self.out.push('}');
     }
 
     /// Writes `items` with `each`, comma-separated, between the two
@@ -174,20 +349,15 @@ impl Json<'_> {
         brackets: &str,
         items: &[T],
         level: usize,
-        mut each: impl FnMut(&mut Self, &T, usize),
+        mut each: impl FnMut(&mut Writer<'_, S>, &T, usize),
     ) {
-        self.out.push_str(&brackets[..1]);
+        let (open, close) = (brackets.as_bytes()[0], brackets.as_bytes()[1]);
+        self.open(char::from(open));
         for (i, item) in items.iter().enumerate() {
-            if i > 0 {
-                self.out.push(',');
-            }
-            self.newline(level + 1);
+            self.item(i, level);
             each(self, item, level + 1);
         }
-        if !items.is_empty() {
-            self.newline(level);
-        }
-        self.out.push_str(&brackets[1..]);
+        self.close(char::from(close), items.len(), level);
     }
 
     /// A one-key escape object, always on one line.
@@ -213,13 +383,53 @@ impl Json<'_> {
     }
 }
 
-fn push_display(out: &mut String, n: impl std::fmt::Display) {
-    // Writing to a String cannot fail.
-    let _ = write!(out, "{n}");
+/// True when a map of `n` entries with these keys (`None`: not text) is
+/// written as a JSON object: every key text, and not one key that begins
+/// with `$` (which would read as an escape object).
+pub fn is_object<'k>(n: usize, mut keys: impl Iterator<Item = Option<&'k str>>) -> bool {
+    let mut first = true;
+    keys.all(|k| {
+        let one_dollar =
+            std::mem::take(&mut first) && n == 1 && k.is_some_and(|k| k.starts_with('$'));
+        k.is_some() && !one_dollar
+    })
 }
 
-fn push_debug(out: &mut String, x: f64) {
-    let _ = write!(out, "{x:?}");
+/// The entries of `doc` with their keys as text when it is written as an
+/// object.
+fn object_entries<'v, 'a>(doc: &'v Value<'a>) -> Option<Vec<(&'v str, &'v Value<'a>)>> {
+    let Value::Map(entries) = doc else {
+        return None;
+    };
+    is_object(entries.len(), entries.iter().map(|(k, _)| k.as_text())).then(|| {
+        entries
+            .iter()
+            .map(|(k, v)| (k.as_text().unwrap_or_default(), v))
+            .collect()
+    })
+}
+
+/// `fmt::Write` into a [`Sink`], noting whether a `.` or an `e` went by.
+struct Written<'o, S: Sink + ?Sized> {
+    out: &'o mut S,
+    looks_float: bool,
+}
+
+impl<S: Sink + ?Sized> std::fmt::Write for Written<'_, S> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.looks_float |= s.contains(['.', 'e']);
+        self.out.push_str(s);
+        Ok(())
+    }
+}
+
+fn push_display(out: &mut (impl Sink + ?Sized), n: impl std::fmt::Display) {
+    // Writing to a Sink cannot fail.
+    let mut w = Written {
+        out,
+        looks_float: false,
+    };
+    let _ = write!(w, "{n}");
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -233,7 +443,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// Writes `s` as a JSON string, copying unescaped runs whole.
-pub fn push_string(out: &mut String, s: &str) {
+pub fn push_string(out: &mut (impl Sink + ?Sized), s: &str) {
     out.push('"');
     let mut run = 0;
     for (i, b) in s.bytes().enumerate() {
@@ -251,7 +461,7 @@ pub fn push_string(out: &mut String, s: &str) {
         out.push_str(&s[run..i]);
         run = i + 1;
         if short.is_empty() {
-            let _ = write!(out, "\\u{b:04x}");
+            push_display(out, format_args!("\\u{b:04x}"));
         } else {
             out.push_str(short);
         }
@@ -524,5 +734,60 @@ mod tests {
         to_json(&nested(), &mut out);
         assert_eq!(out, format!("x{}", compact(&nested())));
         assert_eq!(compact(&nested()), compact(&nested().clone()));
+    }
+
+    /// Writes `v` as `object_with` and `items` would, walking every map and
+    /// array itself: what a writer of a document too big to hold does.
+    fn walked(w: &mut Writer<'_, String>, v: &Value<'_>, level: usize) {
+        match v {
+            Value::Array(items) => w.items(items, level, |w, x, l| walked(w, x, l)),
+            Value::Map(e) if is_object(e.len(), e.iter().map(|(k, _)| k.as_text())) => w
+                .object_with(v, level, |w, key, l| {
+                    let (_, x) = e.iter().find(|(k, _)| k.as_text() == Some(key)).unwrap();
+                    walked(w, x, l);
+                    true
+                }),
+            v => w.value(v, level),
+        }
+    }
+
+    #[test]
+    fn a_document_walked_piece_by_piece_is_the_one_rendered_whole() {
+        let docs = [
+            nested(),
+            deep(7, 2),
+            text_map(&[
+                ("a", deep(6, 1)),
+                ("b", Value::Array(vec![nested(), deep(3, 3)])),
+            ]),
+            Value::Array(vec![]),
+            text_map(&[]),
+        ];
+        for doc in &docs {
+            for level in [0, 3, 4, 5] {
+                let mut want = String::new();
+                to_json_pretty_at(doc, level, &mut want);
+                let mut got = String::new();
+                walked(&mut Writer::new(&mut got, true), doc, level);
+                assert_eq!(got, want, "level {level}");
+            }
+        }
+    }
+
+    #[test]
+    fn pieces_and_count_see_the_text_a_string_gets() {
+        let doc = Value::Array(vec![nested(); 2000]);
+        let mut want = String::new();
+        to_json_pretty(&doc, &mut want);
+        let mut pieces = Pieces::new(Vec::new());
+        to_json_pretty(&doc, &mut pieces);
+        assert_eq!(pieces.finish().unwrap(), want.as_bytes());
+        let mut count = Count::default();
+        to_json_pretty(&doc, &mut count);
+        assert_eq!(count.0, want.len() as u64);
+        assert!(
+            want.len() > Pieces::<Vec<u8>>::PIECE,
+            "the text spans pieces"
+        );
     }
 }

@@ -7,6 +7,7 @@
 
 use super::build::part_files;
 use super::legacy;
+use super::spool::{spool, Spooled};
 use super::{FsError, Ino, Node, Tree};
 use std::sync::Arc;
 
@@ -38,11 +39,15 @@ impl std::ops::Deref for Data<'_> {
 }
 
 /// `[offset, offset + size)` clipped to a file of `len` bytes.
-fn clip(len: u64, offset: u64, size: u32) -> std::ops::Range<usize> {
+pub(super) fn clip(len: u64, offset: u64, size: u32) -> std::ops::Range<usize> {
     let start = offset.min(len);
     let end = offset.saturating_add(u64::from(size)).min(len);
     start as usize..end as usize
 }
+
+/// manifest.json is kept in memory up to this size (and a quarter of the
+/// cache's budget), else in a temporary file.
+const MANIFEST_IN_MEMORY: usize = 4 << 20;
 
 impl Tree {
     pub(super) fn object(&self, i: u32) -> &Object {
@@ -77,35 +82,12 @@ impl Tree {
     /// The size of manifest.json, found without keeping its text (a pass
     /// over the whole manifest: the mount does it before it is mounted).
     pub fn manifest_json_len(&self) -> u64 {
-        if let Some(b) = self.manifest_json.get() {
-            return b.len() as u64;
-        }
-        if self.model.safetensors().is_some() {
-            return *self.manifest_json_len.get_or_init(|| {
-                let len = self.safetensors_manifest().map_or(0, |t| t.len() as u64);
-                crate::sys::trim_heap();
-                len
-            });
-        }
-        if let Some(file) = self.model.hurray() {
-            // Measured a tensor at a time, not kept: the text is about 1 KiB
-            // per tensor, and most mounts never read it.
-            return *self.manifest_json_len.get_or_init(|| {
-                let len = crate::format::hurray::json::manifest_len(file);
-                crate::sys::trim_heap();
-                len
-            });
-        }
-        if let Some(file) = self.model.gguf() {
-            // Rendered and kept: the KVs are in memory already.
-            return self.manifest_json_gguf(file).len() as u64;
+        if let Some(text) = self.manifest_json.get() {
+            return text.len();
         }
         *self.manifest_json_len.get_or_init(|| {
-            let len = self
-                .model
-                .read_manifest_bytes()
-                .and_then(|m| report::manifest_json_len(m.as_deref()));
-            // The parsed pieces were freed; give their memory back.
+            let len = report::text_len(|out| self.write_manifest_json(out));
+            // The pieces parsed on the way were freed; give their memory back.
             crate::sys::trim_heap();
             len.unwrap_or_else(|e| {
                 log::error!("manifest.json: {e}");
@@ -114,60 +96,29 @@ impl Tree {
         })
     }
 
-    /// The text of manifest.json, rendered on its first read from the
-    /// manifest as the file holds it now; EIO if it no longer can.
-    pub(super) fn manifest_json(&self) -> Result<&[u8], FsError> {
-        if let Some(b) = self.manifest_json.get() {
-            return Ok(b);
+    /// The text of manifest.json, written on its first read from the
+    /// manifest as the file holds it now, and kept ([`spool`]: in memory
+    /// when small, else in a temporary file); EIO if it no longer can be.
+    pub(super) fn manifest_json(&self) -> Result<&Spooled, FsError> {
+        if let Some(text) = self.manifest_json.get() {
+            return Ok(text);
         }
-        if let Some(file) = self.model.hurray() {
-            return Ok(self.manifest_json_hurray(file));
-        }
-        if let Some(file) = self.model.gguf() {
-            return Ok(self.manifest_json_gguf(file));
-        }
-        let text = if self.model.safetensors().is_some() {
-            self.safetensors_manifest().ok_or(FsError::Io)?
-        } else {
-            self.model
-                .read_manifest_bytes()
-                .and_then(|m| report::manifest_json_of(m.as_deref()))
-                .map_err(|e| {
-                    log::error!("manifest.json: {e}");
-                    FsError::Io
-                })?
-        };
-        let b = self.manifest_json.get_or_init(|| {
-            let mut b = text.into_bytes();
-            b.shrink_to_fit();
-            // The parsed manifest behind the text was several times its
-            // size; give that memory back.
-            crate::sys::trim_heap();
-            b
-        });
-        Ok(b)
+        let in_memory = (self.frames.budget() / 4).min(MANIFEST_IN_MEMORY as u64) as usize;
+        let text = spool(in_memory, |out| self.write_manifest_json(out)).map_err(|e| {
+            log::error!("manifest.json: {e}");
+            FsError::Io
+        })?;
+        crate::sys::trim_heap();
+        Ok(self.manifest_json.get_or_init(|| text))
     }
 
-    /// A safetensors file's manifest.json, its header read from the file
-    /// now and rendered; `None` (logged) when it can no longer be read.
-    fn safetensors_manifest(&self) -> Option<String> {
-        report::manifest_json(&self.model)
-            .map_err(|e| log::error!("manifest.json: {e}"))
-            .ok()
-    }
-
-    /// A GGUF file's manifest.json, rendered once from the file parsed at
-    /// open.
-    fn manifest_json_gguf(&self, file: &crate::format::gguf::File) -> &[u8] {
-        self.manifest_json
-            .get_or_init(|| crate::format::gguf::json::manifest(file).into_bytes())
-    }
-
-    /// A Hurray file's manifest.json, rendered once from the container
-    /// parsed at open (it is held in memory anyway).
-    fn manifest_json_hurray(&self, file: &crate::format::hurray::File) -> &[u8] {
-        self.manifest_json
-            .get_or_init(|| crate::format::hurray::json::manifest(file).into_bytes())
+    /// Writes manifest.json: a zTensor manifest from its bytes as the
+    /// file holds them now (the mount keeps its objects, not its bytes).
+    fn write_manifest_json(&self, out: &mut dyn json::Sink) -> crate::error::Result<()> {
+        match self.model.read_manifest_bytes()? {
+            Some(bytes) => report::write_manifest_json_of(Some(&bytes), out),
+            None => report::write_manifest_json(&self.model, out),
+        }
     }
 
     /// The decoder of a part, resolved on its first use: its shard, its
@@ -263,10 +214,10 @@ impl Tree {
     ) -> Result<Data<'_>, FsError> {
         match node {
             Node::Dir(_) => Err(FsError::IsDir),
-            Node::Manifest => {
-                let b = self.manifest_json()?;
-                Ok(Data::Borrowed(&b[clip(b.len() as u64, offset, size)]))
-            }
+            Node::Manifest => self.manifest_json()?.read(offset, size).map_err(|e| {
+                log::error!("manifest.json: {e}");
+                FsError::Io
+            }),
             Node::Digest => {
                 let b = self.digest.as_deref().unwrap_or_default();
                 Ok(Data::Borrowed(&b[clip(b.len() as u64, offset, size)]))

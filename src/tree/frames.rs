@@ -115,6 +115,11 @@ impl FrameCache {
         }
     }
 
+    /// The budget, in bytes.
+    pub fn budget(&self) -> u64 {
+        self.budget
+    }
+
     /// The decoded frame `key`: from the cache, from a decode already under
     /// way, or decoded now (outside the lock) into a recycled buffer.
     pub fn get_or_decode(

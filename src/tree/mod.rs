@@ -21,6 +21,7 @@ mod npy;
 mod passthrough;
 mod requests;
 pub mod safetensors;
+mod spool;
 mod view;
 
 use std::sync::{Arc, OnceLock};
@@ -240,7 +241,7 @@ pub struct Tree {
     /// file may have been truncated under) whenever it is needed.
     manifest_json_len: OnceLock<u64>,
     /// manifest.json's text, once something has read it.
-    manifest_json: OnceLock<Vec<u8>>,
+    manifest_json: OnceLock<spool::Spooled>,
     digest: Option<Vec<u8>>,
     /// Decoded frames and prepared views, under one budget.
     frames: frames::FrameCache,

@@ -547,6 +547,16 @@ pub fn daemon_pid(mnt: &Path) -> Option<i32> {
     })
 }
 
+/// A memory figure of `pid` from /proc/PID/status, in KiB: `VmRSS`
+/// (resident now) or `VmHWM` (the peak so far).
+pub fn status_kib(pid: i32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = (status.lines())
+        .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"));
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
 /// True while any thread of `pid` runs. A zombie counts as gone (our pid 1
 /// may not reap it), but only once its other threads are gone too: they
 /// share the descriptor table, and /dev/fuse closes with the last of them.

@@ -53,31 +53,48 @@ pub fn render(value: &Value<'_>) -> String {
     s
 }
 
-/// `manifest.json` of a Hurray file.
-pub fn manifest(file: &File) -> String {
-    let tensors = Value::Array(file.tensors.iter().map(tensor).collect());
-    render(&document(file, tensors))
+/// Writes `manifest.json` of a Hurray file, with a final newline: the
+/// document around its KVs and index entries, and those written one at a
+/// time (the text is about 1 KiB per tensor, a gigabyte for a million).
+pub fn write_manifest(file: &File, out: &mut dyn json::Sink) {
+    let skeleton = document(file);
+    json::Writer::new(out, true).object_with(&skeleton, 0, |w, key, l| match key {
+        "kv" => {
+            w.items(&file.kv, l, |w, e, l| {
+                let entry = map(vec![
+                    ("key", t(&e.key)),
+                    ("type", t(kv_type(&e.value))),
+                    ("value", Value::Null),
+                ]);
+                w.object_with(&entry, l, |w, key, l| {
+                    key == "value" && {
+                        write_kv_value(w, &e.value, l);
+                        true
+                    }
+                })
+            });
+            true
+        }
+        "tensors" => {
+            w.items(&file.tensors, l, |w, x, l| w.value(&tensor(x), l));
+            true
+        }
+        _ => false,
+    });
+    out.push('\n');
 }
 
-/// The length of [`manifest`]'s text, found one tensor at a time: the
-/// text is about 1 KiB per tensor, a gigabyte for a million, and a mount
-/// needs only its size until someone reads it.
-pub fn manifest_len(file: &File) -> u64 {
-    let skeleton = render(&document(file, Value::Array(Vec::new()))).len() as u64;
-    let mut piece = String::new();
-    let items: u64 = (file.tensors.iter())
-        .map(|x| {
-            piece.clear();
-            json::to_json_pretty_at(&tensor(x), 2, &mut piece);
-            piece.len() as u64
-        })
-        .sum();
-    let n = file.tensors.len() as u64;
-    skeleton - "[]".len() as u64 + json::pretty_array_len(n, items, 1)
+/// A KV value, an array written an item at a time.
+fn write_kv_value(w: &mut json::Writer<'_, dyn json::Sink + '_>, v: &KvValue, level: usize) {
+    match v {
+        KvValue::Array(a) => w.items(a, level, |w, x, l| write_kv_value(w, x, l)),
+        v => w.value(&kv_value(v), level),
+    }
 }
 
-/// The document with `tensors` (the array of index entries) in its place.
-fn document<'a>(file: &'a File, tensors: Value<'a>) -> Value<'a> {
+/// The document with its KVs and index entries left for
+/// [`write_manifest`] to write.
+fn document(file: &File) -> Value<'_> {
     let h = &file.header;
     let tr = &file.trailer;
     let hint = match h.tensor_count_hint {
@@ -106,24 +123,12 @@ fn document<'a>(file: &'a File, tensors: Value<'a>) -> Value<'a> {
         ("kv_length", uint(tr.kv_length.into())),
         ("index_crc32c", uint(tr.index_crc32c.into())),
     ]);
-    let kv = Value::Array(
-        file.kv
-            .iter()
-            .map(|e| {
-                map(vec![
-                    ("key", t(&e.key)),
-                    ("type", t(kv_type(&e.value))),
-                    ("value", kv_value(&e.value)),
-                ])
-            })
-            .collect(),
-    );
     map(vec![
         ("format", t("hurray")),
         ("header", header),
         ("trailer", trailer),
-        ("kv", kv),
-        ("tensors", tensors),
+        ("kv", Value::Array(Vec::new())),
+        ("tensors", Value::Array(Vec::new())),
     ])
 }
 

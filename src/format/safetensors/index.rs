@@ -28,6 +28,7 @@ use std::collections::HashMap;
 use super::json::Json;
 use super::Header;
 use crate::error::{Error, Result, Rule};
+use crate::format::json::Sink;
 
 /// The largest index, in bytes, checked before it is read.
 pub const MAX_INDEX_LEN: u64 = 64 << 20;
@@ -237,15 +238,19 @@ fn truncate(s: &str) -> &str {
     crate::format::truncate(s, 80)
 }
 
-/// `manifest.json` of a sharded checkpoint: its index, parsed, as pretty
+/// Writes `manifest.json` of a sharded checkpoint: its index as pretty
 /// JSON through the lossless mapping every `manifest.json` uses, keys in
 /// document order. `text` is a valid index.
-pub fn manifest(text: &str) -> Result<String> {
-    let json = parse_json(text)?;
-    let mut s = String::new();
-    crate::format::json::to_json_pretty(&json.to_value(), &mut s);
-    s.push('\n');
-    Ok(s)
+pub fn write_manifest(text: &str, out: &mut dyn Sink) -> Result<()> {
+    super::refuse_bom(text, "index", Rule::SafetensorsIndexJson)?;
+    super::pretty::write_pretty(text, out).map_err(|e| {
+        reject(
+            Rule::SafetensorsIndexJson,
+            format!("the index is not valid JSON: {e}"),
+        )
+    })?;
+    out.push('\n');
+    Ok(())
 }
 
 #[cfg(test)]

@@ -41,11 +41,13 @@
 pub mod index;
 pub mod json;
 pub mod objects;
+pub mod pretty;
 
 #[cfg(test)]
 mod tests;
 
 use crate::error::{Error, Result, Rule};
+use crate::format::json::Sink;
 use crate::format::Ranges;
 use json::Json;
 
@@ -569,13 +571,18 @@ fn compact(v: &Json) -> String {
     }
 }
 
-/// `manifest.json` of a safetensors file: its header, parsed, as pretty
+/// Writes `manifest.json` of a safetensors file: its header as pretty
 /// JSON through the lossless mapping every `manifest.json` uses, keys in
-/// header order, `__metadata__` included. `text` is a validated header.
-pub fn manifest(text: &str) -> Result<String> {
-    let json = parse_json(text)?;
-    let mut s = String::new();
-    crate::format::json::to_json_pretty(&json.to_value(), &mut s);
-    s.push('\n');
-    Ok(s)
+/// header order, `__metadata__` included, and a final newline. `text` is a
+/// validated header; the same for an index (`index::manifest`).
+pub fn write_manifest(text: &str, out: &mut dyn Sink) -> Result<()> {
+    refuse_bom(text, "header", Rule::SafetensorsJson)?;
+    pretty::write_pretty(text, out).map_err(|e| {
+        reject(
+            Rule::SafetensorsJson,
+            format!("the header is not valid JSON: {e}"),
+        )
+    })?;
+    out.push('\n');
+    Ok(())
 }

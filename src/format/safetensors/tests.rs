@@ -340,7 +340,7 @@ fn dtypes_map_to_types_of_the_same_size() {
 fn manifest_is_the_header_as_json() {
     let hdr =
         r#"{"__metadata__":{"k":"v"},"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":1.5}}"#;
-    let m = manifest(hdr).unwrap();
+    let m = manifest_text(hdr).unwrap();
     let back: serde_json::Value = serde_json::from_str(&m).unwrap();
     let orig: serde_json::Value = serde_json::from_str(hdr).unwrap();
     assert_eq!(back, orig);
@@ -360,7 +360,7 @@ fn manifest_of_a_deeply_nested_header_is_within_a_constant_factor() {
         r#"{{"w":{{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":{}}}}}"#,
         nested(120, 20_000)
     );
-    let m = manifest(&hdr).unwrap();
+    let m = manifest_text(&hdr).unwrap();
     let k = crate::format::json::MAX_GROWTH;
     assert!(
         m.len() as u64 <= k * hdr.len() as u64,
@@ -371,4 +371,10 @@ fn manifest_of_a_deeply_nested_header_is_within_a_constant_factor() {
     let back: serde_json::Value = serde_json::from_str(&m).unwrap();
     let orig: serde_json::Value = serde_json::from_str(&hdr).unwrap();
     assert_eq!(back, orig);
+}
+
+/// `manifest.json` of a header as one string.
+fn manifest_text(text: &str) -> crate::error::Result<String> {
+    let mut s = String::new();
+    write_manifest(text, &mut s).map(|()| s)
 }
