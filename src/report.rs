@@ -321,7 +321,7 @@ pub fn ls_json(model: &Model) -> Result<String> {
     let attrs: Vec<Option<Value<'_>>> = m
         .objects
         .iter()
-        .map(|o| o.attributes.as_deref().map(cbor::parse).transpose())
+        .map(|o| o.attributes().map(cbor::parse).transpose())
         .collect::<Result<_>>()?;
     let file_attrs = m.attributes.as_deref().map(cbor::parse).transpose()?;
     // The document borrows its texts; a digest's is made here.

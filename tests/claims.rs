@@ -132,13 +132,13 @@ fn a_seek_table_of_2_26_frames_costs_at_most_its_bytes() {
             shard: None,
         },
         encoding: Some("zt.zstd-seekable/1".into()),
-        decoded_length: Some(1 << 20),
+        decoded: 1 << 20,
         digest: None,
     };
     let m = Manifest {
         objects: vec![Object {
             name: "t".into(),
-            shape: [1u64 << 20].as_slice().into(),
+            shape: ztfs::format::shape([1u64 << 20]),
             layout: "dense".into(),
             attributes: None,
             parts: smallvec::smallvec![part],

@@ -40,8 +40,10 @@ pub struct Part {
     pub blob: BlobRef,
     /// The encoding profile id; `None` for raw.
     pub encoding: Option<Text>,
-    /// Decoded size when encoded.
-    pub decoded_length: Option<u64>,
+    /// Decoded size when encoded (`decoded_length`, present iff
+    /// `encoding` is: so kept as a plain number, read through
+    /// [`Part::decoded_length`]); 0 for a raw part.
+    pub decoded: u64,
     /// `algo:hex` over the decoded bytes.
     pub digest: Option<Digest>,
 }
@@ -121,15 +123,35 @@ impl Part {
                 shard: None,
             },
             encoding: None,
-            decoded_length: None,
+            decoded: 0,
             digest: None,
         }
     }
 
+    /// `decoded_length`: present iff the part is encoded.
+    pub fn decoded_length(&self) -> Option<u64> {
+        self.encoding.as_ref().map(|_| self.decoded)
+    }
+
     /// The decoded size: `decoded_length` if encoded, else the blob length.
     pub fn decoded_size(&self) -> u64 {
-        self.decoded_length.unwrap_or(self.blob.length)
+        self.decoded_length().unwrap_or(self.blob.length)
     }
+}
+
+/// A shape, shared between the objects that have it: one pointer (an
+/// `Arc<[u64]>` is two), as every object holds one and a manifest has
+/// few distinct shapes.
+pub type Shape = Arc<Box<[u64]>>;
+
+/// Attributes as an object keeps them.
+pub fn boxed_attributes(cbor: Vec<u8>) -> Box<Box<[u8]>> {
+    Box::new(cbor.into_boxed_slice())
+}
+
+/// A shape of its own (not shared).
+pub fn shape(dims: impl Into<Box<[u64]>>) -> Shape {
+    Arc::new(dims.into())
 }
 
 /// One object: a named tensor (§3.3).
@@ -138,11 +160,12 @@ pub struct Object {
     /// The object's name as written (unique, so not shared).
     pub name: Box<str>,
     /// Logical dimensions (shared between objects of the same shape).
-    pub shape: Arc<[u64]>,
+    pub shape: Shape,
     /// `dense` or a profile id (shared between objects).
     pub layout: Text,
-    /// The attributes map as deterministic CBOR, if present.
-    pub attributes: Option<Box<[u8]>>,
+    /// The attributes map as deterministic CBOR, if present (behind a
+    /// second box: one pointer, where most objects have none).
+    pub attributes: Option<Box<Box<[u8]>>>,
     /// Parts in manifest order.
     pub parts: Parts,
 }
@@ -156,6 +179,11 @@ impl Object {
         self.shape
             .iter()
             .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+    }
+
+    /// The attributes map as deterministic CBOR, if present.
+    pub fn attributes(&self) -> Option<&[u8]> {
+        self.attributes.as_deref().map(|a| &a[..])
     }
 
     /// The part named `name`.
@@ -353,7 +381,7 @@ fn parse_object(k: &Value<'_>, v: &Value<'_>, texts: &mut Texts) -> Result<Objec
         name: name.into(),
         shape,
         layout,
-        attributes: attributes.map(Vec::into_boxed_slice),
+        attributes: attributes.map(crate::format::manifest::boxed_attributes),
         // Built at its exact length, so one part moves inline.
         parts: parts.into(),
     })
@@ -456,7 +484,7 @@ fn parse_part<'a>(object: &str, k: &Value<'a>, v: &Value<'a>, texts: &mut Texts)
             shard,
         },
         encoding,
-        decoded_length,
+        decoded: decoded_length.unwrap_or(0),
         digest: digest.map(Digest::parse),
     })
 }

@@ -22,7 +22,7 @@ pub mod validate;
 pub mod write;
 
 pub use footer::Footer;
-pub use manifest::{BlobRef, Digest, Manifest, Object, Part, Shard};
+pub use manifest::{shape, BlobRef, Digest, Manifest, Object, Part, Shape, Shard};
 pub use text::Text;
 pub use types::{DType, LogicalType};
 

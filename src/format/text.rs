@@ -116,7 +116,7 @@ impl PartialEq<Text> for String {
 #[derive(Default)]
 pub(crate) struct Texts {
     texts: std::collections::HashSet<Text>,
-    shapes: std::collections::HashSet<Arc<[u64]>>,
+    shapes: std::collections::HashMap<Box<[u64]>, crate::format::Shape>,
 }
 
 impl Texts {
@@ -131,12 +131,12 @@ impl Texts {
     }
 
     /// The shared copy of shape `dims`, made on its first appearance.
-    pub(crate) fn shape(&mut self, dims: &[u64]) -> Arc<[u64]> {
+    pub(crate) fn shape(&mut self, dims: &[u64]) -> crate::format::Shape {
         if let Some(s) = self.shapes.get(dims) {
             return s.clone();
         }
-        let s: Arc<[u64]> = dims.into();
-        self.shapes.insert(s.clone());
+        let s = crate::format::shape(dims);
+        self.shapes.insert(dims.into(), s.clone());
         s
     }
 }

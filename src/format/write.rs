@@ -110,7 +110,7 @@ fn encode_part(p: &Part, out: &mut Vec<u8>) {
     if let Some(e) = &p.encoding {
         fields.push(("encoding", Field::Text(e)));
     }
-    if let Some(n) = p.decoded_length {
+    if let Some(n) = p.decoded_length() {
         fields.push(("decoded_length", Field::Uint(n)));
     }
     if let Some(d) = &digest {
@@ -174,7 +174,7 @@ mod tests {
                 name: "b".into(),
                 shape: texts.shape(&[3]),
                 layout: texts.get("dense"),
-                attributes: Some(attrs.clone().into()),
+                attributes: Some(crate::format::manifest::boxed_attributes(attrs.clone())),
                 parts: smallvec::smallvec![part],
             }],
             shards: Some(vec![Shard {

@@ -290,7 +290,11 @@ impl WrittenPart {
             encoding: self
                 .encoded
                 .then(|| texts.get(crate::decode::zstd_seekable::ID)),
-            decoded_length: self.encoded.then_some(source.decoded_size()),
+            decoded: if self.encoded {
+                source.decoded_size()
+            } else {
+                0
+            },
             digest: Some(Digest::parse(&self.digest)),
         }
     }

@@ -33,7 +33,7 @@ pub fn check_writable(source: &Source, attributes: &Option<Vec<u8>>) -> Result<(
                     shard: None,
                 },
                 encoding: None,
-                decoded_length: None,
+                decoded: 0,
                 digest: None,
                 ..part.clone()
             });

@@ -212,13 +212,16 @@ impl Tree {
             hurray_views,
             hurray_members,
             safetensors: None,
+            safetensors_tables: OnceLock::new(),
             clones: super::clones::Clones::new(opts.clones.clone()),
             opts,
             model,
         };
-        tree.safetensors = tree.plan_safetensors();
-        // The plan's tables count in the cache's budget.
-        let tables = tree.safetensors.as_ref().map_or(0, |p| p.heap_bytes());
+        let plan = tree.plan_safetensors(true);
+        // The plan's tables count in the cache's budget, whether made yet
+        // or not.
+        let tables = plan.as_ref().map_or(0, |p| p.heap_bytes());
+        tree.safetensors = plan.map(super::safetensors::Plan::without_tables);
         tree.frames = super::frames::FrameCache::new(tree.opts.cache_bytes.saturating_sub(tables));
         let root_files = tree.root_files();
         let fixed: Vec<&str> = root_files.iter().map(|f| &*f.0).collect();

@@ -422,7 +422,7 @@ impl Tree {
         }
         let o = self.object(object);
         let gguf_input = self.model.gguf().is_some();
-        let attrs = o.attributes.as_deref().and_then(|a| cbor::parse(a).ok());
+        let attrs = o.attributes().and_then(|a| cbor::parse(a).ok());
         let files = self.files_of(object);
         let t = Value::Text;
         let opt = report::opt_text;

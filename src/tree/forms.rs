@@ -295,12 +295,11 @@ fn st_plain(d: DType) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     fn obj(shape: &[u64]) -> Object {
         Object {
             name: "t".into(),
-            shape: Arc::from(shape),
+            shape: crate::format::shape(shape),
             layout: crate::format::Text::from("dense"),
             attributes: None,
             parts: Default::default(),

@@ -41,6 +41,8 @@ pub enum JobKey {
     PrepareView(u32),
     /// Render manifest.json.
     RenderManifest,
+    /// Make the safetensors plan's tables.
+    PlanSafetensors,
     /// Make an inode's backing file for passthrough.
     Clone(u64),
     /// Read a range of an inode of a remote model (inode, offset, size).

@@ -65,6 +65,8 @@ pub(super) enum Wait {
     View(u32),
     /// manifest.json is rendered.
     Manifest,
+    /// The safetensors plan's tables are made.
+    SafetensorsTables,
     /// A part is verified (`--verify`).
     Verified(u32, u32),
 }
@@ -174,10 +176,29 @@ impl Tree {
         let Some(plan) = &self.safetensors else {
             return Err("the model has no model.safetensors (the mount's log says why)".into());
         };
-        match plan.find(i) {
-            Some((s, t)) => Ok((plan.shard_name(s), t.dtype())),
-            None => Err(self.safetensors_of(i).err().unwrap_or_default()),
+        let (dtype, _) = self.safetensors_of(i)?;
+        match plan.shard_of(i) {
+            Some(s) => Ok((plan.shard_name(s), dtype)),
+            None => Err("internal error: no shard holds it".into()),
         }
+    }
+
+    /// The whole safetensors plan, made on its first use (a pass over the
+    /// objects: a read waits for it as a job, [`Wait::SafetensorsTables`]).
+    /// `None`, logged, if it no longer describes the files the mount
+    /// listed (it cannot: the plan is a function of the manifest).
+    pub(super) fn safetensors_tables(&self) -> Option<&Plan> {
+        let listed = self.safetensors.as_ref()?;
+        let full = self.safetensors_tables.get_or_init(|| {
+            let plan = self
+                .plan_safetensors(false)
+                .filter(|p| p.same_files(listed));
+            if plan.is_none() {
+                log::error!("model.safetensors: the plan made again differs from the one listed");
+            }
+            plan
+        });
+        full.as_ref()
     }
 
     /// Every object's name and its place in the safetensors files (file,
@@ -277,10 +298,11 @@ impl Tree {
         (&o.name, &o.shape)
     }
 
-    /// Plans the model's safetensors files (at mount). `None` for a model
-    /// of no objects (a data shard), and, logged, when a single tensor's
-    /// header entry passes the limit.
-    pub(super) fn plan_safetensors(&self) -> Option<Plan> {
+    /// Plans the model's safetensors files (at mount, and again with its
+    /// tables for the first read; `log` says what is left out the first
+    /// time). `None` for a model of no objects (a data shard), and, logged,
+    /// when a single tensor's header entry passes the limit.
+    pub(super) fn plan_safetensors(&self, log: bool) -> Option<Plan> {
         let n = self.model.manifest().map_or(0, |m| m.objects.len()) as u32;
         if n == 0 {
             return None;
@@ -300,7 +322,7 @@ impl Tree {
         let max = self.opts.safetensors_max;
         // Half the header at most, so the tensors find room beside it.
         let (metadata, notes) = self.safetensors_metadata(&left_out, max / 2);
-        for note in &notes {
+        for note in notes.iter().filter(|_| log) {
             log::warn!("model.safetensors: {note}");
         }
         let describe = |o: u32| self.name_and_shape(o);
@@ -310,7 +332,9 @@ impl Tree {
                 Some(plan)
             }
             Err(e) => {
-                log::warn!("no model.safetensors: {e}");
+                if log {
+                    log::warn!("no model.safetensors: {e}");
+                }
                 None
             }
         }
@@ -428,8 +452,11 @@ impl Tree {
         offset: u64,
         size: u32,
     ) -> Result<Data<'_>, FsError> {
-        let Some(plan) = &self.safetensors else {
+        if self.safetensors.is_none() {
             return Err(FsError::NotFound);
+        }
+        let Some(plan) = self.safetensors_tables() else {
+            return Err(FsError::Io);
         };
         let describe = |o: u32| self.name_and_shape(o);
         let Node::Safetensors { shard } = *node else {
@@ -487,10 +514,15 @@ impl Tree {
                 Some(Wait::View(object))
             }
             Node::Manifest if self.manifest_json.get().is_none() => Some(Wait::Manifest),
+            Node::Safetensors { .. } | Node::SafetensorsIndex
+                if self.safetensors.is_some() && self.safetensors_tables.get().is_none() =>
+            {
+                Some(Wait::SafetensorsTables)
+            }
             Node::Safetensors { shard } => {
-                let plan = self.safetensors.as_ref()?;
-                let tensors = plan.tensors_in(shard as usize, offset, u64::from(size));
-                tensors.iter().find_map(|t| self.tensor_waits(t.object))
+                let plan = self.safetensors_tables()?;
+                let mut tensors = plan.tensors_in(shard as usize, offset, u64::from(size));
+                tensors.find_map(|t| self.tensor_waits(t.object))
             }
             _ => None,
         }

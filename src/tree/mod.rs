@@ -274,6 +274,10 @@ pub struct Tree {
     /// The model's safetensors files; `None` when they could not be
     /// planned (logged at mount).
     safetensors: Option<safetensors::Plan>,
+    /// The whole plan with its tables, made again on the first read of a
+    /// safetensors file (about 24 bytes an object that most mounts never
+    /// need); `None` inside when it no longer comes out the same.
+    safetensors_tables: OnceLock<Option<safetensors::Plan>>,
     /// Backing files for passthrough.
     clones: clones::Clones,
 }

@@ -95,6 +95,18 @@ impl Tree {
         self.jobs.submit(JobKey::RenderManifest, tid, done, work);
     }
 
+    /// Answers `done` once the safetensors plan's tables are made: a pass
+    /// over every object, so it runs as a job.
+    fn when_safetensors_tables_ready(self: &Arc<Self>, tid: u32, done: super::jobs::Done) {
+        if self.safetensors_tables.get().is_some() {
+            return done(Ok(()));
+        }
+        let tree = self.clone();
+        let work: Work =
+            Arc::new(move |_: &Cancel| tree.safetensors_tables().map(drop).ok_or(FsError::Io));
+        self.jobs.submit(JobKey::PlanSafetensors, tid, done, work);
+    }
+
     /// Reads up to `size` bytes of `ino` at `offset` for thread `tid`;
     /// short at the end. After a compressed part's read is answered, the
     /// next frame is decoded ahead of a sequential reader.
@@ -119,6 +131,7 @@ impl Tree {
         match wait {
             Wait::View(object) => self.when_view_ready(object, tid, again),
             Wait::Manifest => self.when_manifest_ready(tid, again),
+            Wait::SafetensorsTables => self.when_safetensors_tables_ready(tid, again),
             Wait::Verified(object, part) => self.when_verified(object, part, tid, again),
         }
     }

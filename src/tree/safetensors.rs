@@ -6,8 +6,9 @@
 //! Nothing is copied: a shard is its header, then each tensor's bytes
 //! served by range from the file that serves the tensor in its directory.
 //! Headers are not kept either. The plan keeps, per tensor, its object,
-//! dtype, data range and where its entry ends in the header text (about
-//! 30 bytes a tensor); a read of the header renders only the entries it
+//! dtype and data start (its end is the next one's start) and where its
+//! entry ends in the header text, and in the index when sharded: 20 or 24
+//! bytes a tensor; a read of the header renders only the entries it
 //! covers. The safetensors reader's rules (`safetensors` crate,
 //! `Metadata::validate`): tensors contiguous in offset order from 0, no
 //! gaps or aliases (a tied weight is two ranges served from one blob), the
@@ -50,6 +51,15 @@ const DTYPES: [&str; 20] = [
     "F4",
 ];
 
+/// A tensor of a shard as the plan keeps it: its end is where the next
+/// begins (tensors are contiguous), or the shard's data length.
+#[derive(Debug, Clone, Copy)]
+struct Placed {
+    start: u64,
+    object: u32,
+    dtype: u8,
+}
+
 /// A tensor of a shard: its object and its data range, relative to the
 /// shard's data start.
 #[derive(Debug, Clone, Copy)]
@@ -75,15 +85,16 @@ impl Tensor {
 #[derive(Debug)]
 struct Pieced {
     head: Vec<u8>,
-    /// Where each entry ends, counted from the end of the head.
-    ends: Vec<u64>,
+    /// Where each entry ends, counted from the end of the head (a header
+    /// is within 100,000,000 bytes, an index within 4 GiB).
+    ends: Vec<u32>,
     tail: Vec<u8>,
     len: u64,
 }
 
 impl Pieced {
     fn entries_len(&self) -> u64 {
-        self.ends.last().copied().unwrap_or(0)
+        self.ends.last().map_or(0, |&e| e.into())
     }
 
     /// Bytes `[from, to)`, with `render(i, out)` appending entry `i`.
@@ -98,10 +109,15 @@ impl Pieced {
         };
         let head = self.head.len() as u64;
         copy(&self.head, 0);
-        let first = self.ends.partition_point(|&e| head + e <= from);
+        let first = self.ends.partition_point(|&e| head + u64::from(e) <= from);
         let mut scratch = Vec::new();
         for i in first..self.ends.len() {
-            let at = head + if i == 0 { 0 } else { self.ends[i - 1] };
+            let at = head
+                + if i == 0 {
+                    0
+                } else {
+                    u64::from(self.ends[i - 1])
+                };
             if at >= to {
                 break;
             }
@@ -124,7 +140,12 @@ impl Pieced {
 #[derive(Debug)]
 pub struct Shard {
     /// Its tensors in data order.
-    pub tensors: Vec<Tensor>,
+    placed: Vec<Placed>,
+    /// Their bytes: the last one's end.
+    data_len: u64,
+    /// The object of its first tensor (a shard holds the objects of the
+    /// plan from it to the next shard's first).
+    first_object: Option<u32>,
     /// The length prefix, the header text and its padding.
     header: Pieced,
 }
@@ -137,7 +158,29 @@ impl Shard {
 
     /// The file's length.
     pub fn len(&self) -> u64 {
-        self.data_start() + self.tensors.last().map_or(0, |t| t.end)
+        self.data_start() + self.data_len
+    }
+
+    /// How many tensors it holds.
+    pub fn tensor_count(&self) -> usize {
+        self.placed.len()
+    }
+
+    /// Its tensor `i`.
+    pub fn tensor(&self, i: usize) -> Tensor {
+        let p = self.placed[i];
+        let end = self.placed.get(i + 1).map_or(self.data_len, |n| n.start);
+        Tensor {
+            object: p.object,
+            dtype: p.dtype,
+            start: p.start,
+            end,
+        }
+    }
+
+    /// Its tensors in data order.
+    pub fn tensors(&self) -> impl Iterator<Item = Tensor> + '_ {
+        (0..self.placed.len()).map(|i| self.tensor(i))
     }
 
     /// True when it holds no byte (never: a header is at least a page).
@@ -213,7 +256,7 @@ impl Plan {
                 end: cur.data.saturating_add(c.len),
             };
             render_entry(&mut entry, describe, &t);
-            if !cur.tensors.is_empty() && !fits(cur.text + entry.len() as u64, max) {
+            if !cur.placed.is_empty() && !fits(cur.text + entry.len() as u64, max) {
                 shards.push(cur.finish());
                 cur = Building::new(r#"{"format":"pt"}"#);
                 (t.start, t.end) = (0, c.len);
@@ -226,7 +269,7 @@ impl Plan {
                     "a header holding {name:?} alone is {need} bytes (its text padded so the data starts on a {DATA_ALIGN}-byte page), more than the limit of {max}"
                 ));
             }
-            cur.push(t, entry.len() as u64);
+            cur.push(t, entry.len() as u64)?;
         }
         // With no tensor, nothing above checked the metadata alone.
         if !fits(cur.text, max) {
@@ -237,10 +280,12 @@ impl Plan {
         }
         shards.push(cur.finish());
         let total_size = (shards.iter())
-            .flat_map(|s| &s.tensors)
-            .map(|t| t.end - t.start)
+            .map(|s| s.data_len)
             .fold(0u64, u64::saturating_add);
-        let index = (shards.len() > 1).then(|| index(&shards, describe, total_size));
+        let index = match shards.len() {
+            1 => None,
+            _ => Some(index(&shards, describe, total_size)?),
+        };
         Ok(Plan {
             shards,
             index,
@@ -272,13 +317,13 @@ impl Plan {
         let firsts: Vec<usize> = (self.shards.iter())
             .scan(0, |acc, s| {
                 let first = *acc;
-                *acc += s.tensors.len();
+                *acc += s.tensor_count();
                 Some(first)
             })
             .collect();
         let render = |i: usize, out: &mut Vec<u8>| {
             let s = firsts.partition_point(|&f| f <= i) - 1;
-            let t = &self.shards[s].tensors[i - firsts[s]];
+            let t = self.shards[s].tensor(i - firsts[s]);
             render_index_entry(out, describe, t.object, i == 0, &shard_name(s, n));
         };
         index.read(offset, offset.saturating_add(size), &render)
@@ -298,7 +343,7 @@ impl Plan {
         let data = shard.data_start();
         if offset < data.min(end) {
             let render = |i: usize, out: &mut Vec<u8>| {
-                render_entry(out, describe, &shard.tensors[i]);
+                render_entry(out, describe, &shard.tensor(i));
             };
             out.push(Segment::Text(shard.header.read(
                 offset,
@@ -319,36 +364,60 @@ impl Plan {
     }
 
     /// The tensors of shard `s` with bytes in `[offset, offset + size)`.
-    pub fn tensors_in(&self, s: usize, offset: u64, size: u64) -> &[Tensor] {
+    pub fn tensors_in(
+        &self,
+        s: usize,
+        offset: u64,
+        size: u64,
+    ) -> impl Iterator<Item = Tensor> + '_ {
         let shard = &self.shards[s];
         let data = shard.data_start();
         let end = offset.saturating_add(size).min(shard.len());
         let (from, to) = (offset.max(data) - data, end.saturating_sub(data));
-        if from >= to {
-            return &[];
+        let (mut first, mut last) = (0, 0);
+        if from < to {
+            // Tensor i ends at or before `from` when the next one starts
+            // there (the last one ends at the data's end, past `from`).
+            first = shard.placed[1.min(shard.placed.len())..].partition_point(|t| t.start <= from);
+            last = shard.placed.partition_point(|t| t.start < to);
         }
-        let first = shard.tensors.partition_point(|t| t.end <= from);
-        let last = shard.tensors.partition_point(|t| t.start < to);
         // Empty tensors inside the range hold no byte of it.
-        &shard.tensors[first..last.max(first)]
+        (first..last.max(first)).map(|i| shard.tensor(i))
     }
 
-    /// The shard holding `object` and its dtype, if it is in the plan.
-    pub fn find(&self, object: u32) -> Option<(usize, &Tensor)> {
-        // Tensors are placed in object order, shard after shard.
-        let s = self
-            .shards
-            .partition_point(|s| s.tensors.first().is_some_and(|t| t.object <= object));
-        let s = s.checked_sub(1)?;
-        let ts = &self.shards[s].tensors;
-        let k = ts.binary_search_by_key(&object, |t| t.object).ok()?;
-        Some((s, &ts[k]))
+    /// The shard that holds `object` if the plan does (the caller knows
+    /// whether it does: every object with a safetensors dtype): tensors
+    /// are placed in object order, shard after shard. Needs no tables.
+    pub fn shard_of(&self, object: u32) -> Option<usize> {
+        let s = (self.shards).partition_point(|s| s.first_object.is_some_and(|f| f <= object));
+        s.checked_sub(1)
+    }
+
+    /// The plan without its tables (where each tensor and header entry
+    /// is), which reads of the files need and nothing else does: the
+    /// files' names and lengths stay. A mount keeps this and makes the
+    /// whole plan again on the first read of a file.
+    pub fn without_tables(mut self) -> Plan {
+        for s in &mut self.shards {
+            s.placed = Vec::new();
+            s.header.ends = Vec::new();
+        }
+        if let Some(index) = &mut self.index {
+            index.ends = Vec::new();
+        }
+        self
+    }
+
+    /// True when `other` describes the same files (names and lengths).
+    pub fn same_files(&self, other: &Plan) -> bool {
+        let lens = |p: &Plan| p.shards.iter().map(Shard::len).collect::<Vec<_>>();
+        lens(self) == lens(other) && self.index_len() == other.index_len()
     }
 
     /// Bytes the plan holds.
     pub fn heap_bytes(&self) -> u64 {
-        let per = std::mem::size_of::<Tensor>() + 8 + if self.index.is_some() { 8 } else { 0 };
-        let tensors: usize = self.shards.iter().map(|s| s.tensors.len()).sum();
+        let per = std::mem::size_of::<Placed>() + 4 + if self.index.is_some() { 4 } else { 0 };
+        let tensors: usize = self.shards.iter().map(|s| s.tensor_count()).sum();
         let heads: usize = self.shards.iter().map(|s| s.header.head.len()).sum();
         (tensors * per + heads) as u64
     }
@@ -372,8 +441,8 @@ fn padded(text: u64) -> u64 {
 /// A shard being filled.
 struct Building {
     head: Vec<u8>,
-    tensors: Vec<Tensor>,
-    ends: Vec<u64>,
+    placed: Vec<Placed>,
+    ends: Vec<u32>,
     /// Header bytes so far, with the prefix.
     text: u64,
     /// Data bytes so far.
@@ -388,17 +457,25 @@ impl Building {
         Building {
             text: head.len() as u64,
             head,
-            tensors: Vec::new(),
+            placed: Vec::new(),
             ends: Vec::new(),
             data: 0,
         }
     }
 
-    fn push(&mut self, t: Tensor, entry: u64) {
+    fn push(&mut self, t: Tensor, entry: u64) -> Result<(), String> {
         self.text += entry;
-        self.ends.push(self.text - self.head.len() as u64);
+        // Within the header limit, which `fits` checked.
+        let end = u32::try_from(self.text - self.head.len() as u64)
+            .map_err(|_| format!("internal error: a header of {} bytes", self.text))?;
+        self.ends.push(end);
         self.data = t.end;
-        self.tensors.push(t);
+        self.placed.push(Placed {
+            start: t.start,
+            object: t.object,
+            dtype: t.dtype,
+        });
+        Ok(())
     }
 
     fn finish(mut self) -> Shard {
@@ -406,9 +483,11 @@ impl Building {
         self.head[..8].copy_from_slice(&(len - 8).to_le_bytes());
         self.head.shrink_to_fit();
         self.ends.shrink_to_fit();
-        self.tensors.shrink_to_fit();
+        self.placed.shrink_to_fit();
         Shard {
-            tensors: self.tensors,
+            first_object: self.placed.first().map(|t| t.object),
+            placed: self.placed,
+            data_len: self.data,
             header: Pieced {
                 head: self.head,
                 ends: self.ends,
@@ -459,7 +538,7 @@ fn render_index_entry(
 
 /// The index of a sharded plan: `{"metadata":{"total_size":N},
 /// "weight_map":{name: file, ...}}` and a newline.
-fn index(shards: &[Shard], describe: Describe<'_>, total_size: u64) -> Pieced {
+fn index(shards: &[Shard], describe: Describe<'_>, total_size: u64) -> Result<Pieced, String> {
     let head =
         format!(r#"{{"metadata":{{"total_size":{total_size}}},"weight_map":{{"#).into_bytes();
     let n = shards.len();
@@ -467,21 +546,23 @@ fn index(shards: &[Shard], describe: Describe<'_>, total_size: u64) -> Pieced {
     let (mut at, mut scratch) = (0u64, Vec::new());
     for (s, shard) in shards.iter().enumerate() {
         let file = shard_name(s, n);
-        for t in &shard.tensors {
+        for t in shard.tensors() {
             scratch.clear();
             render_index_entry(&mut scratch, describe, t.object, ends.is_empty(), &file);
             at += scratch.len() as u64;
-            ends.push(at);
+            let end = u32::try_from(at)
+                .map_err(|_| format!("the index would pass 4 GiB ({} tensors)", ends.len()))?;
+            ends.push(end);
         }
     }
     let tail = b"}}\n".to_vec();
     let len = head.len() as u64 + at + tail.len() as u64;
-    Pieced {
+    Ok(Pieced {
         head,
         ends,
         tail,
         len,
-    }
+    })
 }
 
 #[cfg(test)]

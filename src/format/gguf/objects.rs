@@ -59,7 +59,7 @@ fn object(t: &TensorInfo, texts: &mut Texts, data: &crate::format::Text) -> Obje
         name: t.name.clone(),
         shape: texts.shape(&t.shape()),
         layout,
-        attributes: attributes.map(Vec::into_boxed_slice),
+        attributes: attributes.map(crate::format::manifest::boxed_attributes),
         parts: smallvec::smallvec![Part::raw(
             data.clone(),
             ElementType {

@@ -127,10 +127,10 @@ fn reads_a_file() {
     assert_eq!(w.start, f.data_offset);
     assert_eq!((f.tensors[1].len, f.tensors[1].ty.name), (68, "q8_0"));
     let objects = objects::objects(&f);
-    assert_eq!(&*objects[0].shape, &[2, 3]);
+    assert_eq!(&**objects[0].shape, &[2, 3]);
     assert_eq!(&*objects[0].layout, "dense");
     assert_eq!(&*objects[1].layout, "gguf.q8_0/1");
-    assert_eq!(&*objects[1].shape, &[2, 32]);
+    assert_eq!(&**objects[1].shape, &[2, 32]);
     for o in &objects {
         crate::format::profiles::check_metadata(o).unwrap();
     }

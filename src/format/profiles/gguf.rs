@@ -243,15 +243,15 @@ mod tests {
         let mut o = q4_0(&[32], 18, 32, 18);
         o.attributes = None;
         assert_eq!(rule_of(check_metadata(&o)), Some(Rule::LayoutRule));
-        o.attributes = Some(attrs(&[("elems_per_block", Value::Uint(32))]).into());
+        o.attributes = Some(crate::format::manifest::boxed_attributes(attrs(&[(
+            "elems_per_block",
+            Value::Uint(32),
+        )])));
         assert_eq!(rule_of(check_metadata(&o)), Some(Rule::LayoutRule));
-        o.attributes = Some(
-            attrs(&[
-                ("elems_per_block", Value::Text("32")),
-                ("block_bytes", Value::Uint(18)),
-            ])
-            .into(),
-        );
+        o.attributes = Some(crate::format::manifest::boxed_attributes(attrs(&[
+            ("elems_per_block", Value::Text("32")),
+            ("block_bytes", Value::Uint(18)),
+        ])));
         assert_eq!(rule_of(check_metadata(&o)), Some(Rule::LayoutRule));
     }
 

@@ -267,7 +267,7 @@ fn index_dtype(o: &Object, p: &Part) -> Result<DType> {
 
 /// The object's attributes, parsed; `None` when it has none.
 fn attributes(o: &Object) -> Result<Option<Value<'_>>> {
-    o.attributes.as_deref().map(cbor::parse).transpose()
+    o.attributes().map(cbor::parse).transpose()
 }
 
 /// A required attribute (or field of one, `path` like `packing.word`).
@@ -406,7 +406,7 @@ pub(crate) mod testing {
                 shard: None,
             },
             encoding: None,
-            decoded_length: None,
+            decoded: 0,
             digest: None,
         }
     }
@@ -415,9 +415,9 @@ pub(crate) mod testing {
     pub fn object(layout: &str, shape: &[u64], parts: Vec<Part>, attrs: Option<Vec<u8>>) -> Object {
         Object {
             name: "t".into(),
-            shape: shape.into(),
+            shape: crate::format::shape(shape),
             layout: layout.into(),
-            attributes: attrs.map(Vec::into_boxed_slice),
+            attributes: attrs.map(crate::format::manifest::boxed_attributes),
             parts: parts.into(),
         }
     }

@@ -430,7 +430,7 @@ fn mx_rejects_each_rule() {
         let mut e = mx_attrs(32);
         set(&mut e, key, v);
         let mut o = good();
-        o.attributes = Some(attrs(&e).into());
+        o.attributes = Some(crate::format::manifest::boxed_attributes(attrs(&e)));
         cases.push(o);
     }
     let mut o = good();

@@ -298,7 +298,7 @@ mod tests {
     fn sparse_ignores_attributes() {
         let a = attrs(&[("sorted", crate::format::cbor::Value::Bool(true))]);
         let mut o = coo(&[4], ("f32", 4), ("u32", 4));
-        o.attributes = Some(a.into());
+        o.attributes = Some(crate::format::manifest::boxed_attributes(a));
         assert!(check_metadata(&o).is_ok());
     }
 }
