@@ -216,6 +216,11 @@ impl<'o, S: Sink + ?Sized> Writer<'o, S> {
         }
     }
 
+    /// Writes `text` as it is: what this writer wrote elsewhere.
+    pub fn raw(&mut self, text: &str) {
+        self.out.push_str(text);
+    }
+
     /// Opens a container: `bracket` is `[` or `{`.
     pub fn open(&mut self, bracket: char) {
         self.out.push(bracket);

@@ -8,9 +8,11 @@
 //!
 //! One case needs a look ahead: an object whose first key begins with `$`
 //! is written in the general form when it has no other key (the module
-//! table of `crate::format::json`). Its first value is then kept as the
-//! text it is (a borrowed slice) until the next key says which form, and
-//! read from that slice.
+//! table of `crate::format::json`). Its first value is kept until the next
+//! key says which form: near the top, where the forms indent it
+//! differently, as the text it is (a borrowed slice, read again); deeper,
+//! where both write it compactly, written once into a string (so a chain
+//! of such objects 127 deep reads its innermost value four times, not 127).
 //!
 //! [`Json::to_value`]: super::json::Json::to_value
 
@@ -43,6 +45,44 @@ fn transcode(
     }
     .deserialize(&mut de)?;
     de.end()
+}
+
+/// The value of an object's first key, when that key begins with `$`,
+/// kept until the next key says which form the object takes.
+enum Pending<'de> {
+    /// Near the top, where the two forms indent it differently: its text,
+    /// to be read again (at most three levels deep, so a value is read at
+    /// most four times however its `$` objects nest).
+    Raw(&'de RawValue),
+    /// Deeper, where both forms write it compactly, the same: written.
+    Written(String),
+}
+
+impl<'de> Pending<'de> {
+    fn read<A: MapAccess<'de>>(map: &mut A, level: usize) -> Result<Pending<'de>, A::Error> {
+        if level + 1 < crate::format::json::MAX_PRETTY_LEVEL {
+            return Ok(Pending::Raw(map.next_value()?));
+        }
+        let mut text = String::new();
+        let mut w = Writer::new(&mut text as &mut dyn Sink, true);
+        map.next_value_seed(Item {
+            w: &mut w,
+            level: level + 1,
+            index: None,
+        })?;
+        Ok(Pending::Written(text))
+    }
+
+    /// Writes it `level` deep.
+    fn write(&self, w: &mut Writer<'_, dyn Sink + '_>, level: usize) -> serde_json::Result<()> {
+        match self {
+            Pending::Raw(raw) => transcode(raw.get(), w, level),
+            Pending::Written(text) => {
+                w.raw(text);
+                Ok(())
+            }
+        }
+    }
 }
 
 /// One value to write `level` deep; as item `index` of its parent array
@@ -140,20 +180,20 @@ impl<'de> Visitor<'de> for Item<'_, '_, '_> {
         };
         let mut next = None;
         if first.starts_with('$') {
-            let value: &'de RawValue = map.next_value()?;
+            let value = Pending::read(&mut map, level)?;
             next = map.next_key::<String>()?;
             if next.is_none() {
                 let mut again = Ok(());
                 w.general_map(&[()], level, |w, (), which, l| match which {
                     0 => w.value(&Value::Text(&first), l),
-                    _ => again = transcode(value.get(), w, l),
+                    _ => again = value.write(w, l),
                 });
                 return again.map_err(de::Error::custom);
             }
             w.open('{');
             w.item(0, level);
             w.key(&first);
-            transcode(value.get(), &mut w, level + 1).map_err(de::Error::custom)?;
+            value.write(&mut w, level + 1).map_err(de::Error::custom)?;
         } else {
             w.open('{');
             w.item(0, level);
@@ -224,6 +264,16 @@ mod tests {
         ];
         for text in cases {
             assert_eq!(streamed(text), whole(text), "{text}");
+        }
+        for (key, depth) in [("$a", 124), ("b", 124), ("$", 3), ("$", 5)] {
+            let chain = format!(
+                "{}[1, {{\"c\": 2}}]{}",
+                format!("{{\"{key}\": ").repeat(depth),
+                "}".repeat(depth)
+            );
+            assert_eq!(streamed(&chain), whole(&chain), "{chain}");
+            let two = chain.replacen(": [1", ": [1], \"z\": [1", 1);
+            assert_eq!(streamed(&two), whole(&two), "{two}");
         }
     }
 
