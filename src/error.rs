@@ -6,335 +6,198 @@
 
 use std::fmt;
 
-/// The rule a rejected file breaks. Each cites the section of the zTensor v2
-/// spec (Draft 4) that makes it a MUST.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Rule {
-    /// Shorter than magic plus footer, 48 bytes (§2.1).
-    FileTooSmall,
-    /// The first eight bytes are not the magic (§2.2).
-    HeaderMagic,
-    /// The last eight bytes are not the magic (§2.2).
-    FooterMagic,
-    /// The footer version is not 2 (§2.3).
-    Version,
-    /// The manifest blob lies outside the data region, or a data shard's
-    /// footer does not zero offset and hash (§2.3, §7.2).
-    ManifestBounds,
-    /// The manifest is longer than 1 GiB (§3.1).
-    ManifestTooLarge,
-    /// The manifest bytes do not hash to the footer's XXH3-64 (§2.3).
-    ManifestHash,
-    /// The manifest is not well-formed CBOR, or uses an item the format
-    /// forbids: tags, indefinite lengths, undefined, trailing bytes (§3.1).
-    CborSyntax,
-    /// Well-formed CBOR that is not in deterministic encoding: a head or a
-    /// float wider than needed, a NaN other than f97e00, unsorted keys (§3.1).
-    CborDeterminism,
-    /// A map repeats a key (§3.1).
-    CborDuplicateKey,
-    /// An item deeper than 32 levels from the manifest root (§3.1).
-    CborDepth,
-    /// A field is missing, of the wrong type, or out of range (§3).
-    Schema,
-    /// An object, part or attribute name breaks §3.5.
-    Name,
-    /// Rank above 64 or an element count that overflows u64 (§3.3).
-    Shape,
-    /// A blob offset is not a multiple of 4096 or is below 4096 (§2.4).
-    BlobAlignment,
-    /// A blob runs past the data region of its file (§2.4).
-    BlobBounds,
-    /// Two blobs in one file overlap without being identical (§2.4, §3.6.4).
-    BlobOverlap,
-    /// A part names a shard the table does not declare (§3.4, §7.1).
-    ShardRef,
-    /// A shard name is outside `[A-Za-z0-9._-]{1,64}` or starts with `.` (§7.1).
-    ShardName,
-    /// Object metadata breaks its layout's rules (§5.1, §5.2).
-    LayoutRule,
-    /// Decoded data breaks its layout's or logical type's content rules
-    /// (bool bytes, f4_e2m1 padding nibble, sparse indices) (§5.2, App. A).
-    LayoutData,
-    /// A dense part's decoded size is not the size function of its element
-    /// count (§5.1).
-    DenseSize,
-    /// Stored bytes break their encoding profile (§5.3).
-    Encoding,
-    /// Decoded bytes do not hash to the part's digest (§3.4).
-    Digest,
-    /// A resolved shard is not the file the table describes (§7.1, §7.3).
-    ShardIdentity,
-    /// Shorter than a Hurray header and trailer, 104 bytes (file-format.md § File Layout).
-    HurrayTooSmall,
-    /// The container major version is not 1 (§ File Header).
-    HurrayVersion,
-    /// A header field breaks its rule: reserved bytes or file flag bits set, `data_buffer_alignment` not a power of two in 4096..=2 MiB, `first_descriptor_offset` below 64 or not a multiple of 8 (§ File Header).
-    HurrayHeader,
-    /// The trailer's magic is not `HRRY` or its reserved bytes are not zero (§ Trailer).
-    HurrayTrailer,
-    /// The index, the KV section, a descriptor or a buffer lies outside the file or runs into the trailer (§ Trailer, § Index Section).
-    HurrayBounds,
-    /// The index does not match its CRC-32C, or a CRC is present without the HAS_INDEX_CRC32C flag (§ File Flags, § Trailer).
-    HurrayIndexCrc,
-    /// The index is malformed: truncated or trailing bytes, entry flags set, a `descriptor_length`, `data_offset` or `data_length` that disagrees with the descriptor (§ Index Section).
-    HurrayIndex,
-    /// A tensor name is empty, not UTF-8, or repeated (§ Index Section).
-    HurrayName,
-    /// SORTED_INDEX is set but the names are not in strictly increasing byte order (§ File Flags).
-    HurraySorted,
-    /// The KV section is malformed: truncated or trailing bytes, an empty or non-UTF-8 key, a bool other than 0 or 1, a reserved, private or invalid tag, the flag set without a section (§ KV Metadata Section).
-    HurrayKv,
-    /// The KV section repeats a key (§ KV Metadata Section).
-    HurrayKvDuplicate,
-    /// A descriptor, buffer, KV section or index is misaligned, out of order, overlapping another structure, or separated from the previous one by more than alignment requires (§ Tensor Region, § Alignment and Padding Summary).
-    HurrayPlacement,
-    /// A padding byte is not 0x00 (§ Alignment and Padding Summary).
-    HurrayPadding,
-    /// A descriptor's magic, major version, length, reserved flag bits or rank breaks metadata.md § Fixed Header, or its fields do not fill its length exactly.
-    HurrayDescriptor,
-    /// An element type tag is reserved or invalid, or the extension type section is missing, unexpected or malformed (element-types.md, metadata.md § Extension Type Section).
-    HurrayType,
-    /// A layout tag is reserved or invalid, or its fields, rank or buffer count break the layout's rules (metadata.md § Layout-Specific Fields, layouts/).
-    HurrayLayout,
-    /// A buffer handle breaks buffer-protocol.md (alignment, device tag, sync mode, memory class, reserved byte), a buffer's size is not what its layout requires (a dense buffer's elements, sparse index arrays, CSF level arrays, a block-paged pool or table), or `byte_offset` lies beyond buffer 0.
-    HurrayBuffer,
-    /// The quantization section is malformed or inconsistent with the tensor (quantization.md).
-    HurrayQuant,
-    /// The shard section breaks `offset + shape <= parent_shape` or its own rules (metadata.md § Shard Section).
-    HurrayShard,
-    /// The statistics section has reserved bits or bytes set or an impossible value (metadata.md § Statistics Section).
-    HurrayStats,
-    /// A composite head or member breaks layouts/composite.md: members missing (a torn composite), an open count, a member section where none belongs.
-    HurrayComposite,
-    /// An element count or buffer size overflows u64 (metadata.md § Core Variable Fields).
-    HurrayShape,
-    // safetensors input
-    /// The header length `N` is over 100,000,000 bytes, the `safetensors` crate's `MAX_HEADER_SIZE` (checked before the file's length).
-    SafetensorsHeaderTooLarge,
-    /// The file is shorter than the 8-byte header length, or `8 + N` runs past its end.
-    SafetensorsHeaderBounds,
-    /// The header is not UTF-8 (README § Format: "a JSON UTF-8 string").
-    SafetensorsUtf8,
-    /// The header does not begin with `{` (a MUST of README § Format), or is not one valid JSON value (syntax, trailing characters other than whitespace, nesting past serde_json's 127 levels).
-    SafetensorsJson,
-    /// A key occurs twice in one object of the header (README § Format notes: "Duplicate keys are disallowed").
-    SafetensorsDuplicateKey,
-    /// A tensor entry is not an object with `dtype` (a string), `shape` (an array of integers in 0..2^64) and `data_offsets` (two such integers).
-    SafetensorsEntry,
-    /// A dtype name is not one the `safetensors` crate 0.8 lists (`BOOL`, `F4`, `F6_E2M3`, ..., `U64`; exact case).
-    SafetensorsDtype,
-    /// `__metadata__` is not an object whose values are all strings (or `null`).
-    SafetensorsMetadata,
-    /// A tensor's name is empty: a mount has no path component for it.
-    SafetensorsName,
-    /// In offset order, a tensor does not start where the previous one ended (the first at 0): a gap or an overlap; or it ends before it starts (README § Format notes: the byte buffer cannot contain holes).
-    SafetensorsOffsets,
-    /// A tensor's element count times its dtype's bits overflows 64 bits, is not whole bytes (sub-byte dtypes), or is not the length its `data_offsets` span.
-    SafetensorsSize,
-    /// The tensors do not end where the file ends: bytes after the last tensor, or tensors past the end of the file.
-    SafetensorsCoverage,
-    // Hugging Face sharded safetensors checkpoints (an index and its files;
-    // src/format/safetensors/index.rs).
-    /// A Hugging Face index (`model.safetensors.index.json`) is longer than 64 MiB (`MAX_INDEX_LEN`), checked before it is read: transformers reads the whole file with `json.load`; ztfs bounds it.
-    SafetensorsIndexTooLarge,
-    /// The index is not UTF-8, not one valid JSON value (serde_json, as for the safetensors header), or not a JSON object (transformers `load_sharded_checkpoint` indexes it as a dict).
-    SafetensorsIndexJson,
-    /// A key occurs twice in one object of the index: Python's `json.load` keeps the last, so two readers could map a tensor to different files (refused as the safetensors header's repeated keys are).
-    SafetensorsIndexDuplicateKey,
-    /// `weight_map` is missing or not an object whose values are strings (transformers reads `index["weight_map"]` as tensor name → file name).
-    SafetensorsIndexWeightMap,
-    /// `metadata` is present but not an object (transformers writes `{"total_size": N}` there and reads it as a dict).
-    SafetensorsIndexMetadata,
-    /// A file name in `weight_map` is not one path component: empty, `.`, `..`, or holding `/`, `\` or NUL (transformers joins it onto the index's folder; a name from a file must not leave it).
-    SafetensorsIndexFileName,
-    /// `weight_map` names more than 100,000 files (`MAX_INDEX_FILES`), checked before any is opened.
-    SafetensorsIndexTooManyFiles,
-    /// A tensor named in `weight_map` is not in the file it names (transformers reports it as a missing key).
-    SafetensorsIndexMissingTensor,
-    /// A tensor of a named file is not in `weight_map`, or is mapped to another file (so present in two files): two readers could pick different copies.
-    SafetensorsIndexUnlisted,
-    // GGUF input (ggml docs/gguf.md, versions 2 and 3; src/format/gguf).
-    /// The first four bytes are not `GGUF`, or the file is shorter than the 24-byte header (gguf.md § File Structure).
-    GgufMagic,
-    /// The version is not 2 or 3: version 1, a big-endian (byte-swapped) file, or an unknown version (gguf.md § File Structure).
-    GgufVersion,
-    /// A tensor, KV or array element count that the bytes left in the file cannot hold, at the fewest bytes each entry takes (gguf.md § File Structure).
-    GgufCount,
-    /// A malformed key-value pair: truncated, an empty, repeated or non-UTF-8 key, an unknown value type, a bool byte other than 0/1, a non-UTF-8 string, arrays nested too deep (gguf.md § Standardized key-value pairs, `gguf_metadata_value_type`).
-    GgufKv,
-    /// A malformed tensor info: truncated, a name empty, over 64 bytes, holding U+0000 or not UTF-8, more than 4 dims, a dim or element count not below 2^63 - 1, an unknown ggml type, a row not a whole number of blocks, a byte size that overflows (gguf.md `gguf_tensor_info_t`).
-    GgufTensorInfo,
-    /// `general.alignment` not a `uint32`, or not a power of two that is a multiple of 8 (gguf.md § Required: general.alignment).
-    GgufAlignment,
-    /// A tensor's data misplaced: an offset not a multiple of the alignment, bytes past the end of the file, two tensors overlapping, a repeated name, a data section starting past the end (gguf.md `tensor_data`).
-    GgufData,
+/// The rules, written once: the enum, [`Rule::name`] and [`Rule::ALL`]
+/// come from this one list, so a rule cannot be left out of either.
+macro_rules! rules {
+    ($($(#[$doc:meta])* $rule:ident,)*) => {
+        /// The rule a rejected file breaks. Each cites the section of the
+        /// zTensor v2 spec (Draft 4), or of the other format's own text,
+        /// that makes it a MUST.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Rule {
+            $($(#[$doc])* $rule,)*
+        }
+
+        impl Rule {
+            /// The rule's name as printed and as used in the corpus table.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Rule::$rule => stringify!($rule),)*
+                }
+            }
+
+            /// Every rule, in the order above, for documentation and the
+            /// corpus table.
+            pub const ALL: &'static [Rule] = &[$(Rule::$rule,)*];
+        }
+    };
 }
 
+rules! {
+/// Shorter than magic plus footer, 48 bytes (§2.1).
+FileTooSmall,
+/// The first eight bytes are not the magic (§2.2).
+HeaderMagic,
+/// The last eight bytes are not the magic (§2.2).
+FooterMagic,
+/// The footer version is not 2 (§2.3).
+Version,
+/// The manifest blob lies outside the data region, or a data shard's
+/// footer does not zero offset and hash (§2.3, §7.2).
+ManifestBounds,
+/// The manifest is longer than 1 GiB (§3.1).
+ManifestTooLarge,
+/// The manifest bytes do not hash to the footer's XXH3-64 (§2.3).
+ManifestHash,
+/// The manifest is not well-formed CBOR, or uses an item the format
+/// forbids: tags, indefinite lengths, undefined, trailing bytes (§3.1).
+CborSyntax,
+/// Well-formed CBOR that is not in deterministic encoding: a head or a
+/// float wider than needed, a NaN other than f97e00, unsorted keys (§3.1).
+CborDeterminism,
+/// A map repeats a key (§3.1).
+CborDuplicateKey,
+/// An item deeper than 32 levels from the manifest root (§3.1).
+CborDepth,
+/// A field is missing, of the wrong type, or out of range (§3).
+Schema,
+/// An object, part or attribute name breaks §3.5.
+Name,
+/// Rank above 64 or an element count that overflows u64 (§3.3).
+Shape,
+/// A blob offset is not a multiple of 4096 or is below 4096 (§2.4).
+BlobAlignment,
+/// A blob runs past the data region of its file (§2.4).
+BlobBounds,
+/// Two blobs in one file overlap without being identical (§2.4, §3.6.4).
+BlobOverlap,
+/// A part names a shard the table does not declare (§3.4, §7.1).
+ShardRef,
+/// A shard name is outside `[A-Za-z0-9._-]{1,64}` or starts with `.` (§7.1).
+ShardName,
+/// Object metadata breaks its layout's rules (§5.1, §5.2).
+LayoutRule,
+/// Decoded data breaks its layout's or logical type's content rules
+/// (bool bytes, f4_e2m1 padding nibble, sparse indices) (§5.2, App. A).
+LayoutData,
+/// A dense part's decoded size is not the size function of its element
+/// count (§5.1).
+DenseSize,
+/// Stored bytes break their encoding profile (§5.3).
+Encoding,
+/// Decoded bytes do not hash to the part's digest (§3.4).
+Digest,
+/// A resolved shard is not the file the table describes (§7.1, §7.3).
+ShardIdentity,
+/// Shorter than a Hurray header and trailer, 104 bytes (file-format.md § File Layout).
+HurrayTooSmall,
+/// The container major version is not 1 (§ File Header).
+HurrayVersion,
+/// A header field breaks its rule: reserved bytes or file flag bits set, `data_buffer_alignment` not a power of two in 4096..=2 MiB, `first_descriptor_offset` below 64 or not a multiple of 8 (§ File Header).
+HurrayHeader,
+/// The trailer's magic is not `HRRY` or its reserved bytes are not zero (§ Trailer).
+HurrayTrailer,
+/// The index, the KV section, a descriptor or a buffer lies outside the file or runs into the trailer (§ Trailer, § Index Section).
+HurrayBounds,
+/// The index does not match its CRC-32C, or a CRC is present without the HAS_INDEX_CRC32C flag (§ File Flags, § Trailer).
+HurrayIndexCrc,
+/// The index is malformed: truncated or trailing bytes, entry flags set, a `descriptor_length`, `data_offset` or `data_length` that disagrees with the descriptor (§ Index Section).
+HurrayIndex,
+/// A tensor name is empty, not UTF-8, or repeated (§ Index Section).
+HurrayName,
+/// SORTED_INDEX is set but the names are not in strictly increasing byte order (§ File Flags).
+HurraySorted,
+/// The KV section is malformed: truncated or trailing bytes, an empty or non-UTF-8 key, a bool other than 0 or 1, a reserved, private or invalid tag, the flag set without a section (§ KV Metadata Section).
+HurrayKv,
+/// The KV section repeats a key (§ KV Metadata Section).
+HurrayKvDuplicate,
+/// A descriptor, buffer, KV section or index is misaligned, out of order, overlapping another structure, or separated from the previous one by more than alignment requires (§ Tensor Region, § Alignment and Padding Summary).
+HurrayPlacement,
+/// A padding byte is not 0x00 (§ Alignment and Padding Summary).
+HurrayPadding,
+/// A descriptor's magic, major version, length, reserved flag bits or rank breaks metadata.md § Fixed Header, or its fields do not fill its length exactly.
+HurrayDescriptor,
+/// An element type tag is reserved or invalid, or the extension type section is missing, unexpected or malformed (element-types.md, metadata.md § Extension Type Section).
+HurrayType,
+/// A layout tag is reserved or invalid, or its fields, rank or buffer count break the layout's rules (metadata.md § Layout-Specific Fields, layouts/).
+HurrayLayout,
+/// A buffer handle breaks buffer-protocol.md (alignment, device tag, sync mode, memory class, reserved byte), a buffer's size is not what its layout requires (a dense buffer's elements, sparse index arrays, CSF level arrays, a block-paged pool or table), or `byte_offset` lies beyond buffer 0.
+HurrayBuffer,
+/// The quantization section is malformed or inconsistent with the tensor (quantization.md).
+HurrayQuant,
+/// The shard section breaks `offset + shape <= parent_shape` or its own rules (metadata.md § Shard Section).
+HurrayShard,
+/// The statistics section has reserved bits or bytes set or an impossible value (metadata.md § Statistics Section).
+HurrayStats,
+/// A composite head or member breaks layouts/composite.md: members missing (a torn composite), an open count, a member section where none belongs.
+HurrayComposite,
+/// An element count or buffer size overflows u64 (metadata.md § Core Variable Fields).
+HurrayShape,
+// safetensors input
+/// The header length `N` is over 100,000,000 bytes, the `safetensors` crate's `MAX_HEADER_SIZE` (checked before the file's length).
+SafetensorsHeaderTooLarge,
+/// The file is shorter than the 8-byte header length, or `8 + N` runs past its end.
+SafetensorsHeaderBounds,
+/// The header is not UTF-8 (README § Format: "a JSON UTF-8 string").
+SafetensorsUtf8,
+/// The header does not begin with `{` (a MUST of README § Format), or is not one valid JSON value (syntax, trailing characters other than whitespace, nesting past serde_json's 127 levels).
+SafetensorsJson,
+/// A key occurs twice in one object of the header (README § Format notes: "Duplicate keys are disallowed").
+SafetensorsDuplicateKey,
+/// A tensor entry is not an object with `dtype` (a string), `shape` (an array of integers in 0..2^64) and `data_offsets` (two such integers).
+SafetensorsEntry,
+/// A dtype name is not one the `safetensors` crate 0.8 lists (`BOOL`, `F4`, `F6_E2M3`, ..., `U64`; exact case).
+SafetensorsDtype,
+/// `__metadata__` is not an object whose values are all strings (or `null`).
+SafetensorsMetadata,
+/// A tensor's name is empty: a mount has no path component for it.
+SafetensorsName,
+/// In offset order, a tensor does not start where the previous one ended (the first at 0): a gap or an overlap; or it ends before it starts (README § Format notes: the byte buffer cannot contain holes).
+SafetensorsOffsets,
+/// A tensor's element count times its dtype's bits overflows 64 bits, is not whole bytes (sub-byte dtypes), or is not the length its `data_offsets` span.
+SafetensorsSize,
+/// The tensors do not end where the file ends: bytes after the last tensor, or tensors past the end of the file.
+SafetensorsCoverage,
+// Hugging Face sharded safetensors checkpoints (an index and its files;
+// src/format/safetensors/index.rs).
+/// A Hugging Face index (`model.safetensors.index.json`) is longer than 64 MiB (`MAX_INDEX_LEN`), checked before it is read: transformers reads the whole file with `json.load`; ztfs bounds it.
+SafetensorsIndexTooLarge,
+/// The index is not UTF-8, not one valid JSON value (serde_json, as for the safetensors header), or not a JSON object (transformers `load_sharded_checkpoint` indexes it as a dict).
+SafetensorsIndexJson,
+/// A key occurs twice in one object of the index: Python's `json.load` keeps the last, so two readers could map a tensor to different files (refused as the safetensors header's repeated keys are).
+SafetensorsIndexDuplicateKey,
+/// `weight_map` is missing or not an object whose values are strings (transformers reads `index["weight_map"]` as tensor name → file name).
+SafetensorsIndexWeightMap,
+/// `metadata` is present but not an object (transformers writes `{"total_size": N}` there and reads it as a dict).
+SafetensorsIndexMetadata,
+/// A file name in `weight_map` is not one path component: empty, `.`, `..`, or holding `/`, `\` or NUL (transformers joins it onto the index's folder; a name from a file must not leave it).
+SafetensorsIndexFileName,
+/// `weight_map` names more than 100,000 files (`MAX_INDEX_FILES`), checked before any is opened.
+SafetensorsIndexTooManyFiles,
+/// A tensor named in `weight_map` is not in the file it names (transformers reports it as a missing key).
+SafetensorsIndexMissingTensor,
+/// A tensor of a named file is not in `weight_map`, or is mapped to another file (so present in two files): two readers could pick different copies.
+SafetensorsIndexUnlisted,
+// GGUF input (ggml docs/gguf.md, versions 2 and 3; src/format/gguf).
+/// The first four bytes are not `GGUF`, or the file is shorter than the 24-byte header (gguf.md § File Structure).
+GgufMagic,
+/// The version is not 2 or 3: version 1, a big-endian (byte-swapped) file, or an unknown version (gguf.md § File Structure).
+GgufVersion,
+/// A tensor, KV or array element count that the bytes left in the file cannot hold, at the fewest bytes each entry takes (gguf.md § File Structure).
+GgufCount,
+/// A malformed key-value pair: truncated, an empty, repeated or non-UTF-8 key, an unknown value type, a bool byte other than 0/1, a non-UTF-8 string, arrays nested too deep (gguf.md § Standardized key-value pairs, `gguf_metadata_value_type`).
+GgufKv,
+/// A malformed tensor info: truncated, a name empty, over 64 bytes, holding U+0000 or not UTF-8, more than 4 dims, a dim or element count not below 2^63 - 1, an unknown ggml type, a row not a whole number of blocks, a byte size that overflows (gguf.md `gguf_tensor_info_t`).
+GgufTensorInfo,
+/// `general.alignment` not a `uint32`, or not a power of two that is a multiple of 8 (gguf.md § Required: general.alignment).
+GgufAlignment,
+/// A tensor's data misplaced: an offset not a multiple of the alignment, bytes past the end of the file, two tensors overlapping, a repeated name, a data section starting past the end (gguf.md `tensor_data`).
+GgufData,}
+
 impl Rule {
-    /// The rule's name as printed and as used in the corpus table.
-    pub fn name(self) -> &'static str {
-        match self {
-            Rule::FileTooSmall => "FileTooSmall",
-            Rule::HeaderMagic => "HeaderMagic",
-            Rule::FooterMagic => "FooterMagic",
-            Rule::Version => "Version",
-            Rule::ManifestBounds => "ManifestBounds",
-            Rule::ManifestTooLarge => "ManifestTooLarge",
-            Rule::ManifestHash => "ManifestHash",
-            Rule::CborSyntax => "CborSyntax",
-            Rule::CborDeterminism => "CborDeterminism",
-            Rule::CborDuplicateKey => "CborDuplicateKey",
-            Rule::CborDepth => "CborDepth",
-            Rule::Schema => "Schema",
-            Rule::Name => "Name",
-            Rule::Shape => "Shape",
-            Rule::BlobAlignment => "BlobAlignment",
-            Rule::BlobBounds => "BlobBounds",
-            Rule::BlobOverlap => "BlobOverlap",
-            Rule::ShardRef => "ShardRef",
-            Rule::ShardName => "ShardName",
-            Rule::LayoutRule => "LayoutRule",
-            Rule::LayoutData => "LayoutData",
-            Rule::DenseSize => "DenseSize",
-            Rule::Encoding => "Encoding",
-            Rule::Digest => "Digest",
-            Rule::ShardIdentity => "ShardIdentity",
-            Rule::HurrayTooSmall => "HurrayTooSmall",
-            Rule::HurrayVersion => "HurrayVersion",
-            Rule::HurrayHeader => "HurrayHeader",
-            Rule::HurrayTrailer => "HurrayTrailer",
-            Rule::HurrayBounds => "HurrayBounds",
-            Rule::HurrayIndexCrc => "HurrayIndexCrc",
-            Rule::HurrayIndex => "HurrayIndex",
-            Rule::HurrayName => "HurrayName",
-            Rule::HurraySorted => "HurraySorted",
-            Rule::HurrayKv => "HurrayKv",
-            Rule::HurrayKvDuplicate => "HurrayKvDuplicate",
-            Rule::HurrayPlacement => "HurrayPlacement",
-            Rule::HurrayPadding => "HurrayPadding",
-            Rule::HurrayDescriptor => "HurrayDescriptor",
-            Rule::HurrayType => "HurrayType",
-            Rule::HurrayLayout => "HurrayLayout",
-            Rule::HurrayBuffer => "HurrayBuffer",
-            Rule::HurrayQuant => "HurrayQuant",
-            Rule::HurrayShard => "HurrayShard",
-            Rule::HurrayStats => "HurrayStats",
-            Rule::HurrayComposite => "HurrayComposite",
-            Rule::HurrayShape => "HurrayShape",
-            Rule::SafetensorsHeaderTooLarge => "SafetensorsHeaderTooLarge",
-            Rule::SafetensorsHeaderBounds => "SafetensorsHeaderBounds",
-            Rule::SafetensorsUtf8 => "SafetensorsUtf8",
-            Rule::SafetensorsJson => "SafetensorsJson",
-            Rule::SafetensorsDuplicateKey => "SafetensorsDuplicateKey",
-            Rule::SafetensorsEntry => "SafetensorsEntry",
-            Rule::SafetensorsDtype => "SafetensorsDtype",
-            Rule::SafetensorsMetadata => "SafetensorsMetadata",
-            Rule::SafetensorsName => "SafetensorsName",
-            Rule::SafetensorsOffsets => "SafetensorsOffsets",
-            Rule::SafetensorsSize => "SafetensorsSize",
-            Rule::SafetensorsCoverage => "SafetensorsCoverage",
-            Rule::SafetensorsIndexTooLarge => "SafetensorsIndexTooLarge",
-            Rule::SafetensorsIndexJson => "SafetensorsIndexJson",
-            Rule::SafetensorsIndexDuplicateKey => "SafetensorsIndexDuplicateKey",
-            Rule::SafetensorsIndexWeightMap => "SafetensorsIndexWeightMap",
-            Rule::SafetensorsIndexMetadata => "SafetensorsIndexMetadata",
-            Rule::SafetensorsIndexFileName => "SafetensorsIndexFileName",
-            Rule::SafetensorsIndexTooManyFiles => "SafetensorsIndexTooManyFiles",
-            Rule::SafetensorsIndexMissingTensor => "SafetensorsIndexMissingTensor",
-            Rule::SafetensorsIndexUnlisted => "SafetensorsIndexUnlisted",
-            Rule::GgufMagic => "GgufMagic",
-            Rule::GgufVersion => "GgufVersion",
-            Rule::GgufCount => "GgufCount",
-            Rule::GgufKv => "GgufKv",
-            Rule::GgufTensorInfo => "GgufTensorInfo",
-            Rule::GgufAlignment => "GgufAlignment",
-            Rule::GgufData => "GgufData",
-        }
-    }
-
-    /// Every rule, for documentation and the corpus table.
-    pub const ALL: [Rule; 75] = [
-        Rule::FileTooSmall,
-        Rule::HeaderMagic,
-        Rule::FooterMagic,
-        Rule::Version,
-        Rule::ManifestBounds,
-        Rule::ManifestTooLarge,
-        Rule::ManifestHash,
-        Rule::CborSyntax,
-        Rule::CborDeterminism,
-        Rule::CborDuplicateKey,
-        Rule::CborDepth,
-        Rule::Schema,
-        Rule::Name,
-        Rule::Shape,
-        Rule::BlobAlignment,
-        Rule::BlobBounds,
-        Rule::BlobOverlap,
-        Rule::ShardRef,
-        Rule::ShardName,
-        Rule::LayoutRule,
-        Rule::LayoutData,
-        Rule::DenseSize,
-        Rule::Encoding,
-        Rule::Digest,
-        Rule::ShardIdentity,
-        Rule::HurrayTooSmall,
-        Rule::HurrayVersion,
-        Rule::HurrayHeader,
-        Rule::HurrayTrailer,
-        Rule::HurrayBounds,
-        Rule::HurrayIndexCrc,
-        Rule::HurrayIndex,
-        Rule::HurrayName,
-        Rule::HurraySorted,
-        Rule::HurrayKv,
-        Rule::HurrayKvDuplicate,
-        Rule::HurrayPlacement,
-        Rule::HurrayPadding,
-        Rule::HurrayDescriptor,
-        Rule::HurrayType,
-        Rule::HurrayLayout,
-        Rule::HurrayBuffer,
-        Rule::HurrayQuant,
-        Rule::HurrayShard,
-        Rule::HurrayStats,
-        Rule::HurrayComposite,
-        Rule::HurrayShape,
-        Rule::SafetensorsHeaderTooLarge,
-        Rule::SafetensorsHeaderBounds,
-        Rule::SafetensorsUtf8,
-        Rule::SafetensorsJson,
-        Rule::SafetensorsDuplicateKey,
-        Rule::SafetensorsEntry,
-        Rule::SafetensorsDtype,
-        Rule::SafetensorsMetadata,
-        Rule::SafetensorsName,
-        Rule::SafetensorsOffsets,
-        Rule::SafetensorsSize,
-        Rule::SafetensorsCoverage,
-        Rule::SafetensorsIndexTooLarge,
-        Rule::SafetensorsIndexJson,
-        Rule::SafetensorsIndexDuplicateKey,
-        Rule::SafetensorsIndexWeightMap,
-        Rule::SafetensorsIndexMetadata,
-        Rule::SafetensorsIndexFileName,
-        Rule::SafetensorsIndexTooManyFiles,
-        Rule::SafetensorsIndexMissingTensor,
-        Rule::SafetensorsIndexUnlisted,
-        Rule::GgufMagic,
-        Rule::GgufVersion,
-        Rule::GgufCount,
-        Rule::GgufKv,
-        Rule::GgufTensorInfo,
-        Rule::GgufAlignment,
-        Rule::GgufData,
-    ];
-
     /// Parses a rule name as printed by [`Rule::name`].
     pub fn from_name(s: &str) -> Option<Rule> {
-        Rule::ALL.into_iter().find(|r| r.name() == s)
+        Rule::ALL.iter().copied().find(|r| r.name() == s)
     }
 }
 
@@ -447,3 +310,85 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule names of the documentation's tables: the first cell of a
+    /// table row that holds only names in backticks (`` `HeaderMagic` /
+    /// `FooterMagic` ``), in README.md and every page under docs/.
+    fn documented() -> Vec<(String, String)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut pages = vec![root.join("README.md")];
+        let mut dirs = vec![root.join("docs")];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "md") {
+                    pages.push(p);
+                }
+            }
+        }
+        let mut names = Vec::new();
+        for page in pages {
+            let text = std::fs::read_to_string(&page).unwrap();
+            for line in text.lines() {
+                let Some(cell) = line.strip_prefix("| ").and_then(|l| l.split(" |").next()) else {
+                    continue;
+                };
+                let words: Vec<&str> = cell
+                    .split([' ', '/', ','])
+                    .filter(|w| !w.is_empty())
+                    .collect();
+                let names_only = words.iter().all(|w| {
+                    let inner = w.strip_prefix('`').and_then(|w| w.strip_suffix('`'));
+                    inner.is_some_and(|n| {
+                        // CamelCase: a rule, not a dtype (`F32`).
+                        n.starts_with(|c: char| c.is_ascii_uppercase())
+                            && n.chars().any(|c| c.is_ascii_lowercase())
+                            && n.chars().all(|c| c.is_ascii_alphanumeric())
+                    })
+                });
+                if names_only && !words.is_empty() {
+                    let where_ = page.file_name().unwrap().to_string_lossy().into_owned();
+                    names.extend(
+                        words
+                            .iter()
+                            .map(|w| (w.trim_matches('`').to_string(), where_.clone())),
+                    );
+                }
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn every_rule_is_documented_and_every_documented_rule_exists() {
+        let documented = documented();
+        let unknown: Vec<&(String, String)> = documented
+            .iter()
+            .filter(|(n, _)| Rule::from_name(n).is_none())
+            .collect();
+        assert!(unknown.is_empty(), "documented but not rules: {unknown:?}");
+        let missing: Vec<&str> = (Rule::ALL.iter())
+            .map(|r| r.name())
+            .filter(|n| !documented.iter().any(|(d, _)| d == n))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "rules in no table of the documentation: {missing:?}"
+        );
+    }
+
+    #[test]
+    fn names_are_unique_and_parse_back() {
+        let mut seen = std::collections::HashSet::new();
+        for &r in Rule::ALL {
+            assert!(seen.insert(r.name()), "{} twice", r.name());
+            assert_eq!(Rule::from_name(r.name()), Some(r));
+        }
+    }
+}
