@@ -218,6 +218,10 @@ pub enum Error {
     Unsupported(String),
     /// A name the caller asked for does not exist.
     NotFound(String),
+    /// A read of bytes past the end of what holds them (a file, a blob,
+    /// an object by URL): the bytes are not there, which is not a refusal
+    /// to interpret them. The text says what and where.
+    OutOfRange(String),
     /// A file that is not zTensor v2 but is recognisably something else.
     Foreign(String),
     /// The caller asked for something that makes no sense.
@@ -267,9 +271,11 @@ impl Error {
     pub fn detail(&self) -> String {
         match self {
             Error::Reject { detail, .. } => detail.clone(),
-            Error::Unsupported(s) | Error::NotFound(s) | Error::Foreign(s) | Error::Usage(s) => {
-                s.clone()
-            }
+            Error::Unsupported(s)
+            | Error::NotFound(s)
+            | Error::OutOfRange(s)
+            | Error::Foreign(s)
+            | Error::Usage(s) => s.clone(),
             Error::Io { context, source } => format!("{context}: {source}"),
             Error::Reported(e) => e.detail(),
             Error::Interrupted => "interrupted".into(),
@@ -285,6 +291,7 @@ impl Error {
             Error::Foreign(_) => 1,
             // Asking for an object the file does not have is the caller's mistake.
             Error::NotFound(_) => 2,
+            Error::OutOfRange(_) => 2,
             Error::Usage(_) => 2,
             Error::Io { .. } => 2,
             Error::Reported(e) => e.exit_code(),
@@ -300,6 +307,7 @@ impl fmt::Display for Error {
             Error::Reject { rule, detail } => write!(f, "rejected ({rule}): {detail}"),
             Error::Unsupported(s) => write!(f, "refused: {s}"),
             Error::NotFound(s) => write!(f, "not found: {s}"),
+            Error::OutOfRange(s) => f.write_str(s),
             Error::Foreign(s) => f.write_str(s),
             Error::Usage(s) => f.write_str(s),
             Error::Io { context, source } => write!(f, "{context}: {source}"),

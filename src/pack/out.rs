@@ -269,7 +269,7 @@ impl crate::format::Ranges for Target {
     fn get(&self, offset: u64, len: u64) -> Result<std::borrow::Cow<'_, [u8]>> {
         let end = offset.checked_add(len).filter(|&e| e <= self.end);
         let n = end.and_then(|_| usize::try_from(len).ok()).ok_or_else(|| {
-            Error::Unsupported(format!(
+            Error::OutOfRange(format!(
                 "range [{offset}, +{len}) is outside {} ({} bytes)",
                 self.path.display(),
                 self.end

@@ -214,16 +214,11 @@ impl Store {
     fn slice_of(&self, blob: Option<(u64, u64)>, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
         let end = offset.checked_add(len).filter(|&e| e <= self.len());
         let Some(end) = end else {
-            return Err(Error::io(
+            return Err(Error::OutOfRange(format!(
+                "{}: range [{offset}, +{len}) is outside the file ({} bytes)",
                 self.name(),
-                std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "range [{offset}, +{len}) is outside the file ({} bytes)",
-                        self.len()
-                    ),
-                ),
-            ));
+                self.len()
+            )));
         };
         match &self.kind {
             Kind::Local { .. } => {
@@ -327,7 +322,7 @@ impl crate::format::Ranges for Blob<'_> {
             Some(end) if end <= self.len => {
                 (self.store).blob_slice(self.offset, self.len, self.offset + offset, len)
             }
-            _ => Err(Error::Unsupported(format!(
+            _ => Err(Error::OutOfRange(format!(
                 "range [{offset}, +{len}) is outside the blob ({} bytes)",
                 self.len
             ))),

@@ -276,7 +276,7 @@ impl Remote {
         let end = (offset.checked_add(len))
             .filter(|&e| e <= self.len)
             .ok_or_else(|| {
-                Error::Unsupported(format!(
+                Error::OutOfRange(format!(
                     "{}: range [{offset}, +{len}) is outside the object ({} bytes)",
                     self.url, self.len
                 ))
