@@ -10,6 +10,9 @@
 //! at open, and a part's `blob.shard` names its file.
 
 pub mod hf;
+mod input;
+
+pub use input::Input;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -24,16 +27,8 @@ use crate::store::Store;
 /// A validated root file and its lazily opened shards.
 pub struct Model {
     root: Store,
-    /// The zTensor footer; `None` for a Hurray file.
-    footer: Option<Footer>,
-    /// A Hurray file's container, whose tensors are `manifest`'s objects
-    /// in the same order.
-    hurray: Option<hurray::File>,
-    /// A safetensors file's header length and counts; its tensors are
-    /// `manifest`'s objects in header order.
-    safetensors: Option<SafetensorsFile>,
-    /// A GGUF file, whose tensors are `manifest`'s objects in the same order.
-    gguf: Option<gguf::File>,
+    /// What the root file is, with its format's own facts.
+    input: Input,
     /// The files of a sharded safetensors checkpoint by name, sorted, each
     /// opened and validated at open; empty for any other model.
     files: Vec<(String, Store)>,
@@ -118,10 +113,7 @@ impl Model {
         let n = table.map_or(0, Vec::len);
         Ok(Model {
             root,
-            footer: Some(footer),
-            hurray: None,
-            safetensors: None,
-            gguf: None,
+            input: Input::Zt(footer),
             files: Vec::new(),
             manifest,
             overrides,
@@ -138,9 +130,7 @@ impl Model {
         no_shards(&overrides, "a Hurray file has no shards")?;
         let file = hurray::read_file_from(&root)?;
         let objects = hurray::objects::objects(&file);
-        let mut model = Model::one_file(root, objects);
-        model.hurray = Some(file);
-        Ok(model)
+        Ok(Model::one_file(root, objects, Input::Hurray(file)))
     }
 
     /// Opens a GGUF file: every structural rule is checked here (the
@@ -153,9 +143,7 @@ impl Model {
         )?;
         let file = gguf::read_file_from(&root)?;
         let objects = gguf::objects::objects(&file);
-        let mut model = Model::one_file(root, objects);
-        model.gguf = Some(file);
-        Ok(model)
+        Ok(Model::one_file(root, objects, Input::Gguf(file)))
     }
 
     /// Opens a safetensors file: every rule of the format is checked here
@@ -172,20 +160,15 @@ impl Model {
             data_len: root.len() - header.data_start(),
             index_files: None,
         };
-        let mut model = Model::one_file(root, objects);
-        model.safetensors = Some(info);
-        Ok(model)
+        Ok(Model::one_file(root, objects, Input::Safetensors(info)))
     }
 
     /// A model of one file of another format than zTensor, its tensors
     /// mapped to `objects`: no footer, no shards.
-    fn one_file(root: Store, objects: Vec<format::Object>) -> Model {
+    fn one_file(root: Store, objects: Vec<format::Object>, input: Input) -> Model {
         Model {
             root,
-            footer: None,
-            hurray: None,
-            safetensors: None,
-            gguf: None,
+            input,
             files: Vec::new(),
             manifest: Some(Manifest {
                 objects,
@@ -201,7 +184,23 @@ impl Model {
 
     /// What the model keeps of a safetensors file, when the root is one.
     pub fn safetensors(&self) -> Option<&SafetensorsFile> {
-        self.safetensors.as_ref()
+        match &self.input {
+            Input::Safetensors(st) => Some(st),
+            _ => None,
+        }
+    }
+
+    /// What the root file is.
+    pub fn input(&self) -> &Input {
+        &self.input
+    }
+
+    /// The zTensor footer, when the root is a zTensor file.
+    fn footer(&self) -> Option<&Footer> {
+        match &self.input {
+            Input::Zt(footer) => Some(footer),
+            _ => None,
+        }
     }
 
     /// A safetensors file's header text, or a sharded checkpoint's index
@@ -209,7 +208,7 @@ impl Model {
     /// [`Model::read_manifest_bytes`] reads a manifest); `None` for other
     /// files.
     pub fn read_safetensors_header(&self) -> Result<Option<String>> {
-        let Some(st) = &self.safetensors else {
+        let Some(st) = self.safetensors() else {
             return Ok(None);
         };
         let start = match st.index_files {
@@ -230,36 +229,34 @@ impl Model {
 
     /// True for a sharded safetensors checkpoint (opened from its index).
     pub fn is_checkpoint(&self) -> bool {
-        self.safetensors.is_some_and(|s| s.index_files.is_some())
+        self.safetensors().is_some_and(|s| s.index_files.is_some())
     }
 
     /// The GGUF file, when the root is one.
     pub fn gguf(&self) -> Option<&gguf::File> {
-        self.gguf.as_ref()
+        match &self.input {
+            Input::Gguf(f) => Some(f),
+            _ => None,
+        }
     }
 
     /// True when the model's file has no content digests (Hurray, safetensors, GGUF):
     /// `digest` is refused and `MNT/digest` absent.
     pub fn has_no_digests(&self) -> bool {
-        self.hurray.is_some() || self.gguf.is_some() || self.safetensors.is_some()
+        !self.input.has_digests()
     }
 
     /// The format of the root file, for messages.
     pub fn format_name(&self) -> &'static str {
-        if self.hurray.is_some() {
-            "Hurray"
-        } else if self.gguf.is_some() {
-            "GGUF"
-        } else if self.safetensors.is_some() {
-            "safetensors"
-        } else {
-            "zTensor"
-        }
+        self.input.format_name()
     }
 
     /// The Hurray container, when the root is one.
     pub fn hurray(&self) -> Option<&hurray::File> {
-        self.hurray.as_ref()
+        match &self.input {
+            Input::Hurray(f) => Some(f),
+            _ => None,
+        }
     }
 
     /// Serves a shard's bytes once it is resolved (declared size, valid
@@ -289,7 +286,7 @@ impl Model {
 
     /// The raw manifest bytes (empty for a data shard and a Hurray file).
     pub fn manifest_bytes(&self) -> Cow<'_, [u8]> {
-        let Some(footer) = &self.footer else {
+        let Some(footer) = self.footer() else {
             return Cow::Borrowed(&[]);
         };
         let (off, len) = (footer.manifest_offset, footer.manifest_length);
@@ -304,7 +301,7 @@ impl Model {
     /// that wants no pages of it kept mapped. `None` for a data shard
     /// and a Hurray file.
     pub fn read_manifest_bytes(&self) -> Result<Option<Vec<u8>>> {
-        let Some(footer) = self.footer.as_ref().filter(|_| self.manifest.is_some()) else {
+        let Some(footer) = self.footer().filter(|_| self.manifest.is_some()) else {
             return Ok(None);
         };
         let (off, len) = (footer.manifest_offset, footer.manifest_length);

@@ -111,8 +111,7 @@ impl Model {
             data_len,
             index_files: Some(files.len()),
         };
-        let mut model = Model::one_file(root, objects);
-        model.safetensors = Some(info);
+        let mut model = Model::one_file(root, objects, super::Input::Safetensors(info));
         model.files = files;
         Ok(model)
     }
