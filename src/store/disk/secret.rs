@@ -137,7 +137,9 @@ fn check_empty(dir: &Path, is_tmp: &impl Fn(&str) -> bool) -> Result<()> {
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(shown(dir), e))?;
         let name = entry.file_name();
-        if name.to_str().is_some_and(is_tmp) {
+        // The key file itself: another process linked it in since this
+        // one looked; the link of ours will fail and read theirs.
+        if name.to_str().is_some_and(|n| is_tmp(n) || n == KEY_FILE) {
             continue;
         }
         return Err(Error::Usage(format!(
