@@ -433,14 +433,8 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
     let say = |what: &str, line: &dyn std::fmt::Display| {
         eprintln!("ztfs: {}: {what}{line}", crate::store::shown(file))
     };
-    if let Some(f) = model.gguf() {
-        if f.split_count().is_some() {
-            say("note: ", &crate::format::gguf::json::SPLIT_NOTE);
-        }
-    } else {
-        for n in report::refusals(m) {
-            say("note: ", &n);
-        }
+    for n in model.input().notes(m) {
+        say("note: ", &n);
     }
     let shard_bytes = report::total(model.shard_table().iter().map(|s| s.size));
     let part_bytes = report::total(
@@ -797,7 +791,7 @@ fn manifest(file: &Path) -> Result<()> {
     let model = open(file)?;
     // Written as it is rendered: the text can be many times the manifest.
     let mut out = crate::format::json::Pieces::new(std::io::stdout().lock());
-    report::write_manifest_json(&model, &mut out)?;
+    model.write_manifest_json(&mut out)?;
     out.finish()
         .and_then(|mut o| o.flush())
         .map_err(|e| Error::io("stdout", e))

@@ -30,7 +30,7 @@ pub fn decoded(
     sink: &mut dyn FnMut(&[u8]) -> Result<()>,
 ) -> Result<()> {
     // A GGUF file's block arrays are served as their bytes.
-    if model.gguf().is_none() {
+    if model.input().refuses_uninterpreted() {
         check_interpretable(object, part)?;
     }
     let stored = model.blob(part)?;

@@ -14,30 +14,8 @@ use crate::format::json::{self, Sink};
 use crate::format::{Manifest, Object};
 use crate::model::Model;
 
-/// Writes the manifest as pretty JSON with a final newline: `ztfs
-/// manifest` and the mount's `manifest.json`. A data shard's is `null`.
-pub fn write_manifest_json(model: &Model, out: &mut dyn Sink) -> Result<()> {
-    if let Some(file) = model.hurray() {
-        crate::format::hurray::json::write_manifest(file, out);
-        return Ok(());
-    }
-    if let Some(file) = model.gguf() {
-        crate::format::gguf::json::write_manifest(file, out);
-        return Ok(());
-    }
-    if let Some(header) = model.read_safetensors_header()? {
-        if model.is_checkpoint() {
-            return crate::format::safetensors::index::write_manifest(&header, out);
-        }
-        return crate::format::safetensors::write_manifest(&header, out);
-    }
-    write_manifest_json_of(
-        model.manifest().map(|_| model.manifest_bytes()).as_deref(),
-        out,
-    )
-}
-
-/// The same, from the manifest bytes (`None` for a data shard). The
+/// A zTensor manifest's `manifest.json`, from its bytes (`None` for a
+/// data shard): see [`Model::write_manifest_json`]. The
 /// objects are written one at a time as they are decoded, in a second pass
 /// over the bytes: the manifest is never held as one CBOR tree (about
 /// seven times its bytes), nor its text as one string.
@@ -122,50 +100,9 @@ pub fn count(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
-/// One line about an opened model: [`summary`] for zTensor, tensors,
-/// metadata entries and data bytes for a safetensors file, tensors, KV
-/// entries and buffer bytes for a Hurray file (whose `data` parts repeat
-/// buffer bytes, so parts are not counted).
+/// One line about an opened model (see [`crate::model::Input::summary`]).
 pub fn summary_of(model: &Model, m: &Manifest) -> String {
-    if let Some(f) = model.gguf() {
-        let kv = f.kv.len();
-        return format!(
-            "GGUF v{}, {}, {kv} KV pair{}, {} of tensor data",
-            f.version,
-            count(f.tensors.len(), "tensor"),
-            if kv == 1 { "" } else { "s" },
-            human(total(f.tensors.iter().map(|t| t.len)))
-        );
-    }
-    if let Some(st) = model.safetensors() {
-        let n = st.metadata_entries;
-        let what = match st.index_files {
-            Some(files) => format!("sharded safetensors checkpoint of {}", count(files, "file")),
-            None => "safetensors file".to_string(),
-        };
-        return format!(
-            "{what}, {}, {n} metadata entr{}, {} of tensor data",
-            count(m.objects.len(), "tensor"),
-            if n == 1 { "y" } else { "ies" },
-            human(st.data_len)
-        );
-    }
-    let Some(file) = model.hurray() else {
-        return summary(m);
-    };
-    let bytes = total(
-        (file.tensors.iter())
-            .flat_map(|t| &t.descriptor.buffers)
-            .map(|b| b.size),
-    );
-    let n = file.tensors.len();
-    let kv = file.kv.len();
-    format!(
-        "Hurray container, {}, {kv} KV entr{}, {} of buffers",
-        count(n, "tensor"),
-        if kv == 1 { "y" } else { "ies" },
-        human(bytes)
-    )
+    model.input().summary(m)
 }
 
 /// Notes on every part this reader will refuse to decode, grouped so that a
@@ -238,12 +175,6 @@ pub fn human(n: u64) -> String {
     }
 }
 
-fn type_label(o: &Object) -> String {
-    let mut types: Vec<&str> = o.parts.iter().map(|p| p.ty.type_name()).collect();
-    types.dedup();
-    types.join(",")
-}
-
 /// The long listing: one line per object, then attributes and shards.
 pub fn ls_long(model: &Model) -> Result<String> {
     let Some(m) = model.manifest() else {
@@ -266,11 +197,7 @@ pub fn ls_long(model: &Model) -> Result<String> {
         s.push_str(&format!(
             "{:<8} {:<10} {:<20} {:>12}  {}{enc}{shard}\n",
             o.layout,
-            match (model.hurray(), model.gguf()) {
-                (Some(f), _) => f.tensors[i].descriptor.elem.name().to_string(),
-                (_, Some(f)) => f.tensors[i].ty.name.to_string(),
-                _ => type_label(o),
-            },
+            model.input().type_label(i, o),
             shape,
             size,
             display_name(&o.name)
@@ -293,10 +220,7 @@ pub fn ls_long(model: &Model) -> Result<String> {
 /// An object's size for listings: its parts' decoded bytes; for a Hurray
 /// tensor, its buffers' bytes (its `data` part repeats buffer 0).
 fn object_size(model: &Model, i: usize, o: &Object) -> u64 {
-    match model.hurray() {
-        Some(f) => total(f.tensors[i].descriptor.buffers.iter().map(|b| b.size)),
-        None => total(o.parts.iter().map(|p| p.decoded_size())),
-    }
+    model.input().object_size(i, o)
 }
 
 /// Whether a part's stored bytes can be reached: false for a part in a
@@ -473,16 +397,19 @@ mod tests {
     /// The text as the renderer writes it from the whole tree: what the
     /// writers that walk a manifest or header piece by piece must match.
     fn rendered_whole(model: &Model) -> Option<String> {
+        use crate::model::Input;
         let mut s = String::new();
-        if let Some(header) = model.read_safetensors_header().unwrap() {
-            let json = crate::format::safetensors::json::Json::parse(&header).unwrap();
-            json::to_json_pretty(&json.to_value(), &mut s);
-        } else if model.hurray().is_some() || model.gguf().is_some() {
-            return None;
-        } else if model.manifest().is_none() {
-            s.push_str("null");
-        } else {
-            json::to_json_pretty(&cbor::parse(&model.manifest_bytes()).unwrap(), &mut s);
+        match model.input() {
+            Input::Safetensors(_) => {
+                let header = model.read_safetensors_header().unwrap().unwrap();
+                let json = crate::format::safetensors::json::Json::parse(&header).unwrap();
+                json::to_json_pretty(&json.to_value(), &mut s);
+            }
+            Input::Hurray(_) | Input::Gguf(_) => return None,
+            Input::Zt(_) if model.manifest().is_none() => s.push_str("null"),
+            Input::Zt(_) => {
+                json::to_json_pretty(&cbor::parse(&model.manifest_bytes()).unwrap(), &mut s)
+            }
         }
         s.push('\n');
         Some(s)
@@ -504,8 +431,8 @@ mod tests {
                     continue;
                 };
                 let mut text = String::new();
-                write_manifest_json(&model, &mut text).unwrap();
-                let len = text_len(|out| write_manifest_json(&model, out)).unwrap();
+                model.write_manifest_json(&mut text).unwrap();
+                let len = text_len(|out| model.write_manifest_json(out)).unwrap();
                 assert_eq!(len, text.len() as u64, "{}", p.display());
                 if let Some(want) = rendered_whole(&model) {
                     assert_eq!(text, want, "{}", p.display());

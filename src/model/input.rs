@@ -4,8 +4,11 @@
 //! exhaustive, so a new format is a compile error wherever it must be
 //! decided.
 
-use super::SafetensorsFile;
-use crate::format::{gguf, hurray, Footer};
+use super::{Model, SafetensorsFile};
+use crate::error::Result;
+use crate::format::json::Sink;
+use crate::format::{gguf, hurray, Footer, Manifest, Object};
+use crate::report::{count, human, summary, total};
 
 /// An opened root file, by format.
 pub enum Input {
@@ -38,6 +41,133 @@ impl Input {
         match self {
             Input::Zt(_) => true,
             Input::Hurray(_) | Input::Safetensors(_) | Input::Gguf(_) => false,
+        }
+    }
+
+    /// True when a part of a type this reader does not interpret is
+    /// refused; GGUF's quantized block arrays are served as their bytes.
+    pub fn refuses_uninterpreted(&self) -> bool {
+        match self {
+            Input::Zt(_) | Input::Hurray(_) | Input::Safetensors(_) => true,
+            Input::Gguf(_) => false,
+        }
+    }
+
+    /// One line about the opened model `m`: zTensor's objects and parts;
+    /// tensors, metadata entries and data bytes for a safetensors file;
+    /// tensors, KV entries and buffer bytes for a Hurray file (whose `data`
+    /// parts repeat buffer bytes, so parts are not counted); tensors, KV
+    /// pairs and data for GGUF.
+    pub fn summary(&self, m: &Manifest) -> String {
+        match self {
+            Input::Zt(_) => summary(m),
+            Input::Gguf(f) => {
+                let kv = f.kv.len();
+                format!(
+                    "GGUF v{}, {}, {kv} KV pair{}, {} of tensor data",
+                    f.version,
+                    count(f.tensors.len(), "tensor"),
+                    if kv == 1 { "" } else { "s" },
+                    human(total(f.tensors.iter().map(|t| t.len)))
+                )
+            }
+            Input::Safetensors(st) => {
+                let n = st.metadata_entries;
+                let what = match st.index_files {
+                    Some(files) => {
+                        format!("sharded safetensors checkpoint of {}", count(files, "file"))
+                    }
+                    None => "safetensors file".to_string(),
+                };
+                format!(
+                    "{what}, {}, {n} metadata entr{}, {} of tensor data",
+                    count(m.objects.len(), "tensor"),
+                    if n == 1 { "y" } else { "ies" },
+                    human(st.data_len)
+                )
+            }
+            Input::Hurray(file) => {
+                let bytes = total(
+                    (file.tensors.iter())
+                        .flat_map(|t| &t.descriptor.buffers)
+                        .map(|b| b.size),
+                );
+                let kv = file.kv.len();
+                format!(
+                    "Hurray container, {}, {kv} KV entr{}, {} of buffers",
+                    count(file.tensors.len(), "tensor"),
+                    if kv == 1 { "y" } else { "ies" },
+                    human(bytes)
+                )
+            }
+        }
+    }
+
+    /// Object `i`'s type for a listing: its format's element type name
+    /// (Hurray, GGUF), else its parts' types.
+    pub fn type_label(&self, i: usize, o: &Object) -> String {
+        match self {
+            Input::Hurray(f) => f.tensors[i].descriptor.elem.name().to_string(),
+            Input::Gguf(f) => f.tensors[i].ty.name.to_string(),
+            Input::Zt(_) | Input::Safetensors(_) => {
+                let mut types: Vec<&str> = o.parts.iter().map(|p| p.ty.type_name()).collect();
+                types.dedup();
+                types.join(",")
+            }
+        }
+    }
+
+    /// Object `i`'s size for listings: its parts' decoded bytes; for a
+    /// Hurray tensor, its buffers' bytes (its `data` part repeats buffer 0).
+    pub fn object_size(&self, i: usize, o: &Object) -> u64 {
+        match self {
+            Input::Hurray(f) => total(f.tensors[i].descriptor.buffers.iter().map(|b| b.size)),
+            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => {
+                total(o.parts.iter().map(|p| p.decoded_size()))
+            }
+        }
+    }
+
+    /// What `check` notes about an opened model besides its rules: a GGUF
+    /// file of a split model is read alone; elsewhere, the parts this
+    /// reader will refuse to decode.
+    pub fn notes(&self, m: &Manifest) -> Vec<String> {
+        match self {
+            Input::Gguf(f) => (f.split_count().is_some())
+                .then(|| gguf::json::SPLIT_NOTE.to_string())
+                .into_iter()
+                .collect(),
+            Input::Zt(_) | Input::Hurray(_) | Input::Safetensors(_) => crate::report::refusals(m),
+        }
+    }
+}
+
+impl Model {
+    /// Writes `manifest.json` (and `ztfs manifest`): pretty JSON with a
+    /// final newline, from the format's own document; a data shard's is
+    /// `null`. A zTensor manifest and a safetensors header are read from
+    /// the file now (a mount keeps neither).
+    pub fn write_manifest_json(&self, out: &mut dyn Sink) -> Result<()> {
+        match &self.input {
+            Input::Zt(_) => {
+                let bytes = self.read_manifest_bytes()?;
+                crate::report::write_manifest_json_of(bytes.as_deref(), out)
+            }
+            Input::Hurray(file) => {
+                hurray::json::write_manifest(file, out);
+                Ok(())
+            }
+            Input::Gguf(file) => {
+                gguf::json::write_manifest(file, out);
+                Ok(())
+            }
+            Input::Safetensors(st) => {
+                let header = self.read_safetensors_header()?.unwrap_or_default();
+                match st.index_files {
+                    Some(_) => crate::format::safetensors::index::write_manifest(&header, out),
+                    None => crate::format::safetensors::write_manifest(&header, out),
+                }
+            }
         }
     }
 }

@@ -115,10 +115,7 @@ impl Tree {
     /// Writes manifest.json: a zTensor manifest from its bytes as the
     /// file holds them now (the mount keeps its objects, not its bytes).
     fn write_manifest_json(&self, out: &mut dyn json::Sink) -> crate::error::Result<()> {
-        match self.model.read_manifest_bytes()? {
-            Some(bytes) => report::write_manifest_json_of(Some(&bytes), out),
-            None => report::write_manifest_json(&self.model, out),
-        }
+        self.model.write_manifest_json(out)
     }
 
     /// The decoder of a part, resolved on its first use: its shard, its
