@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{parse_shard, parse_size, AlgoArg};
+use super::args::{parse_shard, parse_size, AlgoArg, RemoteArgs};
 use crate::digest::Algo;
 use crate::error::{Error, Result};
 use crate::model::Model;
@@ -47,6 +47,8 @@ pub struct PackCmd {
     /// Use PATH for shard NAME of a zTensor input (repeatable).
     #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
     pub shard: Vec<(String, PathBuf)>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// The signals that stop a pack.

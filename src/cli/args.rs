@@ -1,0 +1,92 @@
+//! The arguments more than one subcommand takes: a model (a file, its
+//! URL, an index or a folder, and how to read one by URL), sizes, shard
+//! overrides, digest algorithms.
+
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+
+/// A model: a file, its URL, an index, or a folder of a checkpoint.
+#[derive(clap::Args, Debug)]
+pub struct ModelArg {
+    /// The model file (.zt, .hrry, .safetensors, .gguf, .safetensors.index.json), its URL, or a folder holding one safetensors checkpoint.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// How a model by URL is read: the disk cache of its blocks, and whether
+/// an object without a version may be read. Only on the commands that take
+/// a model.
+#[derive(clap::Args, Debug)]
+pub struct RemoteArgs {
+    /// Keep blocks of models read by URL in this directory (made if
+    /// missing), for this command and later ones; each block is checked
+    /// by a key kept there when read back. It must be yours, writable by
+    /// you alone, and empty the first time. Default: no disk cache.
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// The most the disk cache may hold (e.g. 20G, 512M); the least
+    /// recently used blocks are deleted first.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "10G")]
+    pub cache_size: u64,
+    /// Read objects by URL whose server gives neither an ETag nor a
+    /// Last-Modified (refused by default): a change of such an object
+    /// under a reader goes unseen, and a read may mix two versions.
+    #[arg(long)]
+    pub trust_unversioned: bool,
+}
+
+/// A byte size: a number with an optional K, M, G or T (powers of 1024).
+pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return Err(format!("{s:?}: the unit must be K, M, G or T")),
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (e.g. 512M, 4G)"))?;
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{s:?} is too large"))
+}
+
+pub fn parse_shard(s: &str) -> std::result::Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((name, path)) if !name.is_empty() && !path.is_empty() => {
+            Ok((name.to_string(), PathBuf::from(path)))
+        }
+        _ => Err(format!("{s:?} is not NAME=PATH")),
+    }
+}
+
+pub fn parse_mode(s: &str) -> std::result::Result<u16, String> {
+    let m = u16::from_str_radix(s.trim_start_matches("0o"), 8)
+        .ok()
+        .filter(|m| *m <= 0o7777)
+        .ok_or_else(|| format!("{s:?} is not an octal mode such as 444"))?;
+    if m & 0o7333 != 0 {
+        return Err(format!(
+            "{s}: the files of a read-only mount are never written or run, so only read bits may be given (e.g. 444 or 440; directories add x where r is set)"
+        ));
+    }
+    Ok(m)
+}
+
+/// Digest algorithm choices.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum AlgoArg {
+    /// SHA-256.
+    Sha256,
+    /// XXH3-64.
+    Xxh3,
+}

@@ -1,0 +1,134 @@
+//! `ztfs cat`: a part's bytes to stdout.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::args::{parse_shard, ModelArg};
+use super::stdout_write;
+use crate::error::{Error, Result};
+use crate::format::hurray;
+use crate::model::Model;
+use crate::read;
+use crate::report;
+
+/// Write a part's decoded bytes to stdout.
+#[derive(clap::Args, Debug)]
+pub struct CatCmd {
+    #[command(flatten)]
+    pub model: ModelArg,
+    /// The object's name, exactly as in the manifest.
+    pub object: String,
+    /// The part's name.
+    #[arg(default_value = "data")]
+    pub part: String,
+    /// Write the stored bytes instead (structural access: no decoding,
+    /// no interpretation, no content rules).
+    #[arg(long)]
+    pub raw: bool,
+    /// Use PATH for shard NAME (repeatable).
+    #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
+    pub shard: Vec<(String, PathBuf)>,
+    /// Read a shard's bytes without first checking its whole-file
+    /// digest against the shard table (you vouch for the file).
+    #[arg(long)]
+    pub trust_shards: bool,
+}
+
+impl CatCmd {
+    pub fn run(self) -> Result<()> {
+        let CatCmd {
+            model,
+            object,
+            part,
+            raw,
+            shard,
+            trust_shards,
+        } = self;
+        cat(&model.file, &object, &part, raw, shard, trust_shards)
+    }
+}
+
+fn cat(
+    file: &Path,
+    object: &str,
+    part: &str,
+    raw: bool,
+    shard_paths: Vec<(String, PathBuf)>,
+    trust_shards: bool,
+) -> Result<()> {
+    let model = Model::open_with(file, shard_paths)?.trust_shards(trust_shards);
+    let m = (model.manifest())
+        .ok_or_else(|| Error::NotFound("it is a data shard: it has no objects".into()))?;
+    let o = m.object(object).ok_or_else(|| {
+        let near = report::near_names(object, m.objects.iter().map(|o| &*o.name));
+        let hint = match near.as_slice() {
+            [] => {
+                " (`ztfs ls FILE` lists them; a name starting with '-' goes after `--`)".to_string()
+            }
+            names => format!(
+                "; did you mean {}?",
+                names
+                    .iter()
+                    .map(|n| format!("{n:?}"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
+        };
+        Error::NotFound(format!("object {object:?}{hint}"))
+    })?;
+    if let Some(file) = model.hurray() {
+        if part == hurray::objects::DATA && o.part(part).is_none() && !raw {
+            let i = m
+                .objects
+                .iter()
+                .position(|x| std::ptr::eq(x, o))
+                .unwrap_or(0);
+            return cat_hurray_view(&model, file, i);
+        }
+    }
+    let p = o.part(part).ok_or_else(|| {
+        let names: Vec<&str> = o.parts.iter().map(|p| p.name.as_str()).collect();
+        Error::NotFound(format!(
+            "part {part:?} of object {object:?} (its parts: {names:?})"
+        ))
+    })?;
+    let mut out = std::io::stdout().lock();
+    let mut sink = |chunk: &[u8]| stdout_write(&mut out, chunk);
+    if raw {
+        read::stored(&model, p, &mut sink)?;
+    } else {
+        read::decoded(&model, o, p, &mut sink)?;
+    }
+    out.flush().map_err(|e| Error::io("stdout", e))
+}
+
+/// Writes a Hurray tensor's computed `data` (another dense layout, a
+/// partition), a chunk at a time, or says why it has none.
+fn cat_hurray_view(model: &Model, file: &hurray::File, i: usize) -> Result<()> {
+    let t = &file.tensors[i];
+    let members = hurray::composite_members(&file.tensors);
+    let v = match crate::decode::hurray::view(file, i, &members) {
+        Some(v) => v.map_err(|e| Error::Unsupported(format!("tensor {:?}: {e}", t.name)))?,
+        None => {
+            let why = match hurray::objects::data_of(t) {
+                hurray::objects::Data::Absent(why) => why,
+                _ => "no row-major view".to_string(),
+            };
+            return Err(Error::Unsupported(format!(
+                "tensor {:?} has no data: {why} (its buffers are its parts buffer0, buffer1, ...)",
+                t.name
+            )));
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let mut buf = vec![0; 1 << 20];
+    let mut offset = 0;
+    while offset < v.len() {
+        let n = (v.len() - offset).min(buf.len() as u64) as usize;
+        v.read_into(model.root(), offset, &mut buf[..n])
+            .map_err(Error::Unsupported)?;
+        stdout_write(&mut out, &buf[..n])?;
+        offset += n as u64;
+    }
+    out.flush().map_err(|e| Error::io("stdout", e))
+}

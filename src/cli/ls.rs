@@ -1,0 +1,83 @@
+//! `ztfs ls`: the objects of a model, in words or as JSON.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::args::{parse_shard, ModelArg};
+use super::stdout_write;
+use crate::error::{Error, Result};
+use crate::model::Model;
+use crate::report;
+use crate::tree::Options;
+
+/// List objects: names; with -l layout, type, shape and size, file
+/// attributes and the shard table.
+#[derive(clap::Args, Debug)]
+pub struct LsCmd {
+    #[command(flatten)]
+    pub model: ModelArg,
+    /// Long listing.
+    #[arg(short = 'l', long = "long")]
+    pub long: bool,
+    /// Everything as JSON.
+    #[arg(long, conflicts_with = "long")]
+    pub json: bool,
+    /// Which objects a mount's model.safetensors holds (name, dtype,
+    /// file), and why each other one is left out.
+    #[arg(long, conflicts_with_all = ["long", "json"])]
+    pub safetensors: bool,
+    /// Use PATH for shard NAME (repeatable).
+    #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
+    pub shard: Vec<(String, PathBuf)>,
+}
+
+impl LsCmd {
+    pub fn run(self) -> Result<()> {
+        if self.safetensors {
+            return ls_safetensors(&self.model.file, self.shard);
+        }
+        ls(&self.model.file, self.long, self.json, self.shard)
+    }
+}
+
+/// `ls --safetensors`: each object's place in a mount's safetensors
+/// files, as the mount would serve them.
+fn ls_safetensors(file: &Path, shard_paths: Vec<(String, PathBuf)>) -> Result<()> {
+    let model = Model::open_with(file, shard_paths)?;
+    let tree = crate::tree::Tree::build(model, Options::default())?;
+    let mut text = String::new();
+    for (name, place) in tree.safetensors_listing() {
+        let name = report::display_name(&name);
+        match place {
+            Ok((file, dtype)) => text.push_str(&format!("{name}\t{dtype}\t{file}\n")),
+            Err(why) => text.push_str(&format!("{name}\t-\tleft out: {why}\n")),
+        }
+    }
+    for note in tree.safetensors_notes() {
+        text.push_str(&format!("{}: {note}\n", crate::tree::safetensors::FILE));
+    }
+    let mut out = std::io::stdout().lock();
+    stdout_write(&mut out, text.as_bytes())?;
+    out.flush().map_err(|e| Error::io("stdout", e))
+}
+
+fn ls(file: &Path, long: bool, as_json: bool, shard_paths: Vec<(String, PathBuf)>) -> Result<()> {
+    let model = Model::open_with(file, shard_paths)?;
+    let mut out = std::io::stdout().lock();
+    let text = match model.manifest() {
+        None if as_json => "{\"data_shard\":true,\"objects\":[]}\n".to_string(),
+        None => format!(
+            "{}: data shard (no manifest): nothing to list\n",
+            crate::store::shown(file)
+        ),
+        Some(_) if as_json => report::ls_json(&model)? + "\n",
+        Some(_) if long => report::ls_long(&model)?,
+        Some(m) => m
+            .objects
+            .iter()
+            .map(|o| format!("{}\n", report::display_name(&o.name)))
+            .collect(),
+    };
+    stdout_write(&mut out, text.as_bytes())?;
+    out.flush().map_err(|e| Error::io("stdout", e))
+}

@@ -1,0 +1,249 @@
+//! `ztfs mount`: its options, and the daemon's log.
+
+use std::path::{Path, PathBuf};
+
+use super::args::{parse_mode, parse_shard, parse_size, ModelArg};
+use crate::error::{Error, Result};
+use crate::mount::{self, MountArgs};
+use crate::tree::clones::{ClonePolicy, Passthrough};
+use crate::tree::{NpyDtypes, Options, View};
+
+/// Options of `ztfs mount`.
+#[derive(clap::Args, Debug)]
+pub struct MountCmd {
+    #[command(flatten)]
+    pub model: ModelArg,
+    /// An existing directory to mount on.
+    pub mountpoint: PathBuf,
+    /// Stay in the foreground, logging to stderr.
+    #[arg(short = 'f', long)]
+    pub foreground: bool,
+    /// Nest objects by the segments of their names (a.b.c becomes a/b/c/).
+    #[arg(long)]
+    pub tree: bool,
+    /// The segment separator for --tree.
+    #[arg(long, default_value_t = '.', requires = "tree")]
+    pub separator: char,
+    /// Permission bits for files, in octal (directories add x where r is
+    /// set); default: the read bits of the backing file.
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<u16>,
+    /// Check each part's digest and content rules the first time its file
+    /// is opened; a corrupt part fails to open with EIO.
+    #[arg(long)]
+    pub verify: bool,
+    /// Bypass the kernel page cache (FOPEN_DIRECT_IO): faster one-pass loads
+    /// with large reads, no double caching; mmap still works.
+    #[arg(long)]
+    pub direct_io: bool,
+    /// Let other users access the mount (needs user_allow_other for non-root).
+    #[arg(long)]
+    pub allow_other: bool,
+    /// Serve user.zt.* extended attributes on part files (getfattr -d).
+    /// Off by default: with it on, every entry `ls -l` lists costs three
+    /// extra round trips to the daemon.
+    #[arg(long)]
+    pub xattrs: bool,
+    /// Memory for decoded frames of compressed parts, in MiB.
+    #[arg(long, default_value_t = 256)]
+    pub cache_mib: u64,
+    /// Write the daemon's log to this file (in the background the log is
+    /// otherwise discarded).
+    #[arg(long)]
+    pub log_file: Option<PathBuf>,
+    /// Log level: error, warn, info, debug or trace (also ZTFS_LOG).
+    #[arg(long)]
+    pub log_level: Option<String>,
+    /// Use PATH for shard NAME (repeatable); otherwise shards are found
+    /// beside the root as STEM-NAME.zt, then by size and digest.
+    #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
+    pub shard: Vec<(String, PathBuf)>,
+    /// Serve a shard's bytes without first checking its whole-file digest
+    /// against the shard table (by default each shard is hashed once at
+    /// mount, with progress on a terminal).
+    #[arg(long)]
+    pub trust_shards: bool,
+    /// Mount on a directory that is not empty (its entries are hidden
+    /// while mounted); refused otherwise.
+    #[arg(long)]
+    pub nonempty: bool,
+    /// How .npy files name bfloat16 and the f8 types: `numpy` (void types
+    /// of their width, `<V2`, `|V1`: load anywhere, as np.save writes
+    /// them) or `ml` (the ml_dtypes names, `bfloat16`, `float8_e4m3fn`...:
+    /// load after `import ml_dtypes`).
+    #[arg(long, value_enum, default_value_t = NpyDtypesArg::Numpy)]
+    pub npy_dtypes: NpyDtypesArg,
+    /// The longest model.safetensors header before the model is served as
+    /// shards and an index (the format's limit; lower it to test loaders).
+    #[arg(long, hide = true, default_value_t = crate::tree::safetensors::HEADER_MAX)]
+    pub safetensors_header_max: u64,
+    /// Kernel passthrough: serve reads and mmap of large files straight
+    /// from a backing file of their own, at native speed. `auto`: reflink
+    /// clones where the model's filesystem shares extents, memory clones
+    /// elsewhere and for decoded files; `reflink` or `memory` only; `off`.
+    /// Needs CAP_SYS_ADMIN and Linux 6.9+; without them files are served
+    /// as before, and the mount says why.
+    #[arg(long, value_enum, default_value_t = PassthroughArg::Auto)]
+    pub passthrough: PassthroughArg,
+    /// Memory for memory clones (e.g. 4G, 512M); least recently used ones
+    /// without open files are evicted. Default: a quarter of RAM with
+    /// `--passthrough memory`, none with `auto` (a memory clone is copied
+    /// before its first open returns, which halves a one-pass load here).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub clone_cache: Option<u64>,
+    /// Where reflink clones are made (unnamed files, on the model's
+    /// filesystem); default: the model's directory.
+    #[arg(long, value_name = "DIR")]
+    pub clone_dir: Option<PathBuf>,
+    /// Files smaller than this stay on the buffered path.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1M")]
+    pub passthrough_min: u64,
+}
+
+/// `--passthrough`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum PassthroughArg {
+    /// Reflink clones where possible, memory clones otherwise.
+    Auto,
+    /// Reflink clones only.
+    Reflink,
+    /// Memory clones only.
+    Memory,
+    /// No passthrough.
+    Off,
+}
+
+/// `--npy-dtypes`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum NpyDtypesArg {
+    /// Void types of the element's width.
+    Numpy,
+    /// ml_dtypes names.
+    Ml,
+}
+
+pub fn run(m: MountCmd) -> Result<()> {
+    // A background daemon logs where the user can find it.
+    let log_file =
+        (m.log_file.clone()).or_else(|| (!m.foreground).then(default_log_file).flatten());
+    init_log(m.log_level.as_deref(), log_file.as_deref(), m.foreground)?;
+    let options = Options {
+        view: if m.tree {
+            View::Nested { sep: m.separator }
+        } else {
+            View::Flat
+        },
+        mode: m.mode,
+        verify: m.verify,
+        direct_io: m.direct_io,
+        cache_bytes: m.cache_mib.saturating_mul(1 << 20),
+        npy_dtypes: match m.npy_dtypes {
+            NpyDtypesArg::Numpy => NpyDtypes::Numpy,
+            NpyDtypesArg::Ml => NpyDtypes::Ml,
+        },
+        safetensors_max: m.safetensors_header_max,
+        clones: ClonePolicy {
+            mode: match m.passthrough {
+                PassthroughArg::Auto => Passthrough::Auto,
+                PassthroughArg::Reflink => Passthrough::Reflink,
+                PassthroughArg::Memory => Passthrough::Memory,
+                PassthroughArg::Off => Passthrough::Off,
+            },
+            budget: m.clone_cache.unwrap_or(match m.passthrough {
+                PassthroughArg::Memory => crate::sys::memory_total() / 4,
+                _ => 0,
+            }),
+            dir: m.clone_dir,
+            min_size: m.passthrough_min,
+        },
+    };
+    mount::mount(MountArgs {
+        nonempty: m.nonempty,
+        log_file,
+        file: m.model.file,
+        mountpoint: m.mountpoint,
+        foreground: m.foreground,
+        allow_other: m.allow_other,
+        xattrs: m.xattrs,
+        shards: m.shard,
+        trust_shards: m.trust_shards,
+        options,
+    })
+}
+
+/// The log of background daemons: `ztfs.log` in the user's state
+/// directory (`$XDG_STATE_HOME/ztfs`, else `~/.local/state/ztfs`), else
+/// the runtime directory; `None` when none can be made.
+fn default_log_file() -> Option<PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let uid = crate::sys::uid();
+    let dirs = [
+        env("XDG_STATE_HOME").map(|d| d.join("ztfs")),
+        env("HOME").map(|h| h.join(".local/state/ztfs")),
+        env("XDG_RUNTIME_DIR").map(|d| d.join("ztfs")),
+        Some(std::env::temp_dir().join(format!("ztfs-{uid}"))),
+    ];
+    dirs.into_iter().flatten().find_map(|d| {
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&d);
+        // Ours and writable: another user's directory of that name is not.
+        let log = d.join("ztfs.log");
+        let ok = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .is_ok();
+        ok.then_some(log)
+    })
+}
+
+/// One logger for ztfs and fuser: level from the flag, else `ZTFS_LOG`,
+/// else info (mounted, unmounting, each failing part once); to a file
+/// when asked.
+fn init_log(level: Option<&str>, file: Option<&Path>, foreground: bool) -> Result<()> {
+    // Info goes to a file or a foreground terminal; a background daemon
+    // with nowhere to log says only warnings, on stderr until it detaches.
+    let default = if file.is_some() || foreground {
+        "info"
+    } else {
+        "warn"
+    };
+    let spec = level
+        .map(str::to_string)
+        .or_else(|| std::env::var("ZTFS_LOG").ok())
+        .unwrap_or_else(|| default.into());
+    let mut b = env_logger::Builder::new();
+    b.parse_filters(&spec);
+    if let Some(f) = file {
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        // Without O_NONBLOCK a FIFO with no reader would hang the mount here.
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(f)
+            .map_err(|e| Error::io(f.display().to_string(), e))?;
+        let kind = out
+            .metadata()
+            .map_err(|e| Error::io(f.display().to_string(), e))?
+            .file_type();
+        if !(kind.is_file() || kind.is_char_device()) {
+            return Err(Error::Usage(format!(
+                "--log-file {}: not a regular file or a terminal",
+                f.display()
+            )));
+        }
+        b.target(env_logger::Target::Pipe(Box::new(out)));
+    } else if !foreground {
+        b.target(env_logger::Target::Stderr);
+    }
+    let _ = b.try_init();
+    Ok(())
+}
