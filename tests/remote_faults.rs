@@ -2,7 +2,7 @@
 //! (`tests/common/proxy.rs`) delays answers, answers 5xx, cuts bodies
 //! short or hangs; the served file is replaced under a mount; nginx is
 //! killed in the middle of a read. Each test states the outcome that the
-//! README's "Faults and what they do" documents: the right bytes, or EIO
+//! "Faults" of docs/remote.md documents: the right bytes, or EIO
 //! within a bound from a mount that keeps answering, and serves again once
 //! the fault clears. Every byte read is compared with the local file, so a
 //! short read counts as wrong.

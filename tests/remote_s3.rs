@@ -308,7 +308,7 @@ fn a_wrong_secret_is_refused_and_the_error_names_the_url() {
     let wrong = ztfs(&env, &["ls", url.as_str()]);
     let err = String::from_utf8_lossy(&wrong.stderr);
     let what = common::describe(&["ls", &url], &wrong);
-    // 2: an I/O error, as the README's table of exit codes says.
+    // 2: an I/O error, as the table of exit codes (docs/commands.md) says.
     assert_eq!(wrong.status.code(), Some(2), "{what}");
     assert!(wrong.stdout.is_empty(), "{what}");
     assert!(err.contains(&url) && !err.contains("panicked"), "{what}");

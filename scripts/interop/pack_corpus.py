@@ -75,7 +75,7 @@ CONVERT_REFUSES = {
     "basic.gguf": ("the package has no projection for a GGUF type ztfs maps (id 35)",
                    "has no registered projection"),
     "decision-null-metadata.safetensors": ("\"__metadata__\": null, which ztfs takes as none "
-                                           "(README, safetensors decisions)",
+                                           "(docs/safetensors.md, decisions)",
                                            "__metadata__ must be an object"),
     "every-dtype.safetensors": ("the package has no projection for C64 (ztfs: f32 complex64)",
                                 "has no registered projection"),

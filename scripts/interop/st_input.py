@@ -8,7 +8,7 @@ and `ztfs manifest` is the file's header; a sharded checkpoint
 (st_sharded.py) read as one model. Reverse: every file of
 corpus/safetensors/ that ztfs refuses, `safetensors.safe_open` refuses,
 and every file ztfs opens, it opens, except the documented decisions in
-KNOWN (the README's "safetensors files").
+KNOWN (docs/safetensors.md, "Decisions").
 """
 
 from __future__ import annotations
