@@ -7,7 +7,7 @@
 use super::{Model, SafetensorsFile};
 use crate::error::Result;
 use crate::format::json::Sink;
-use crate::format::{gguf, hurray, Footer, Manifest, Object};
+use crate::format::{gguf, hurray, safetensors, Footer, Manifest, Object};
 use crate::report::{count, human, summary, total};
 
 /// An opened root file, by format.
@@ -143,6 +143,29 @@ impl Input {
 }
 
 impl Model {
+    /// The model's file attributes as deterministic CBOR, as `ztfs pack`
+    /// writes them: a zTensor manifest's; a GGUF file's KVs; a safetensors
+    /// file's `__metadata__` (a sharded checkpoint's first file's, as the
+    /// ztensor package keeps when it reads several files as one model);
+    /// none for a Hurray file (its KVs are in `manifest.json`).
+    pub fn file_attributes(&self) -> Result<Option<Vec<u8>>> {
+        match &self.input {
+            Input::Zt(_) | Input::Hurray(_) => {
+                Ok(self.manifest().and_then(|m| m.attributes.clone()))
+            }
+            Input::Gguf(file) => gguf::attributes(file),
+            Input::Safetensors(_) => {
+                let file = match self.checkpoint_files().first() {
+                    Some((_, store)) => store,
+                    None if self.is_checkpoint() => return Ok(None),
+                    None => self.root(),
+                };
+                let header = safetensors::read_header_from(file)?;
+                Ok(safetensors::objects::attributes(&header))
+            }
+        }
+    }
+
     /// Writes `manifest.json` (and `ztfs manifest`): pretty JSON with a
     /// final newline, from the format's own document; a data shard's is
     /// `null`. A zTensor manifest and a safetensors header are read from

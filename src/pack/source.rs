@@ -14,7 +14,7 @@ use crate::decode::Encoding;
 use crate::error::{Error, Result};
 use crate::format::text::Texts;
 use crate::format::types::ElementType;
-use crate::format::{gguf, npy, safetensors, Object, Part};
+use crate::format::{npy, Object, Part};
 use crate::model::Model;
 use crate::read::PartCheck;
 use crate::store::{Blob, Store};
@@ -245,21 +245,7 @@ impl Source {
         let Kind::Model { model: m, .. } = &self.kind else {
             return Ok(None);
         };
-        if let Some(file) = m.gguf() {
-            return gguf::attributes(file);
-        }
-        if m.safetensors().is_some() {
-            // A sharded checkpoint: its first file's, as the ztensor
-            // package keeps when it reads several files as one model.
-            let file = match m.checkpoint_files().first() {
-                Some((_, store)) => store,
-                None if m.is_checkpoint() => return Ok(None),
-                None => m.root(),
-            };
-            let header = safetensors::read_header_from(file)?;
-            return Ok(safetensors::objects::attributes(&header));
-        }
-        Ok(m.manifest().and_then(|m| m.attributes.clone()))
+        m.file_attributes()
     }
 }
 
