@@ -11,6 +11,10 @@ use crate::format::types::Interpretation;
 use crate::format::{Object, Part};
 use crate::model::Model;
 
+mod verify;
+
+pub use verify::{verify_model, Report, Watch, NO_DIGEST_NAMES};
+
 /// What verifying a part established.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verified {

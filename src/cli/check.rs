@@ -5,9 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::args::{parse_shard, ModelArg};
 use crate::error::{Error, Result};
-use crate::format::hurray;
 use crate::model::Model;
-use crate::read::{self, Verified};
+use crate::read::{self, Watch};
 use crate::report;
 use crate::shards::Found;
 
@@ -53,14 +52,8 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
         say("note: ", &n);
     }
     let shard_bytes = report::total(model.shard_table().iter().map(|s| s.size));
-    let part_bytes = report::total(
-        m.objects
-            .iter()
-            .flat_map(|o| &o.parts)
-            .map(|p| p.decoded_size()),
-    );
     let total = if verify {
-        shard_bytes.saturating_add(part_bytes)
+        shard_bytes.saturating_add(model.input().verify_bytes(m))
     } else {
         0
     };
@@ -103,125 +96,50 @@ fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Resu
         );
         return Ok(());
     }
-    if model.gguf().is_some() {
-        println!(
-            "{}: valid and verified: {}; every structural rule holds; the format has no content digests and no rules on tensor bytes",
-            crate::store::shown(file),
-            report::summary_of(&model, m),
-        );
-        return Ok(());
-    }
-    if let Some(f) = model.hurray() {
-        // The structural rules were checked at open; the one rule on bytes
-        // (MXFP scales) is checked here. The format has no content digests.
-        let total = hurray::data_rules::data_bytes(f);
-        let mut progress = report::Progress::new(total, std::io::stderr().is_terminal());
-        let mut tick = |n| {
-            progress.add(n);
-            Ok(())
-        };
-        let r = hurray::data_rules::check_data(f, model.root(), &mut tick);
-        progress.clear();
-        r?;
-        println!(
-            "{}: valid and verified: {}; every structural rule, the index CRC (when present) and the MXFP scale bytes hold; the format has no content digests",
-            crate::store::shown(file),
-            report::summary_of(&model, m),
-        );
-        return Ok(());
-    }
-    let (mut no_digest, mut verified, mut skipped) = (Vec::new(), 0usize, 0usize);
-    let mut no_digest_count = 0usize;
-    for o in &m.objects {
-        let mut parts_ok = true;
-        for p in &o.parts {
-            let in_missing = p
-                .blob
-                .shard
-                .as_deref()
-                .is_some_and(|s| unavailable.contains(&s));
-            let r = if in_missing {
-                skipped += 1;
-                Ok(None)
-            } else {
-                let mut tick = |n| {
-                    progress.add(n);
-                    Ok(())
-                };
-                read::verify(&model, o, p, &mut tick).map(Some)
-            };
-            match r {
-                Ok(Some(Verified::Digest)) => verified += 1,
-                Ok(Some(Verified::NoDigest)) => {
-                    no_digest_count += 1;
-                    if no_digest.len() < NO_DIGEST_NAMES {
-                        no_digest.push(format!("{:?}/{:?}", o.name, p.name));
-                    }
-                }
-                Ok(None) => parts_ok = false,
-                Err(e) => {
-                    parts_ok = false;
-                    progress.clear();
-                    say("", &e);
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        // Layout data rules need every part of the object.
-        let data = if parts_ok {
-            read::verify_object(&model, o)
-        } else {
-            Ok(())
-        };
-        if let Err(e) = data {
-            progress.clear();
-            say("", &e);
-            first_err.get_or_insert(e);
-        }
-    }
+    let mut shown = Shown {
+        progress: &mut progress,
+        file,
+    };
+    let verified = read::verify_model(&model, &unavailable, &mut shown);
     progress.clear();
-    if skipped > 0 {
-        let e = Error::Unsupported(format!(
-            "{skipped} part(s) in unavailable shards ({}) cannot be verified",
-            unavailable.join(", ")
-        ));
-        say("", &e);
-        first_err.get_or_insert(e);
-    }
     if let Some(e) = first_err {
+        // A shard's digest failed; the parts' errors, if any, were said.
         return Err(Error::Reported(Box::new(e)));
     }
-    if model.safetensors().is_some() {
-        // Every rule of the format was checked at open; reading every
-        // tensor adds the content rules of the types (bool bytes).
-        println!(
-            "{}: valid and verified: {}; every structural rule holds and every tensor reads (bool bytes are 0 or 1); the format has no content digests",
-            crate::store::shown(file),
-            report::summary_of(&model, m),
+    let report = verified?;
+    // A format without digests says so in its line instead.
+    if report.no_digest > 0 && model.input().has_digests() {
+        say(
+            "note: ",
+            &no_digest_note(report.no_digest, &report.no_digest_names),
         );
-        return Ok(());
-    }
-    if no_digest_count > 0 {
-        say("note: ", &no_digest_note(no_digest_count, &no_digest));
     }
     println!(
-        "{}: valid and verified: {}; {} {}, {} no digest",
+        "{}: valid and verified: {}; {}",
         crate::store::shown(file),
         report::summary_of(&model, m),
-        report::count(verified, "digest"),
-        if verified == 1 { "matches" } else { "match" },
-        report::count(no_digest_count, "part")
-            + if no_digest_count == 1 {
-                " has"
-            } else {
-                " have"
-            },
+        model.input().verified(&report),
     );
     Ok(())
 }
 
-/// How many parts without a digest `check --verify` names; the rest are counted.
-const NO_DIGEST_NAMES: usize = 3;
+/// A verification shown on a terminal: a progress bar, and each error on
+/// stderr as it is found.
+struct Shown<'a> {
+    progress: &'a mut report::Progress,
+    file: &'a Path,
+}
+
+impl Watch for Shown<'_> {
+    fn read(&mut self, n: u64) {
+        self.progress.add(n);
+    }
+
+    fn failed(&mut self, e: &Error) {
+        self.progress.clear();
+        eprintln!("ztfs: {}: {e}", crate::store::shown(self.file));
+    }
+}
 
 /// One line for the parts without a digest, however many there are.
 fn no_digest_note(count: usize, first: &[String]) -> String {

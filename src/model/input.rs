@@ -53,6 +53,46 @@ impl Input {
         }
     }
 
+    /// True when `--verify` reads and checks every part (content rules,
+    /// decoded length, digest) and each object's layout data rules; a
+    /// Hurray file's buffers are its bytes, checked by its own rule on
+    /// them ([`Model::verify_format_rules`]), and GGUF has none.
+    pub fn verifies_parts(&self) -> bool {
+        match self {
+            Input::Zt(_) | Input::Safetensors(_) => true,
+            Input::Hurray(_) | Input::Gguf(_) => false,
+        }
+    }
+
+    /// The bytes `--verify` reads of the model `m` (its shards aside).
+    pub fn verify_bytes(&self, m: &Manifest) -> u64 {
+        match self {
+            Input::Zt(_) | Input::Safetensors(_) => total(
+                (m.objects.iter())
+                    .flat_map(|o| &o.parts)
+                    .map(|p| p.decoded_size()),
+            ),
+            Input::Hurray(f) => hurray::data_rules::data_bytes(f),
+            Input::Gguf(_) => 0,
+        }
+    }
+
+    /// What `check --verify` says it established, after the summary line.
+    pub fn verified(&self, report: &crate::read::Report) -> String {
+        match self {
+            Input::Gguf(_) => "every structural rule holds; the format has no content digests and no rules on tensor bytes".into(),
+            Input::Hurray(_) => "every structural rule, the index CRC (when present) and the MXFP scale bytes hold; the format has no content digests".into(),
+            Input::Safetensors(_) => "every structural rule holds and every tensor reads (bool bytes are 0 or 1); the format has no content digests".into(),
+            Input::Zt(_) => format!(
+                "{} {}, {} no digest",
+                count(report.verified, "digest"),
+                if report.verified == 1 { "matches" } else { "match" },
+                count(report.no_digest, "part")
+                    + if report.no_digest == 1 { " has" } else { " have" },
+            ),
+        }
+    }
+
     /// One line about the opened model `m`: zTensor's objects and parts;
     /// tensors, metadata entries and data bytes for a safetensors file;
     /// tensors, KV entries and buffer bytes for a Hurray file (whose `data`
@@ -143,6 +183,15 @@ impl Input {
 }
 
 impl Model {
+    /// Checks the format's own rules on tensor bytes, beyond its parts'
+    /// (a Hurray file's MXFP scale bytes), telling `progress` of each chunk.
+    pub fn verify_format_rules(&self, progress: &mut dyn FnMut(u64) -> Result<()>) -> Result<()> {
+        match &self.input {
+            Input::Hurray(f) => hurray::data_rules::check_data(f, self.root(), progress),
+            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => Ok(()),
+        }
+    }
+
     /// The model's file attributes as deterministic CBOR, as `ztfs pack`
     /// writes them: a zTensor manifest's; a GGUF file's KVs; a safetensors
     /// file's `__metadata__` (a sharded checkpoint's first file's, as the
