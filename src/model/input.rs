@@ -64,6 +64,16 @@ impl Input {
         }
     }
 
+    /// True when a part's stored bytes are the tensor's data, so that a
+    /// mount with `--verify` checks them on a raw open too: a Hurray
+    /// tensor's buffers; elsewhere `.raw` is structural access.
+    pub fn raw_is_data(&self) -> bool {
+        match self {
+            Input::Hurray(_) => true,
+            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => false,
+        }
+    }
+
     /// The bytes `--verify` reads of the model `m` (its shards aside).
     pub fn verify_bytes(&self, m: &Manifest) -> u64 {
         match self {
@@ -186,8 +196,19 @@ impl Model {
     /// Checks the format's own rules on tensor bytes, beyond its parts'
     /// (a Hurray file's MXFP scale bytes), telling `progress` of each chunk.
     pub fn verify_format_rules(&self, progress: &mut dyn FnMut(u64) -> Result<()>) -> Result<()> {
+        let n = self.manifest().map_or(0, |m| m.objects.len());
+        (0..n).try_for_each(|i| self.verify_object_format_rules(i, progress))
+    }
+
+    /// [`Model::verify_format_rules`] of object `i` alone (a mount's
+    /// `--verify`, on the first open of one of its files).
+    pub fn verify_object_format_rules(
+        &self,
+        i: usize,
+        progress: &mut dyn FnMut(u64) -> Result<()>,
+    ) -> Result<()> {
         match &self.input {
-            Input::Hurray(f) => hurray::data_rules::check_data(f, self.root(), progress),
+            Input::Hurray(f) => hurray::data_rules::check_tensor_data(f, i, self.root(), progress),
             Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => Ok(()),
         }
     }

@@ -62,7 +62,7 @@ impl Tree {
                 // A Hurray tensor's buffers are its bytes, served only raw:
                 // --verify checks them (the MXFP scale rule) as it checks a
                 // zTensor part, where `.raw` is structural access.
-                if !(self.opts.verify && self.model.hurray().is_some()) {
+                if !(self.opts.verify && self.model.input().raw_is_data()) {
                     return reply(Ok(mode));
                 }
                 let done = Box::new(move |r: Result<(), FsError>| reply(r.map(|()| mode)));
@@ -250,14 +250,8 @@ impl Tree {
         let r = Self::map_read(|| {
             self.live_blob(p)?;
             read::verify(&self.model, o, p, &mut |_| cancel.keep_going())?;
-            if let Some(f) = self.model.hurray() {
-                crate::format::hurray::data_rules::check_tensor_data(
-                    f,
-                    object as usize,
-                    self.model.root(),
-                    &mut |_| cancel.keep_going(),
-                )?;
-            }
+            (self.model)
+                .verify_object_format_rules(object as usize, &mut |_| cancel.keep_going())?;
             self.check_object(object, cancel)
         });
         let state = match r {
