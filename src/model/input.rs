@@ -6,6 +6,7 @@
 
 use super::{Model, SafetensorsFile};
 use crate::error::Result;
+use crate::format::cbor::Value;
 use crate::format::json::Sink;
 use crate::format::{gguf, hurray, safetensors, Footer, Manifest, Object};
 use crate::report::{count, human, summary, total};
@@ -71,6 +72,36 @@ impl Input {
         match self {
             Input::Hurray(_) => true,
             Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => false,
+        }
+    }
+
+    /// The format's own element type of part `part` of object `i`, where
+    /// it has one its parts' storage types do not say: a Hurray tensor's
+    /// `data` (its buffers are bytes).
+    pub fn elem_name(&self, i: usize, part: &str) -> Option<&'static str> {
+        match self {
+            Input::Hurray(f) if part == hurray::objects::DATA => {
+                Some(f.tensors[i].descriptor.elem.name())
+            }
+            Input::Hurray(_) | Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => None,
+        }
+    }
+
+    /// The fields the format adds to object `i`'s `meta.json`: a GGUF
+    /// tensor's info (and its ggml type, unless its layout, `ggml_layout`,
+    /// says it already).
+    pub fn meta_fields(&self, i: usize, ggml_layout: bool) -> Vec<(&'static str, Value<'_>)> {
+        match self {
+            Input::Gguf(f) => {
+                let info = &f.tensors[i];
+                let mut fields = Vec::new();
+                if !ggml_layout {
+                    fields.push(("ggml_type", Value::Text(info.ty.name)));
+                }
+                fields.push(("gguf", gguf::json::tensor(info)));
+                fields
+            }
+            Input::Zt(_) | Input::Hurray(_) | Input::Safetensors(_) => Vec::new(),
         }
     }
 

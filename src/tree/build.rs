@@ -173,7 +173,7 @@ impl Tree {
             part_base,
             encoded,
             file_flags,
-        } = PartIndex::of(objects, model.gguf().is_some());
+        } = PartIndex::of(objects, !model.input().refuses_uninterpreted());
         let n_parts = file_flags.len() as u32;
         let mut root = DirBuild::default();
         for (i, o) in objects.iter().enumerate() {

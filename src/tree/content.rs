@@ -418,7 +418,7 @@ impl Tree {
             return self.hurray_meta_json(&file.tensors[object as usize], object);
         }
         let o = self.object(object);
-        let gguf_input = self.model.gguf().is_some();
+        let gguf_input = !self.model.input().refuses_uninterpreted();
         let attrs = o.attributes().and_then(|a| cbor::parse(a).ok());
         let files = self.files_of(object);
         let t = Value::Text;
@@ -488,12 +488,9 @@ impl Tree {
             doc.push((t("ggml_type"), t(ggml_type)));
             doc.push((t("ggml_block_table"), opt(table_note.as_deref())));
         }
-        if let Some(f) = self.model.gguf() {
-            let info = &f.tensors[object as usize];
-            if !matches!(layout, Layout::Gguf { .. }) {
-                doc.push((t("ggml_type"), t(info.ty.name)));
-            }
-            doc.push((t("gguf"), crate::format::gguf::json::tensor(info)));
+        let ggml_layout = matches!(layout, Layout::Gguf { .. });
+        for (k, v) in self.model.input().meta_fields(object as usize, ggml_layout) {
+            doc.push((t(k), v));
         }
         let doc = Value::Map(doc);
         let mut s = String::new();
@@ -641,10 +638,8 @@ impl Tree {
             out.push(("user.zt.part", p.name.to_string()));
             // A Hurray tensor's `data` is of its element type; its buffers
             // are bytes.
-            let hurray_type = (self.model.hurray())
-                .filter(|_| p.name == crate::format::hurray::objects::DATA)
-                .map(|f| f.tensors[i as usize].descriptor.elem.name());
-            let dtype = hurray_type.unwrap_or(p.ty.dtype.name());
+            let native = self.model.input().elem_name(i as usize, &p.name);
+            let dtype = native.unwrap_or(p.ty.dtype.name());
             out.push(("user.zt.dtype", dtype.to_string()));
             if let Some(t) = &p.ty.logical {
                 out.push(("user.zt.type", t.to_string()));
