@@ -388,6 +388,48 @@ impl<'o, S: Sink + ?Sized> Writer<'o, S> {
     }
 }
 
+/// Writes, pretty with a final newline, a container's `manifest.json`
+/// (Hurray, GGUF): `doc` with its `kv` entry a list of `{"key", "type",
+/// "value"}` per item of `kv` (`kv_entry` gives an item's key and type
+/// name, `kv_value` writes its value, an array an item at a time) and its
+/// `tensors` entry one `tensor(item)` per item of `tensors`, each made and
+/// written in turn, so that neither list is ever held as JSON values.
+pub fn write_kv_document<K, T>(
+    out: &mut dyn Sink,
+    doc: &Value<'_>,
+    kv: &[K],
+    kv_entry: impl Fn(&K) -> (&str, &str),
+    kv_value: impl Fn(&mut Writer<'_, dyn Sink + '_>, &K, usize),
+    tensors: &[T],
+    tensor: impl for<'t> Fn(&'t T) -> Value<'t>,
+) {
+    Writer::new(out, true).object_with(doc, 0, |w, key, l| match key {
+        "kv" => {
+            w.items(kv, l, |w, e, l| {
+                let (key, ty) = kv_entry(e);
+                let entry = Value::Map(vec![
+                    (Value::Text("key"), Value::Text(key)),
+                    (Value::Text("type"), Value::Text(ty)),
+                    (Value::Text("value"), Value::Null),
+                ]);
+                w.object_with(&entry, l, |w, key, l| {
+                    key == "value" && {
+                        kv_value(w, e, l);
+                        true
+                    }
+                })
+            });
+            true
+        }
+        "tensors" => {
+            w.items(tensors, l, |w, x, l| w.value(&tensor(x), l));
+            true
+        }
+        _ => false,
+    });
+    out.push('\n');
+}
+
 /// True when a map of `n` entries with these keys (`None`: not text) is
 /// written as a JSON object: every key text, and not one key that begins
 /// with `$` (which would read as an escape object).

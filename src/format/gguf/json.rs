@@ -38,33 +38,18 @@ fn map<'a>(entries: Vec<(&'a str, J<'a>)>) -> J<'a> {
 /// time, an array KV an item at a time (a vocabulary is 150,000 strings;
 /// held as JSON values it cost about 40 times its bytes).
 pub fn write_manifest(file: &File, out: &mut dyn json::Sink) {
-    json::Writer::new(out, true).object_with(&document(file), 0, |w, key, l| match key {
-        "kv" => {
-            w.items(&file.kv, l, |w, e, l| {
-                let entry = map(vec![
-                    ("key", t(&e.key)),
-                    ("type", J::Text(type_name(&e.value))),
-                    ("value", J::Null),
-                ]);
-                w.object_with(&entry, l, |w, key, l| {
-                    key == "value" && {
-                        match &e.value {
-                            Value::Array(a) => write_array(w, a, l),
-                            v => w.value(&value(v), l),
-                        }
-                        true
-                    }
-                })
-            });
-            true
-        }
-        "tensors" => {
-            w.items(&file.tensors, l, |w, x, l| w.value(&tensor(x), l));
-            true
-        }
-        _ => false,
-    });
-    out.push('\n');
+    json::write_kv_document(
+        out,
+        &document(file),
+        &file.kv,
+        |e| (&e.key, type_name(&e.value)),
+        |w, e, l| match &e.value {
+            Value::Array(a) => write_array(w, a, l),
+            v => w.value(&value(v), l),
+        },
+        &file.tensors,
+        tensor,
+    );
 }
 
 /// The note on a file of a split model (`split.count` > 1).

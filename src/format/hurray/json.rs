@@ -57,31 +57,15 @@ pub fn render(value: &Value<'_>) -> String {
 /// document around its KVs and index entries, and those written one at a
 /// time (the text is about 1 KiB per tensor, a gigabyte for a million).
 pub fn write_manifest(file: &File, out: &mut dyn json::Sink) {
-    let skeleton = document(file);
-    json::Writer::new(out, true).object_with(&skeleton, 0, |w, key, l| match key {
-        "kv" => {
-            w.items(&file.kv, l, |w, e, l| {
-                let entry = map(vec![
-                    ("key", t(&e.key)),
-                    ("type", t(kv_type(&e.value))),
-                    ("value", Value::Null),
-                ]);
-                w.object_with(&entry, l, |w, key, l| {
-                    key == "value" && {
-                        write_kv_value(w, &e.value, l);
-                        true
-                    }
-                })
-            });
-            true
-        }
-        "tensors" => {
-            w.items(&file.tensors, l, |w, x, l| w.value(&tensor(x), l));
-            true
-        }
-        _ => false,
-    });
-    out.push('\n');
+    json::write_kv_document(
+        out,
+        &document(file),
+        &file.kv,
+        |e| (&e.key, kv_type(&e.value)),
+        |w, e, l| write_kv_value(w, &e.value, l),
+        &file.tensors,
+        tensor,
+    );
 }
 
 /// A KV value, an array written an item at a time.
