@@ -60,6 +60,10 @@
 //!   the view's unused high bits are 0.
 //! - An empty tensor reads nothing; its stored extent is `byte_offset`
 //!   ("MUST be ≤ the buffer's byte size").
+//!
+//! Over 800 lines, on purpose: the layouts share one run planner (the
+//! positions of a view's runs in the stored buffer, with checked
+//! arithmetic), and splitting it by layout would split that planner.
 
 use std::ops::Range;
 

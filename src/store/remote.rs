@@ -14,6 +14,10 @@
 //! first use in each process: `ztfs mount` opens the model, then forks its
 //! daemon, which has none of its parent's threads and so makes a new
 //! runtime and new connections.
+//!
+//! Over 800 lines, on purpose: opening, pinning, the grids of blocks and
+//! the fetch path are one state machine over one client; `blocks.rs`,
+//! `disk.rs` and `aws.rs` already hold what stands apart from it.
 
 use std::ops::Range;
 use std::path::Path;
