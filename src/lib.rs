@@ -1,8 +1,9 @@
 //! ztfs: read zTensor v2 model files exactly, and mount them as directory trees.
 //!
 //! Layers, each using only those before it: `format` (pure bytes to typed
-//! values), `store` (files and maps), `model` (a validated root and its
-//! shards), `decode` (the bytes a part denotes), `read` (whole-part
+//! values), `store` (files and maps), `decode` (the bytes a part denotes,
+//! from bytes read by range), `model` (a validated root and its shards:
+//! the one adapter of the formats to the floors above), `read` (whole-part
 //! operations), `report` (text and JSON about a model), `cli`.
 #![deny(unsafe_code)]
 

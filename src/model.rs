@@ -11,8 +11,10 @@
 
 pub mod hf;
 mod input;
+mod tensor;
 
-pub use input::Input;
+pub use input::{Input, MetaForm};
+pub use tensor::{Elem, TensorData, DATA};
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -39,6 +41,8 @@ pub struct Model {
     /// before any of its bytes are served.
     proofs: Vec<OnceLock<std::result::Result<(), ShardError>>>,
     trust_shards: bool,
+    /// The computed views of its tensors, made on first use.
+    computed: tensor::ComputedCell,
 }
 
 /// What a model keeps of a safetensors file besides its objects: the
@@ -120,6 +124,7 @@ impl Model {
             shards: (0..n).map(|_| OnceLock::new()).collect(),
             proofs: (0..n).map(|_| OnceLock::new()).collect(),
             trust_shards: false,
+            computed: Default::default(),
         })
     }
 
@@ -179,11 +184,12 @@ impl Model {
             shards: Vec::new(),
             proofs: Vec::new(),
             trust_shards: false,
+            computed: Default::default(),
         }
     }
 
     /// What the model keeps of a safetensors file, when the root is one.
-    pub fn safetensors(&self) -> Option<&SafetensorsFile> {
+    fn safetensors(&self) -> Option<&SafetensorsFile> {
         match &self.input {
             Input::Safetensors(st) => Some(st),
             _ => None,
@@ -232,14 +238,6 @@ impl Model {
         self.safetensors().is_some_and(|s| s.index_files.is_some())
     }
 
-    /// The GGUF file, when the root is one.
-    pub fn gguf(&self) -> Option<&gguf::File> {
-        match &self.input {
-            Input::Gguf(f) => Some(f),
-            _ => None,
-        }
-    }
-
     /// True when the model's file has no content digests (Hurray, safetensors, GGUF):
     /// `digest` is refused and `MNT/digest` absent.
     pub fn has_no_digests(&self) -> bool {
@@ -249,14 +247,6 @@ impl Model {
     /// The format of the root file, for messages.
     pub fn format_name(&self) -> &'static str {
         self.input.format_name()
-    }
-
-    /// The Hurray container, when the root is one.
-    pub fn hurray(&self) -> Option<&hurray::File> {
-        match &self.input {
-            Input::Hurray(f) => Some(f),
-            _ => None,
-        }
     }
 
     /// Serves a shard's bytes once it is resolved (declared size, valid

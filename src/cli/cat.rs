@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use super::args::{parse_shard, ModelArg};
 use super::stdout_write;
 use crate::error::{Error, Result};
-use crate::format::hurray;
-use crate::model::Model;
+use crate::model::{Model, TensorData, DATA};
 use crate::read;
 use crate::report;
 
@@ -76,14 +75,21 @@ fn cat(
         };
         Error::NotFound(format!("object {object:?}{hint}"))
     })?;
-    if let Some(file) = model.hurray() {
-        if part == hurray::objects::DATA && o.part(part).is_none() && !raw {
-            let i = m
-                .objects
-                .iter()
-                .position(|x| std::ptr::eq(x, o))
-                .unwrap_or(0);
-            return cat_hurray_view(&model, file, i);
+    // A tensor's row-major data its format computes (or says it has none
+    // of) where the object has no part of that name.
+    if part == DATA && o.part(part).is_none() && !raw {
+        let i = (m.objects.iter())
+            .position(|x| std::ptr::eq(x, o))
+            .unwrap_or(0);
+        match model.tensor_data(i as u32) {
+            TensorData::Computed { view, .. } => return cat_view(&model, view),
+            TensorData::Absent(why) => {
+                let names: Vec<&str> = o.parts.iter().map(|p| p.name.as_str()).collect();
+                return Err(Error::Unsupported(format!(
+                    "tensor {object:?} has no data: {why} (its parts: {names:?})"
+                )));
+            }
+            TensorData::ByLayout | TensorData::Stored { .. } => {}
         }
     }
     let p = o.part(part).ok_or_else(|| {
@@ -102,24 +108,9 @@ fn cat(
     out.flush().map_err(|e| Error::io("stdout", e))
 }
 
-/// Writes a Hurray tensor's computed `data` (another dense layout, a
-/// partition), a chunk at a time, or says why it has none.
-fn cat_hurray_view(model: &Model, file: &hurray::File, i: usize) -> Result<()> {
-    let t = &file.tensors[i];
-    let members = hurray::composite_members(&file.tensors);
-    let v = match crate::decode::hurray::view(file, i, &members) {
-        Some(v) => v.map_err(|e| Error::Unsupported(format!("tensor {:?}: {e}", t.name)))?,
-        None => {
-            let why = match hurray::objects::data_of(t) {
-                hurray::objects::Data::Absent(why) => why,
-                _ => "no row-major view".to_string(),
-            };
-            return Err(Error::Unsupported(format!(
-                "tensor {:?} has no data: {why} (its buffers are its parts buffer0, buffer1, ...)",
-                t.name
-            )));
-        }
-    };
+/// Writes a tensor's computed `data` (a Hurray tensor in another dense
+/// layout, a partition), a chunk at a time.
+fn cat_view(model: &Model, v: &crate::decode::hurray::View) -> Result<()> {
     let mut out = std::io::stdout().lock();
     let mut buf = vec![0; 1 << 20];
     let mut offset = 0;

@@ -11,6 +11,17 @@ use crate::format::json::Sink;
 use crate::format::{gguf, hurray, safetensors, Footer, Manifest, Object};
 use crate::report::{count, human, summary, total};
 
+/// Which `meta.json` an object gets.
+#[derive(Debug, Clone, Copy)]
+pub enum MetaForm<'a> {
+    /// The object's own: name, shape, layout, attributes and parts, with
+    /// the fields its format adds ([`Input::meta_fields`]).
+    Object,
+    /// A Hurray tensor's: its descriptor decoded, where its `data` comes
+    /// from, its buffers.
+    Hurray(&'a hurray::Tensor),
+}
+
 /// An opened root file, by format.
 pub enum Input {
     /// A zTensor file: its footer (a data shard has no manifest).
@@ -54,6 +65,22 @@ impl Input {
         }
     }
 
+    /// Which files part `j` of object `o` gets in the tree, (decoded,
+    /// raw), where the format decides rather than zTensor's rules (a
+    /// known encoding and an interpretable type): every GGUF tensor's
+    /// bytes are its `data`, block arrays included; a Hurray tensor has
+    /// its row-major `data` and its buffers as stored.
+    pub fn part_files(&self, o: &Object, j: usize) -> Option<(bool, bool)> {
+        match self {
+            Input::Gguf(_) => Some((true, false)),
+            Input::Hurray(_) => {
+                let data = o.parts[j].name == hurray::objects::DATA;
+                Some((data, !data))
+            }
+            Input::Zt(_) | Input::Safetensors(_) => None,
+        }
+    }
+
     /// True when `--verify` reads and checks every part (content rules,
     /// decoded length, digest) and each object's layout data rules; a
     /// Hurray file's buffers are its bytes, checked by its own rule on
@@ -84,6 +111,14 @@ impl Input {
                 Some(f.tensors[i].descriptor.elem.name())
             }
             Input::Hurray(_) | Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => None,
+        }
+    }
+
+    /// The form of object `i`'s `meta.json`.
+    pub fn meta_form(&self, i: usize) -> MetaForm<'_> {
+        match self {
+            Input::Hurray(f) => MetaForm::Hurray(&f.tensors[i]),
+            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => MetaForm::Object,
         }
     }
 

@@ -27,12 +27,12 @@
 //! renamed into place all or nothing at the end (`out.rs`, `publish.rs`).
 
 mod copier;
-mod hurray;
 mod out;
 mod preflight;
 mod publish;
 mod seekable;
 mod source;
+mod tensors;
 mod watch;
 
 use crate::digest::{Algo, Hasher};

@@ -2,8 +2,8 @@
 //! local or by URL), with its objects, their parts' decoded bytes and the
 //! file attributes its format carries.
 //!
-//! A Hurray file's tensors become dense objects of their row-major data
-//! (`hurray.rs`).
+//! A model whose format places each tensor's row-major data (a Hurray
+//! file) is packed as dense objects of that data (`tensors.rs`).
 //!
 //! File attributes: a zTensor model's own; a safetensors file's
 //! `__metadata__` (text values; a sharded checkpoint's first file's, by
@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::format::text::Texts;
 use crate::format::types::ElementType;
 use crate::format::{npy, Object, Part};
-use crate::model::Model;
+use crate::model::{Model, TensorData};
 use crate::read::PartCheck;
 use crate::store::{Blob, Store};
 use std::path::PathBuf;
@@ -26,10 +26,11 @@ pub struct Source {
 }
 
 enum Kind {
-    /// A model ztfs opens; a Hurray file's tensors as dense objects.
+    /// A model ztfs opens; its tensors as dense objects where its format
+    /// places their row-major data.
     Model {
         model: Box<Model>,
-        hurray: Option<super::hurray::Objects>,
+        tensors: Option<super::tensors::Objects>,
     },
     /// `.npy` files, each an object named by its file's stem, with its
     /// file; sorted by name.
@@ -50,11 +51,13 @@ impl Source {
                 "a data shard has no objects to pack: give its model's root file".into(),
             ));
         }
-        let hurray = model.hurray().map(super::hurray::objects).transpose()?;
+        let tensors = (model.packs_tensor_data())
+            .then(|| super::tensors::objects(&model))
+            .transpose()?;
         Ok(Source {
             kind: Kind::Model {
                 model: Box::new(model),
-                hurray,
+                tensors,
             },
         })
     }
@@ -107,7 +110,7 @@ impl Source {
     pub fn objects_in_canonical_order(&self) -> Vec<&Object> {
         let mut objects: Vec<&Object> = match &self.kind {
             Kind::Model {
-                hurray: Some(h), ..
+                tensors: Some(h), ..
             } => h.objects.iter().collect(),
             Kind::Model { model, .. } => {
                 let m = model.manifest().expect("checked at open");
@@ -136,13 +139,16 @@ impl Source {
         }
     }
 
-    /// The computed view of a Hurray tensor, and the file it reads.
+    /// The computed view of a tensor's data, and the file it reads.
     fn view(&self, object: &Object) -> Option<(&crate::decode::hurray::View, &Store)> {
         match &self.kind {
             Kind::Model {
                 model,
-                hurray: Some(h),
-            } => Some((h.views.get(&object.name)?, model.root())),
+                tensors: Some(h),
+            } => match model.tensor_data(*h.computed.get(&object.name)?) {
+                TensorData::Computed { view, .. } => Some((view, model.root())),
+                TensorData::ByLayout | TensorData::Stored { .. } | TensorData::Absent(_) => None,
+            },
             _ => None,
         }
     }

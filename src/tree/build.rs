@@ -18,13 +18,12 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::names::{self, Reserved, NAME_MAX};
 use super::{Base, Dir, Node, Tree};
-use crate::decode::hurray::View as HurrayView;
 use crate::decode::{check_interpretable, views};
 use crate::digest::{content_digest, Algo};
 use crate::error::{Error, Result};
 use crate::format::text::Texts;
-use crate::format::{hurray, Object, Text};
-use crate::model::Model;
+use crate::format::{Object, Text};
+use crate::model::{Input, Model};
 
 /// How objects are arranged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,7 +131,7 @@ struct PartIndex {
 }
 
 impl PartIndex {
-    fn of(objects: &[Object], gguf_input: bool) -> PartIndex {
+    fn of(objects: &[Object], input: &Input) -> PartIndex {
         let mut part_base = Vec::with_capacity(objects.len());
         let mut encoded = Vec::new();
         let mut file_flags: Vec<u8> = Vec::new();
@@ -143,7 +142,7 @@ impl PartIndex {
                 if p.encoding.is_some() {
                     encoded.push(file_flags.len() as u32);
                 }
-                let (decoded, raw) = part_files(o, j, gguf_input);
+                let (decoded, raw) = part_files(input, o, j);
                 file_flags.push(if decoded { DECODED } else { 0 } | if raw { RAW } else { 0 });
             }
             let all_decodable = file_flags[first..].iter().all(|f| f & DECODED != 0);
@@ -168,12 +167,11 @@ impl Tree {
         let base = base_of(&model, &opts)?;
         let empty = Vec::new();
         let objects = model.manifest().map_or(&empty, |m| &m.objects);
-        let (hurray_views, hurray_members) = hurray_views(&model);
         let PartIndex {
             part_base,
             encoded,
             file_flags,
-        } = PartIndex::of(objects, !model.input().refuses_uninterpreted());
+        } = PartIndex::of(objects, model.input());
         let n_parts = file_flags.len() as u32;
         let mut root = DirBuild::default();
         for (i, o) in objects.iter().enumerate() {
@@ -209,8 +207,6 @@ impl Tree {
             failures: Default::default(),
             last_end: encoded.iter().map(|_| Default::default()).collect(),
             encoded,
-            hurray_views,
-            hurray_members,
             safetensors: None,
             safetensors_tables: OnceLock::new(),
             clones: super::clones::Clones::new(opts.clones.clone()),
@@ -462,7 +458,7 @@ impl Tree {
     /// every part can be decoded, or it is a Hurray tensor with computed
     /// `data` (which may have no parts at all: a partition head).
     pub(super) fn has_view(&self, i: u32) -> bool {
-        self.hurray_view(i).is_some() || self.part_flags(i).first().is_some_and(|f| f & VIEW != 0)
+        self.computed_view(i).is_some() || self.part_flags(i).first().is_some_and(|f| f & VIEW != 0)
     }
 
     /// The files of object `i` in inode order: `meta.json`, its view if
@@ -502,19 +498,15 @@ impl Tree {
     }
 }
 
-/// Which files a part gets: (decoded, raw). In a GGUF file
-/// (`gguf_input`) every tensor's bytes are its `data`, block arrays
-/// included (see `crate::format::gguf::objects`).
-pub(super) fn part_files(o: &Object, j: usize, gguf_input: bool) -> (bool, bool) {
+/// Which files a part gets: (decoded, raw). The format decides where it
+/// says ([`Input::part_files`]); else a part gets its decoded file when
+/// its encoding is known and its type can be interpreted, and `.raw`
+/// when it is encoded or cannot be decoded.
+pub(super) fn part_files(input: &Input, o: &Object, j: usize) -> (bool, bool) {
+    if let Some(files) = input.part_files(o, j) {
+        return files;
+    }
     let p = &o.parts[j];
-    if gguf_input {
-        return (true, false);
-    }
-    if hurray::objects::is_hurray(o) {
-        // Its row-major elements, and its buffers as stored.
-        let data = p.name == hurray::objects::DATA;
-        return (data, !data);
-    }
     let known_encoding = matches!(
         p.encoding.as_deref(),
         None | Some(crate::decode::zstd_seekable::ID)
@@ -522,27 +514,6 @@ pub(super) fn part_files(o: &Object, j: usize, gguf_input: bool) -> (bool, bool)
     let decodable = known_encoding && check_interpretable(o, p).is_ok();
     (decodable, p.encoding.is_some() || !decodable)
 }
-
-/// The Hurray tensors whose `data` is computed (another dense layout, a
-/// partition composite), with their views, by object (ascending). A tensor
-/// whose view cannot be made gets no `data`: its `meta.json` says why.
-/// Also the composites' members, kept to say why a view failed.
-fn hurray_views(model: &Model) -> (Vec<(u32, HurrayView)>, HurrayMembers) {
-    let Some(file) = model.hurray() else {
-        return Default::default();
-    };
-    let members = hurray::composite_members(&file.tensors);
-    let views = (0..file.tensors.len())
-        .filter_map(|i| {
-            let v = crate::decode::hurray::view(file, i, &members)?.ok()?;
-            Some((i as u32, v))
-        })
-        .collect();
-    (views, members)
-}
-
-/// [`hurray::composite_members`]' result.
-pub(super) type HurrayMembers = Vec<(usize, Vec<usize>)>;
 
 /// Places object `i` named `name` in the build tree.
 fn place(root: &mut DirBuild, name: &str, i: u32, view: View) {

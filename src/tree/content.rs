@@ -15,6 +15,7 @@ use crate::decode::{ContentCheck, Encoding};
 use crate::format::cbor::{self, Value};
 use crate::format::profiles::{self, Layout};
 use crate::format::{json, Object, Part};
+use crate::model::MetaForm;
 use crate::report;
 
 /// Bytes returned by a read: borrowed from the map or owned.
@@ -414,11 +415,11 @@ impl Tree {
     /// The object's `meta.json`: true names, shape, layout, attributes, and
     /// per part its types, encoding, lengths, digest and the files serving it.
     pub(super) fn meta_json(&self, object: u32) -> Vec<u8> {
-        if let Some(file) = self.model.hurray() {
-            return self.hurray_meta_json(&file.tensors[object as usize], object);
+        match self.model.input().meta_form(object as usize) {
+            MetaForm::Hurray(t) => return self.hurray_meta_json(t, object),
+            MetaForm::Object => {}
         }
         let o = self.object(object);
-        let gguf_input = !self.model.input().refuses_uninterpreted();
         let attrs = o.attributes().and_then(|a| cbor::parse(a).ok());
         let files = self.files_of(object);
         let t = Value::Text;
@@ -431,7 +432,7 @@ impl Tree {
             .collect();
         let npys: Vec<_> = npy_infos.iter().map(legacy::npy_json).collect();
         let refused: Vec<Option<String>> = (0..o.parts.len())
-            .map(|j| (!part_files(o, j, gguf_input).0).then(|| refusal(o, &o.parts[j])))
+            .map(|j| (!part_files(self.model.input(), o, j).0).then(|| refusal(o, &o.parts[j])))
             .collect();
         let parts = o
             .parts
@@ -530,7 +531,7 @@ impl Tree {
                 ]),
                 None,
             ),
-            objects::Data::Computed => (Value::Null, Some(self.hurray_no_data(object))),
+            objects::Data::Computed => (Value::Null, Some(self.no_tensor_data(object))),
             objects::Data::Absent(why) => (Value::Null, Some(why)),
         };
         let data_file = vec![objects::DATA.to_string()];

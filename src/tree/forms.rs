@@ -7,31 +7,10 @@
 //! `../shared/notes/views-and-remote.md`.
 
 use crate::format::hurray::ElemType;
-use crate::format::types::{DType, Interpretation, LogicalType};
+use crate::format::types::{DType, LogicalType};
 use crate::format::Object;
 
-/// The element type of a tensor file, as its format names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Elem {
-    /// A zTensor storage type with no logical type.
-    Plain(DType),
-    /// A registered zTensor logical type.
-    Logical(LogicalType),
-    /// A Hurray element type.
-    Hurray(ElemType),
-}
-
-impl Elem {
-    /// The element type of a zTensor part; `None` for an unknown logical
-    /// type (never decoded).
-    pub fn of_part(p: &crate::format::Part) -> Option<Elem> {
-        match p.ty.interpretation() {
-            Interpretation::Plain(d) => Some(Elem::Plain(d)),
-            Interpretation::Registered(t) => Some(Elem::Logical(t)),
-            Interpretation::Unknown => None,
-        }
-    }
-}
+pub use crate::model::Elem;
 
 /// How `.npy` headers name types numpy lacks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -9,9 +9,10 @@ use super::safetensors::{Candidate, Plan, Segment};
 use super::{Data, FsError, Node, Tree, VIEW};
 use crate::decode::views::{DENSE_VIEW, DEQUANTIZED_VIEW};
 use crate::format::cbor::{self, Value};
+use crate::format::json;
 use crate::format::profiles::Layout;
 use crate::format::types::DType;
-use crate::format::{hurray, json};
+use crate::model::TensorData;
 use crate::report;
 
 /// The key of `__metadata__` listing the objects left out.
@@ -77,17 +78,16 @@ impl Tree {
     /// why there is none.
     pub(super) fn tensor_file(&self, i: u32) -> Result<(Node, Elem, u64), String> {
         let o = self.object(i);
-        if let Some(file) = self.model.hurray() {
-            let elem = Elem::Hurray(file.tensors[i as usize].descriptor.elem);
-            if let Some(v) = self.hurray_view(i) {
-                return Ok((Node::View { object: i }, elem, v.len()));
+        match self.model.tensor_data(i) {
+            TensorData::Computed { view, elem } => {
+                return Ok((Node::View { object: i }, elem, view.len()))
             }
-            return match o.parts.first() {
-                Some(p) if p.name == hurray::objects::DATA => {
-                    Ok((Node::Part { object: i, part: 0 }, elem, p.blob.length))
-                }
-                _ => Err(self.hurray_no_data(i)),
-            };
+            TensorData::Stored { part, elem } => {
+                let node = Node::Part { object: i, part };
+                return Ok((node, elem, o.parts[part as usize].blob.length));
+            }
+            TensorData::Absent(why) => return Err(why),
+            TensorData::ByLayout => {}
         }
         if !matches!(Layout::of(&o.layout), Layout::Dense) {
             return Err(format!(
@@ -108,15 +108,14 @@ impl Tree {
         }
     }
 
-    /// Why a Hurray tensor has no `data`.
-    pub(super) fn hurray_no_data(&self, i: u32) -> String {
-        let file = self.model.hurray().expect("a Hurray tensor");
-        match hurray::objects::data_of(&file.tensors[i as usize]) {
-            hurray::objects::Data::Absent(why) => why,
-            _ => match crate::decode::hurray::view(file, i as usize, &self.hurray_members) {
-                Some(Err(e)) => e,
-                _ => "no row-major view".to_string(),
-            },
+    /// Why object `i` has no row-major tensor its format places (a Hurray
+    /// tensor's `data`).
+    pub(super) fn no_tensor_data(&self, i: u32) -> String {
+        match self.model.tensor_data(i) {
+            TensorData::Absent(why) => why,
+            TensorData::ByLayout | TensorData::Stored { .. } | TensorData::Computed { .. } => {
+                "no row-major view".to_string()
+            }
         }
     }
 
@@ -128,13 +127,13 @@ impl Tree {
             let Some((name, len)) = self.view_of(i).filter(|_| self.has_view(i)) else {
                 return Err("the object has no view".into());
             };
-            let elem = match self.model.hurray() {
-                Some(f) => Elem::Hurray(f.tensors[i as usize].descriptor.elem),
-                None if name == DEQUANTIZED_VIEW => Elem::Plain(DType::F32),
-                None if name == DENSE_VIEW => {
+            let elem = match self.model.tensor_data(i) {
+                TensorData::Computed { elem, .. } => elem,
+                _ if name == DEQUANTIZED_VIEW => Elem::Plain(DType::F32),
+                _ if name == DENSE_VIEW => {
                     (o.part("values").and_then(Elem::of_part)).ok_or("no values part")?
                 }
-                None => return Err(format!("view {name:?} has no element type")),
+                _ => return Err(format!("view {name:?} has no element type")),
             };
             (elem, Shape::Tensor, len)
         } else {
@@ -142,13 +141,16 @@ impl Tree {
             if self.part_flags(i)[part as usize] & super::build::DECODED == 0 {
                 return Err("the part has no decoded file".into());
             }
-            let elem = match self.model.hurray() {
-                Some(f) => Elem::Hurray(f.tensors[i as usize].descriptor.elem),
-                None => Elem::of_part(p).ok_or("its type is not one this reader knows")?,
+            // A part the format says holds the tensor is of the tensor's
+            // element type and shape.
+            let (elem, shape) = match self.model.tensor_data(i) {
+                TensorData::Stored { part: k, elem } if k == part => (elem, Shape::Tensor),
+                _ => {
+                    let elem = Elem::of_part(p).ok_or("its type is not one this reader knows")?;
+                    let dense = matches!(Layout::of(&o.layout), Layout::Dense);
+                    (elem, if dense { Shape::Tensor } else { Shape::Flat })
+                }
             };
-            let dense =
-                self.model.hurray().is_some() || matches!(Layout::of(&o.layout), Layout::Dense);
-            let shape = if dense { Shape::Tensor } else { Shape::Flat };
             (elem, shape, p.decoded_size())
         };
         let form = forms::npy(o, elem, shape, len, self.opts.npy_dtypes)?;

@@ -34,7 +34,7 @@ pub use jobs::JOB_THREADS;
 pub use requests::{OpenReply, ReadReply};
 
 use crate::decode::Encoding;
-use crate::model::Model;
+use crate::model::{Model, TensorData};
 
 /// An inode number; the root is [`ROOT`].
 pub type Ino = u64;
@@ -264,13 +264,6 @@ pub struct Tree {
     /// map and need neither.
     encoded: Vec<u32>,
     last_end: Vec<std::sync::atomic::AtomicU64>,
-    /// The Hurray tensors whose `data` is a computed view (another dense
-    /// layout, a partition), by object (ascending); read by range from
-    /// the map.
-    hurray_views: Vec<(u32, crate::decode::hurray::View)>,
-    /// The members of each Hurray composite, to say why a view failed
-    /// without finding them again per tensor.
-    hurray_members: build::HurrayMembers,
     /// The model's safetensors files; `None` when they could not be
     /// planned (logged at mount).
     safetensors: Option<safetensors::Plan>,
@@ -334,18 +327,19 @@ impl Tree {
         Some(&self.last_end[i])
     }
 
-    /// The computed view serving a Hurray tensor's `data`.
-    fn hurray_view(&self, object: u32) -> Option<&crate::decode::hurray::View> {
-        let i = (self.hurray_views)
-            .binary_search_by_key(&object, |r| r.0)
-            .ok()?;
-        Some(&self.hurray_views[i].1)
+    /// The computed view serving object `object`'s `data`, if its format
+    /// computes one ([`crate::model::TensorData::Computed`]).
+    fn computed_view(&self, object: u32) -> Option<&crate::decode::hurray::View> {
+        match self.model.tensor_data(object) {
+            TensorData::Computed { view, .. } => Some(view),
+            TensorData::ByLayout | TensorData::Stored { .. } | TensorData::Absent(_) => None,
+        }
     }
 
     /// The name and size of `object`'s view file, if its layout offers one.
     fn view_of(&self, object: u32) -> Option<(&'static str, u64)> {
-        match self.hurray_view(object) {
-            Some(r) => Some((crate::format::hurray::objects::DATA, r.len())),
+        match self.computed_view(object) {
+            Some(r) => Some((crate::model::DATA, r.len())),
             None => crate::decode::views::view(self.object(object)),
         }
     }

@@ -19,7 +19,7 @@ use crate::read;
 impl Tree {
     /// True when `object`'s view is prepared and cached.
     pub(super) fn view_ready(&self, object: u32) -> bool {
-        self.hurray_view(object).is_some() || self.frames.view(object).is_some()
+        self.computed_view(object).is_some() || self.frames.view(object).is_some()
     }
 
     /// Answers `done` once `object`'s view is prepared: at once when it is
@@ -46,7 +46,7 @@ impl Tree {
         offset: u64,
         size: u32,
     ) -> Result<Data<'_>, FsError> {
-        if let Some(v) = self.hurray_view(object) {
+        if let Some(v) = self.computed_view(object) {
             return self.read_hurray(object, v, offset, size);
         }
         let o = self.object(object);

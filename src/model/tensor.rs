@@ -1,0 +1,149 @@
+//! Where each object's row-major tensor is, as its format defines it: the
+//! one place the floors above learn that a tensor's data may be a part of
+//! its own element type, computed by range from other bytes, or absent
+//! for a reason of the format's. The tree's `data` and `data.npy`, the
+//! safetensors plan, `ztfs cat` and `ztfs pack` ask [`Model::tensor_data`];
+//! none of them tests which format the model is.
+//!
+//! Computed views are made once, on first use, for every tensor that has
+//! one (a Hurray tensor in another dense layout or a partition), and kept:
+//! each is a few hundred bytes of plan, never the tensor's bytes.
+
+use std::sync::OnceLock;
+
+use super::{Input, Model};
+use crate::decode::hurray::View;
+use crate::format::hurray::{self, objects::Data, ElemType};
+use crate::format::types::{DType, Interpretation, LogicalType};
+
+/// The element type of a tensor file, as its format names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Elem {
+    /// A zTensor storage type with no logical type.
+    Plain(DType),
+    /// A registered zTensor logical type.
+    Logical(LogicalType),
+    /// A Hurray element type.
+    Hurray(ElemType),
+}
+
+impl Elem {
+    /// The element type of a zTensor part; `None` for an unknown logical
+    /// type (never decoded).
+    pub fn of_part(p: &crate::format::Part) -> Option<Elem> {
+        match p.ty.interpretation() {
+            Interpretation::Plain(d) => Some(Elem::Plain(d)),
+            Interpretation::Registered(t) => Some(Elem::Logical(t)),
+            Interpretation::Unknown => None,
+        }
+    }
+
+    /// The zTensor type with the same bytes (its storage type and logical
+    /// type name), if there is one: what `ztfs pack` writes.
+    pub fn ztensor_type(self) -> Option<(DType, Option<&'static str>)> {
+        match self {
+            Elem::Plain(d) => Some((d, None)),
+            Elem::Logical(t) => Some((t.dtype(), Some(t.name()))),
+            Elem::Hurray(e) => hurray::objects::ztensor_type(e),
+        }
+    }
+
+    /// The type's name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Elem::Plain(d) => d.name(),
+            Elem::Logical(t) => t.name(),
+            Elem::Hurray(e) => e.name(),
+        }
+    }
+}
+
+/// The name of the file (and of the part, where it is one) holding an
+/// object's row-major tensor when its format says where that is.
+pub const DATA: &str = hurray::objects::DATA;
+
+/// Where object `i`'s row-major tensor is.
+#[derive(Debug)]
+pub enum TensorData<'a> {
+    /// The object's layout and parts say (zTensor, safetensors, GGUF): a
+    /// dense object's first part, decoded, of its part's type.
+    ByLayout,
+    /// Part `part` holds it as stored, of element type `elem`.
+    Stored { part: u32, elem: Elem },
+    /// Computed by range from the root file's bytes, of element type
+    /// `elem`; served as the object's view file [`DATA`].
+    Computed { view: &'a View, elem: Elem },
+    /// The format defines none for this object, or it cannot be made: why.
+    Absent(String),
+}
+
+/// The computed views of a model's tensors, made once.
+#[derive(Debug, Default)]
+pub(super) struct Computed {
+    /// By object (ascending), every tensor whose data is computed: its
+    /// view, or why it cannot be made.
+    views: Vec<(u32, Result<View, String>)>,
+}
+
+impl Computed {
+    fn of(input: &Input) -> Computed {
+        let file = match input {
+            Input::Hurray(file) => file,
+            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => return Computed::default(),
+        };
+        let members = hurray::composite_members(&file.tensors);
+        let views = (0..file.tensors.len())
+            .filter_map(|i| {
+                let v = crate::decode::hurray::view(file, i, &members)?;
+                Some((i as u32, v))
+            })
+            .collect();
+        Computed { views }
+    }
+
+    fn get(&self, object: u32) -> Option<&Result<View, String>> {
+        let i = (self.views).binary_search_by_key(&object, |r| r.0).ok()?;
+        Some(&self.views[i].1)
+    }
+}
+
+impl Model {
+    /// Where object `i`'s row-major tensor is (see [`TensorData`]).
+    pub fn tensor_data(&self, i: u32) -> TensorData<'_> {
+        let file = match &self.input {
+            Input::Hurray(file) => file,
+            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => return TensorData::ByLayout,
+        };
+        let Some(t) = file.tensors.get(i as usize) else {
+            return TensorData::Absent("no such tensor".into());
+        };
+        let elem = Elem::Hurray(t.descriptor.elem);
+        match hurray::objects::data_of(t) {
+            // Its `data` part comes first (`hurray::objects`).
+            Data::Direct { .. } => TensorData::Stored { part: 0, elem },
+            Data::Absent(why) => TensorData::Absent(why),
+            Data::Computed => match self.computed().get(i) {
+                Some(Ok(view)) => TensorData::Computed { view, elem },
+                Some(Err(why)) => TensorData::Absent(why.clone()),
+                None => TensorData::Absent("no row-major view".into()),
+            },
+        }
+    }
+
+    /// True when `ztfs pack` writes each tensor's row-major data
+    /// ([`Model::tensor_data`]) rather than the model's objects: a Hurray
+    /// file's objects are its buffers, which zTensor gives no meaning.
+    pub fn packs_tensor_data(&self) -> bool {
+        match &self.input {
+            Input::Hurray(_) => true,
+            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => false,
+        }
+    }
+
+    fn computed(&self) -> &Computed {
+        self.computed.get_or_init(|| Computed::of(&self.input))
+    }
+}
+
+/// A model's computed views, made on first use.
+pub(super) type ComputedCell = OnceLock<Computed>;
