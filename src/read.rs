@@ -146,7 +146,7 @@ pub fn verify(
 }
 
 /// The checks of one part's decoded bytes, fed as they pass, as
-/// [`verify`] applies them (and `ztfs pack` to what it copies): the
+/// [`verify()`] applies them (and `ztfs pack` to what it copies): the
 /// content rules of a dense object's logical type, the decoded length,
 /// and the digest when the part has one. A part of an unknown logical
 /// type or digest algorithm is refused when the check is made.

@@ -8,21 +8,17 @@
 //! sources (passthrough files, remote ranges) without touching the shape.
 
 mod build;
-pub mod clones;
-mod content;
-mod failures;
-mod forms;
-mod frames;
-mod jobs;
-mod legacy;
-mod listing;
-pub mod names;
-mod npy;
+mod export;
 mod passthrough;
-mod requests;
-pub mod safetensors;
-mod spool;
-mod view;
+mod serve;
+
+pub use build::names;
+pub use export::safetensors;
+pub use passthrough::clones;
+
+use build::listing;
+use export::{forms, npy};
+use serve::{content, failures, frames, jobs, requests, spool};
 
 use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;

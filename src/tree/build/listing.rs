@@ -10,8 +10,8 @@
 
 use std::sync::Arc;
 
-use super::build::FileName;
-use super::{Dir, Ino, Node, Tree};
+use crate::tree::build::FileName;
+use crate::tree::{Dir, Ino, Node, Tree};
 
 /// Directories with more files than this keep their listing in the cache.
 pub const CACHED_ABOVE: u32 = 32;
@@ -41,7 +41,7 @@ impl Listing {
 impl Tree {
     /// The listing of `d`: derived now for a small directory, from the
     /// cache (derived once) for a large one.
-    pub(super) fn listing(&self, d: &Dir) -> Arc<Listing> {
+    pub(in crate::tree) fn listing(&self, d: &Dir) -> Arc<Listing> {
         if d.files <= CACHED_ABOVE {
             return Arc::new(self.derive_listing(d));
         }
@@ -68,7 +68,7 @@ impl Tree {
     }
 
     /// The `k`-th file of `d` in inode order.
-    pub(super) fn nth_file(&self, d: &Dir, k: u32) -> Option<Node> {
+    pub(in crate::tree) fn nth_file(&self, d: &Dir, k: u32) -> Option<Node> {
         if d.files <= CACHED_ABOVE {
             return self.file_node(d, k);
         }

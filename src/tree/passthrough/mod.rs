@@ -1,17 +1,19 @@
-//! Opens that hand the kernel a backing file (see [`super::clones`]): after
+//! Opens that hand the kernel a backing file (see [`crate::tree::clones`]): after
 //! the open's own work (decoder, `--verify`, a view prepared), a job makes
 //! the file's clone, once, and the open answers with it; a file that gets
 //! no clone (too small, over the budget, an error) answers as a buffered
 //! open. Nothing here runs on a FUSE worker but the lookups.
 
+pub mod clones;
+
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
-use super::clones::{Backing, Kind};
-use super::jobs::{Cancel, JobKey, Work};
-use super::{FsError, Ino, Node, OpenMode, OpenReply, Tree, VIEW};
 use crate::decode::{ContentCheck, Encoding};
 use crate::error::{Error, Result};
+use crate::tree::clones::{Backing, Kind};
+use crate::tree::jobs::{Cancel, JobKey, Work};
+use crate::tree::{FsError, Ino, Node, OpenMode, OpenReply, Tree, VIEW};
 
 /// Bytes copied into a memory clone per read of the tree.
 const CHUNK: u32 = 1 << 20;
@@ -35,7 +37,7 @@ struct RawSource<'a> {
 impl Tree {
     /// Wraps `reply` so that a successful open of a file worth passing
     /// through first gets its clone.
-    pub(super) fn with_backing(
+    pub(in crate::tree) fn with_backing(
         self: &Arc<Self>,
         ino: Ino,
         node: Node,
@@ -88,7 +90,7 @@ impl Tree {
 
     /// True when the mount asks for passthrough at all.
     pub fn passthrough_wanted(&self) -> bool {
-        self.clones.policy.mode != super::clones::Passthrough::Off
+        self.clones.policy.mode != crate::tree::clones::Passthrough::Off
     }
 
     /// Turns passthrough off for the mount, saying why (once).
@@ -252,7 +254,7 @@ impl Tree {
     /// and, for a type with content rules, that they keep them: the
     /// kernel serves a clone unchecked.
     fn checked<'a>(src: &RawSource<'a>) -> Result<&'a [u8]> {
-        super::content::check_live(src.store, src.offset, src.len)?;
+        crate::tree::content::check_live(src.store, src.offset, src.len)?;
         let map = src.store.whole("a clone")?;
         let bytes = &map[src.offset as usize..(src.offset + src.len) as usize];
         if let Some(rules) = &src.rules {
@@ -270,7 +272,7 @@ impl Tree {
             Node::Part { object, part } => (object, part, Vec::new()),
             Node::Npy { object, part } if part != VIEW => {
                 let form = self.npy_of(object, part).ok()?;
-                (object, part, super::npy::header(&form).ok()?)
+                (object, part, crate::tree::npy::header(&form).ok()?)
             }
             _ => return None,
         };

@@ -21,7 +21,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::FsError;
+use crate::tree::FsError;
 
 /// Most job threads at once. Each holds at most a frame buffer and a
 /// decoder's window besides what the work keeps in the tree's budgeted

@@ -6,9 +6,9 @@
 
 use std::os::unix::fs::FileExt;
 
-use super::content::{clip, Data};
 use crate::error::{Error, Result};
 use crate::format::json::{Pieces, Sink};
+use crate::tree::content::{clip, Data};
 
 const WHAT: &str = "the spool file of manifest.json";
 

@@ -2,7 +2,7 @@
 //! readers under one byte budget (`--cache-mib`), evicted oldest first.
 //! A frame is decoded once even when several readers (or a reader and the
 //! prefetch behind it) want it; a view is prepared once by a job
-//! (`super::jobs` is its single flight) and inserted here.
+//! (`crate::tree::jobs` is its single flight) and inserted here.
 //!
 //! Each entry is charged its bytes plus [`ENTRY_OVERHEAD`], so a file of
 //! many tiny frames cannot hold more memory than the budget in bookkeeping.
@@ -10,9 +10,9 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use super::listing::Listing;
 use crate::decode::views::Prepared;
 use crate::error::Result;
+use crate::tree::listing::Listing;
 
 /// A frame's key: (flat part index, frame index).
 pub type Key = (u32, u32);

@@ -10,20 +10,23 @@
 //! directory's files are the inodes after its own, derived again from the
 //! manifest when asked for, in the order [`Tree::object_files`] gives.
 
+pub(in crate::tree) mod listing;
+pub mod names;
+
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::sync::OnceLock;
 use std::time::{Duration, UNIX_EPOCH};
 
-use super::names::{self, Reserved, NAME_MAX};
-use super::{Base, Dir, Node, Tree};
 use crate::decode::{check_interpretable, views};
 use crate::digest::{content_digest, Algo};
 use crate::error::{Error, Result};
 use crate::format::text::Texts;
 use crate::format::{Object, Text};
 use crate::model::{Input, Model};
+use crate::tree::{Base, Dir, Node, Tree};
+use names::{Reserved, NAME_MAX};
 
 /// How objects are arranged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,13 +56,13 @@ pub struct Options {
     /// tables are taken from it).
     pub cache_bytes: u64,
     /// How `.npy` headers name bfloat16 and the f8 types.
-    pub npy_dtypes: super::NpyDtypes,
+    pub npy_dtypes: crate::tree::NpyDtypes,
     /// The longest safetensors header before the model is served as
     /// shards (the format's limit; lower only to test sharding).
     pub safetensors_max: u64,
     /// Backing files for kernel passthrough (off by default here; the
     /// command line's default is `auto`).
-    pub clones: super::clones::ClonePolicy,
+    pub clones: crate::tree::clones::ClonePolicy,
 }
 
 impl Default for Options {
@@ -70,8 +73,8 @@ impl Default for Options {
             verify: false,
             direct_io: false,
             cache_bytes: 256 << 20,
-            npy_dtypes: super::NpyDtypes::default(),
-            safetensors_max: super::safetensors::HEADER_MAX,
+            npy_dtypes: crate::tree::NpyDtypes::default(),
+            safetensors_max: crate::tree::safetensors::HEADER_MAX,
             clones: Default::default(),
         }
     }
@@ -94,7 +97,7 @@ pub const PART_RESERVED: Reserved<'static> = Reserved {
 /// Room left for the `.raw` suffix on a part's component.
 const RAW_SUFFIX: &str = ".raw";
 /// The suffix of a `.npy` file beside a part or view.
-pub(super) const NPY_SUFFIX: &str = ".npy";
+pub(in crate::tree) const NPY_SUFFIX: &str = ".npy";
 /// Longest component of a part file.
 pub const PART_NAME_MAX: usize = NAME_MAX - RAW_SUFFIX.len();
 
@@ -109,7 +112,7 @@ struct DirBuild {
 }
 
 /// `Tree::file_flags`: the part has a decoded file.
-pub(super) const DECODED: u8 = 1;
+pub(in crate::tree) const DECODED: u8 = 1;
 /// `Tree::file_flags`: the part has a `.raw` file.
 const RAW: u8 = 2;
 /// `Tree::file_flags`, on an object's first part: the object has a view
@@ -159,7 +162,7 @@ impl PartIndex {
 }
 
 /// A file's name: fixed, or made from a part's name.
-pub(super) type FileName = Cow<'static, str>;
+pub(in crate::tree) type FileName = Cow<'static, str>;
 
 impl Tree {
     /// Builds the tree of `model`.
@@ -196,9 +199,9 @@ impl Tree {
             manifest_json_len: OnceLock::new(),
             manifest_json: OnceLock::new(),
             digest,
-            frames: super::frames::FrameCache::new(opts.cache_bytes),
+            frames: crate::tree::frames::FrameCache::new(opts.cache_bytes),
             jobs: Default::default(),
-            fetch_jobs: std::sync::Arc::new(super::jobs::Jobs::with_threads(FETCH_THREADS)),
+            fetch_jobs: std::sync::Arc::new(crate::tree::jobs::Jobs::with_threads(FETCH_THREADS)),
             verified: (0..if opts.verify { n_parts } else { 0 })
                 .map(|_| OnceLock::new())
                 .collect(),
@@ -209,7 +212,7 @@ impl Tree {
             encoded,
             safetensors: None,
             safetensors_tables: OnceLock::new(),
-            clones: super::clones::Clones::new(opts.clones.clone()),
+            clones: crate::tree::clones::Clones::new(opts.clones.clone()),
             opts,
             model,
         };
@@ -217,8 +220,9 @@ impl Tree {
         // The plan's tables count in the cache's budget, whether made yet
         // or not.
         let tables = plan.as_ref().map_or(0, |p| p.heap_bytes());
-        tree.safetensors = plan.map(super::safetensors::Plan::without_tables);
-        tree.frames = super::frames::FrameCache::new(tree.opts.cache_bytes.saturating_sub(tables));
+        tree.safetensors = plan.map(crate::tree::safetensors::Plan::without_tables);
+        tree.frames =
+            crate::tree::frames::FrameCache::new(tree.opts.cache_bytes.saturating_sub(tables));
         let root_files = tree.root_files();
         let fixed: Vec<&str> = root_files.iter().map(|f| &*f.0).collect();
         let files = fixed.len() as u32;
@@ -249,7 +253,7 @@ impl Tree {
         self.dirs.push(Dir {
             ino,
             parent,
-            object: object.unwrap_or(super::NO_OBJECT),
+            object: object.unwrap_or(crate::tree::NO_OBJECT),
             first: 0,
             len: 0,
             files,
@@ -343,13 +347,13 @@ impl Tree {
     }
 
     /// The name of directory `d` in its parent.
-    pub(super) fn component(&self, d: u32) -> &str {
+    pub(in crate::tree) fn component(&self, d: u32) -> &str {
         if let Ok(k) = self.names.binary_search_by_key(&d, |n| n.0) {
             return &self.names[k].1;
         }
         let object = self.dirs[d as usize].object;
         debug_assert!(
-            object != super::NO_OBJECT,
+            object != crate::tree::NO_OBJECT,
             "an unnamed directory of no object"
         );
         self.derived_component(object)
@@ -380,7 +384,7 @@ impl Tree {
                 files.push((Cow::Owned(plan.shard_name(i)), node));
             }
             if plan.index_len().is_some() {
-                let name = Cow::Borrowed(super::safetensors::INDEX);
+                let name = Cow::Borrowed(crate::tree::safetensors::INDEX);
                 files.push((name, Node::SafetensorsIndex));
             }
         }
@@ -388,8 +392,8 @@ impl Tree {
     }
 
     /// The files of directory `d` in inode order.
-    pub(super) fn dir_files(&self, d: &Dir) -> Vec<(FileName, Node)> {
-        if d.ino == super::ROOT as u32 {
+    pub(in crate::tree) fn dir_files(&self, d: &Dir) -> Vec<(FileName, Node)> {
+        if d.ino == crate::tree::ROOT as u32 {
             return self.root_files();
         }
         d.object().map_or(Vec::new(), |i| self.object_files(i))
@@ -397,7 +401,7 @@ impl Tree {
 
     /// The `k`-th file of directory `d` (inode `d.ino + 1 + k`), found
     /// without making the names.
-    pub(super) fn file_node(&self, d: &Dir, k: u32) -> Option<Node> {
+    pub(in crate::tree) fn file_node(&self, d: &Dir, k: u32) -> Option<Node> {
         let Some(i) = d.object() else {
             return self.root_files().get(k as usize).map(|f| f.1);
         };
@@ -408,10 +412,10 @@ impl Tree {
         for (has, node) in [
             (view, Node::View { object: i }),
             (
-                view && self.has_npy(i, super::VIEW),
+                view && self.has_npy(i, crate::tree::VIEW),
                 Node::Npy {
                     object: i,
-                    part: super::VIEW,
+                    part: crate::tree::VIEW,
                 },
             ),
         ] {
@@ -445,7 +449,7 @@ impl Tree {
     }
 
     /// The file flags of object `i`'s parts.
-    pub(super) fn part_flags(&self, i: u32) -> &[u8] {
+    pub(in crate::tree) fn part_flags(&self, i: u32) -> &[u8] {
         let first = self.part_base[i as usize] as usize;
         let end = self
             .part_base
@@ -457,22 +461,22 @@ impl Tree {
     /// True when object `i` has a view file: its layout offers one and
     /// every part can be decoded, or it is a Hurray tensor with computed
     /// `data` (which may have no parts at all: a partition head).
-    pub(super) fn has_view(&self, i: u32) -> bool {
+    pub(in crate::tree) fn has_view(&self, i: u32) -> bool {
         self.computed_view(i).is_some() || self.part_flags(i).first().is_some_and(|f| f & VIEW != 0)
     }
 
     /// The files of object `i` in inode order: `meta.json`, its view if
     /// any, each decodable part, and `<part>.raw` where the stored bytes
     /// differ from the decoded ones or the part cannot be decoded.
-    pub(super) fn object_files(&self, i: u32) -> Vec<(FileName, Node)> {
+    pub(in crate::tree) fn object_files(&self, i: u32) -> Vec<(FileName, Node)> {
         let o = self.object(i);
         let mut out = vec![(Cow::Borrowed(META), Node::Meta { object: i })];
         if let Some((name, _)) = self.has_view(i).then(|| self.view_of(i)).flatten() {
             out.push((Cow::Borrowed(name), Node::View { object: i }));
-            if self.has_npy(i, super::VIEW) {
+            if self.has_npy(i, crate::tree::VIEW) {
                 let node = Node::Npy {
                     object: i,
-                    part: super::VIEW,
+                    part: crate::tree::VIEW,
                 };
                 out.push((Cow::Owned(format!("{name}{NPY_SUFFIX}")), node));
             }
@@ -502,7 +506,7 @@ impl Tree {
 /// says ([`Input::part_files`]); else a part gets its decoded file when
 /// its encoding is known and its type can be interpreted, and `.raw`
 /// when it is encoded or cannot be decoded.
-pub(super) fn part_files(input: &Input, o: &Object, j: usize) -> (bool, bool) {
+pub(in crate::tree) fn part_files(input: &Input, o: &Object, j: usize) -> (bool, bool) {
     if let Some(files) = input.part_files(o, j) {
         return files;
     }

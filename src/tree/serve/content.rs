@@ -5,10 +5,10 @@
 //! decoded by frame, through a bounded cache shared by all readers. Virtual
 //! files (manifest.json, digest, meta.json) are rendered from the manifest.
 
-use super::build::part_files;
-use super::legacy;
-use super::spool::{spool, Spooled};
-use super::{FsError, Ino, Node, Tree};
+use crate::tree::build::part_files;
+use crate::tree::export;
+use crate::tree::spool::{spool, Spooled};
+use crate::tree::{FsError, Ino, Node, Tree};
 use std::sync::Arc;
 
 use crate::decode::{ContentCheck, Encoding};
@@ -40,7 +40,7 @@ impl std::ops::Deref for Data<'_> {
 }
 
 /// `[offset, offset + size)` clipped to a file of `len` bytes.
-pub(super) fn clip(len: u64, offset: u64, size: u32) -> std::ops::Range<usize> {
+pub(in crate::tree) fn clip(len: u64, offset: u64, size: u32) -> std::ops::Range<usize> {
     let start = offset.min(len);
     let end = offset.saturating_add(u64::from(size)).min(len);
     start as usize..end as usize
@@ -51,7 +51,7 @@ pub(super) fn clip(len: u64, offset: u64, size: u32) -> std::ops::Range<usize> {
 const MANIFEST_IN_MEMORY: usize = 4 << 20;
 
 impl Tree {
-    pub(super) fn object(&self, i: u32) -> &Object {
+    pub(in crate::tree) fn object(&self, i: u32) -> &Object {
         &self
             .model
             .manifest()
@@ -59,12 +59,12 @@ impl Tree {
             .objects[i as usize]
     }
 
-    pub(super) fn part(&self, o: u32, p: u32) -> (&Object, &Part) {
+    pub(in crate::tree) fn part(&self, o: u32, p: u32) -> (&Object, &Part) {
         let obj = self.object(o);
         (obj, &obj.parts[p as usize])
     }
 
-    pub(super) fn size(&self, node: &Node) -> u64 {
+    pub(in crate::tree) fn size(&self, node: &Node) -> u64 {
         match *node {
             Node::Dir(_) => 0,
             Node::Manifest => self.manifest_json_len(),
@@ -100,7 +100,7 @@ impl Tree {
     /// The text of manifest.json, written on its first read from the
     /// manifest as the file holds it now, and kept ([`spool`]: in memory
     /// when small, else in a temporary file); EIO if it no longer can be.
-    pub(super) fn manifest_json(&self) -> Result<&Spooled, FsError> {
+    pub(in crate::tree) fn manifest_json(&self) -> Result<&Spooled, FsError> {
         if let Some(text) = self.manifest_json.get() {
             return Ok(text);
         }
@@ -123,7 +123,7 @@ impl Tree {
     /// seek table. Quick (no pass over the part's bytes), so it runs on the
     /// worker thread that asks. A failure is logged once and every later
     /// open of that part fails with EIO.
-    pub(super) fn decoder(&self, object: u32, part: u32) -> Result<&Encoding, FsError> {
+    pub(in crate::tree) fn decoder(&self, object: u32, part: u32) -> Result<&Encoding, FsError> {
         let key = self.part_base[object as usize] + part;
         let slot = &self.parts[key as usize];
         let mut first = false;
@@ -151,9 +151,9 @@ impl Tree {
 
     /// Logs a failure of part `p` of `o` once (then counts it), naming the
     /// backing file, and gives the error a reader gets.
-    pub(super) fn fail(
+    pub(in crate::tree) fn fail(
         &self,
-        key: super::failures::Key,
+        key: crate::tree::failures::Key,
         o: &Object,
         p: &Part,
         e: &dyn std::fmt::Display,
@@ -176,7 +176,10 @@ impl Tree {
     /// the backing file still holds them: a map read past the end of a
     /// file truncated in place would fault. (A truncation racing this
     /// check is caught by [`Tree::map_read`].)
-    pub(super) fn live_blob(&self, p: &Part) -> crate::error::Result<crate::store::Blob<'_>> {
+    pub(in crate::tree) fn live_blob(
+        &self,
+        p: &Part,
+    ) -> crate::error::Result<crate::store::Blob<'_>> {
         let blob = self.model.blob(p)?;
         check_live(blob.store, p.blob.offset, p.blob.length)?;
         Ok(blob)
@@ -185,7 +188,7 @@ impl Tree {
     /// Runs `f`, which reads the backing file's map in user space, so that
     /// a file truncated in place between the length check and the read
     /// gives an error instead of killing the daemon (see `sys::guarded`).
-    pub(super) fn map_read<T>(
+    pub(in crate::tree) fn map_read<T>(
         f: impl FnOnce() -> crate::error::Result<T>,
     ) -> crate::error::Result<T> {
         crate::sys::guarded(f).unwrap_or_else(|| {
@@ -199,12 +202,17 @@ impl Tree {
     /// Reads up to `size` bytes of `ino` at `offset`, short at the end,
     /// from what is at hand: the map, a cached frame or view, a rendered
     /// file. Views not prepared yet are the caller's (`requests`) business.
-    pub(super) fn read_now(&self, ino: Ino, offset: u64, size: u32) -> Result<Data<'_>, FsError> {
+    pub(in crate::tree) fn read_now(
+        &self,
+        ino: Ino,
+        offset: u64,
+        size: u32,
+    ) -> Result<Data<'_>, FsError> {
         self.read_node(self.node(ino)?, offset, size)
     }
 
     /// [`Tree::read_now`] of a node.
-    pub(super) fn read_node(
+    pub(in crate::tree) fn read_node(
         &self,
         node: Node,
         offset: u64,
@@ -362,10 +370,10 @@ impl Tree {
     /// last read of that compressed part ended, decode the frame after it
     /// into the cache, so a sequential reader finds it ready. Random reads
     /// decode nothing ahead.
-    pub(super) fn read_ahead(&self, ino: Ino, offset: u64, size: u32) {
+    pub(in crate::tree) fn read_ahead(&self, ino: Ino, offset: u64, size: u32) {
         let (object, part, offset) = match self.node(ino) {
             Ok(Node::Part { object, part }) => (object, part, offset),
-            Ok(Node::Npy { object, part }) if part != super::VIEW => {
+            Ok(Node::Npy { object, part }) if part != crate::tree::VIEW => {
                 let h = self.npy_header_len(object, part);
                 match offset.checked_sub(h) {
                     Some(offset) => (object, part, offset),
@@ -414,7 +422,7 @@ impl Tree {
 
     /// The object's `meta.json`: true names, shape, layout, attributes, and
     /// per part its types, encoding, lengths, digest and the files serving it.
-    pub(super) fn meta_json(&self, object: u32) -> Vec<u8> {
+    pub(in crate::tree) fn meta_json(&self, object: u32) -> Vec<u8> {
         match self.model.input().meta_form(object as usize) {
             MetaForm::Hurray(t) => return self.hurray_meta_json(t, object),
             MetaForm::Object => {}
@@ -430,7 +438,7 @@ impl Tree {
         let npy_infos: Vec<_> = (0..o.parts.len() as u32)
             .map(|j| self.npy_info(object, j, &files[j as usize]))
             .collect();
-        let npys: Vec<_> = npy_infos.iter().map(legacy::npy_json).collect();
+        let npys: Vec<_> = npy_infos.iter().map(export::npy_json).collect();
         let refused: Vec<Option<String>> = (0..o.parts.len())
             .map(|j| (!part_files(self.model.input(), o, j).0).then(|| refusal(o, &o.parts[j])))
             .collect();
@@ -475,12 +483,12 @@ impl Tree {
         let view = self.view_name(object);
         doc.push((t("view"), opt(view)));
         let view_files: Vec<String> = view.map(|v| vec![v.to_string()]).unwrap_or_default();
-        let view_npy = self.npy_info(object, super::VIEW, &view_files);
-        let (view_npy, no_view_npy) = legacy::npy_json(&view_npy);
+        let view_npy = self.npy_info(object, crate::tree::VIEW, &view_files);
+        let (view_npy, no_view_npy) = export::npy_json(&view_npy);
         doc.push((t("view_npy"), view_npy));
         doc.push((t("no_view_npy"), no_view_npy));
         let st = self.safetensors_info(object);
-        let (st, no_st) = legacy::safetensors_json(o, &st);
+        let (st, no_st) = export::safetensors_json(o, &st);
         doc.push((t("safetensors"), st));
         doc.push((t("no_safetensors"), no_st));
         let layout = Layout::of(&o.layout);
@@ -536,13 +544,13 @@ impl Tree {
         };
         let data_file = vec![objects::DATA.to_string()];
         let npy = match (o.parts.first(), view) {
-            (_, Some(_)) => self.npy_info(object, super::VIEW, &data_file),
+            (_, Some(_)) => self.npy_info(object, crate::tree::VIEW, &data_file),
             (Some(p), _) if p.name == objects::DATA => self.npy_info(object, 0, &data_file),
             _ => Err("the tensor has no data file".to_string()),
         };
-        let (npy, no_npy) = legacy::npy_json(&npy);
+        let (npy, no_npy) = export::npy_json(&npy);
         let st = self.safetensors_info(object);
-        let (st, no_st) = legacy::safetensors_json(o, &st);
+        let (st, no_st) = export::safetensors_json(o, &st);
         let buffers = (o.parts.iter().enumerate())
             .filter(|(_, p)| p.name != objects::DATA)
             .map(|(j, p)| {
@@ -608,7 +616,7 @@ impl Tree {
         let (i, o, p) = match self.node(ino)? {
             Node::Npy {
                 object,
-                part: super::VIEW,
+                part: crate::tree::VIEW,
             } => (object, self.object(object), None),
             Node::Part { object, part }
             | Node::Raw { object, part }
@@ -658,7 +666,7 @@ impl Tree {
 
 /// Fails when the backing file no longer holds `[offset, end)` of the map
 /// (it was truncated in place after it was mapped).
-pub(super) fn check_live(
+pub(in crate::tree) fn check_live(
     store: &crate::store::Store,
     offset: u64,
     len: u64,
@@ -711,7 +719,7 @@ fn computed_from(d: &crate::format::hurray::Descriptor) -> &'static str {
     }
 }
 
-pub(super) fn refusal(o: &Object, p: &Part) -> String {
+pub(in crate::tree) fn refusal(o: &Object, p: &Part) -> String {
     match crate::decode::check_interpretable(o, p) {
         Err(e) => e.to_string(),
         Ok(()) => format!(

@@ -1,12 +1,14 @@
-//! The files legacy tools open without knowing the format: `<part>.npy`
+//! The exported files, for tools that know neither zTensor nor the
+//! model's format: `<part>.npy`
 //! beside each part or view numpy can describe, and the model's
 //! `model.safetensors` (or its shards and index). Both are a generated
 //! header followed by bytes served by range from the file the tree
 //! already serves (the map, a cached frame, a view): nothing is copied.
 
-use super::forms::{self, Elem, Npy, Shape};
-use super::safetensors::{Candidate, Plan, Segment};
-use super::{Data, FsError, Node, Tree, VIEW};
+pub(in crate::tree) mod forms;
+pub(in crate::tree) mod npy;
+pub mod safetensors;
+
 use crate::decode::views::{DENSE_VIEW, DEQUANTIZED_VIEW};
 use crate::format::cbor::{self, Value};
 use crate::format::json;
@@ -14,6 +16,9 @@ use crate::format::profiles::Layout;
 use crate::format::types::DType;
 use crate::model::TensorData;
 use crate::report;
+use crate::tree::safetensors::{Candidate, Plan, Segment};
+use crate::tree::{Data, FsError, Node, Tree, VIEW};
+use forms::{Elem, Npy, Shape};
 
 /// The key of `__metadata__` listing the objects left out.
 const LEFT_OUT_KEY: &str = "ztfs.left_out";
@@ -22,7 +27,9 @@ const LEFT_OUT_KEY: &str = "ztfs.left_out";
 const LEFT_OUT_TEXT_MAX: usize = 1 << 20;
 
 /// `meta.json`'s `npy` (or `view_npy`) and `no_npy` values.
-pub(super) fn npy_json<'a>(info: &'a Result<(String, Npy), String>) -> (Value<'a>, Value<'a>) {
+pub(in crate::tree) fn npy_json<'a>(
+    info: &'a Result<(String, Npy), String>,
+) -> (Value<'a>, Value<'a>) {
     match info {
         Ok((file, form)) => (
             Value::Map(vec![
@@ -37,7 +44,7 @@ pub(super) fn npy_json<'a>(info: &'a Result<(String, Npy), String>) -> (Value<'a
 }
 
 /// `meta.json`'s `safetensors` and `no_safetensors` values for object `o`.
-pub(super) fn safetensors_json<'a>(
+pub(in crate::tree) fn safetensors_json<'a>(
     o: &'a crate::format::Object,
     info: &'a Result<(String, &'static str), String>,
 ) -> (Value<'a>, Value<'a>) {
@@ -61,7 +68,7 @@ fn uints(v: &[u64]) -> Value<'static> {
 
 /// What waits before a read can be answered.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Wait {
+pub(in crate::tree) enum Wait {
     /// An object's view is prepared.
     View(u32),
     /// manifest.json is rendered.
@@ -76,7 +83,7 @@ impl Tree {
     /// The file serving object `i`'s row-major tensor (a dense `data`
     /// part, a Hurray tensor's `data`), its element type and length; or
     /// why there is none.
-    pub(super) fn tensor_file(&self, i: u32) -> Result<(Node, Elem, u64), String> {
+    pub(in crate::tree) fn tensor_file(&self, i: u32) -> Result<(Node, Elem, u64), String> {
         let o = self.object(i);
         match self.model.tensor_data(i) {
             TensorData::Computed { view, elem } => {
@@ -97,20 +104,20 @@ impl Tree {
         }
         let p = &o.parts[0];
         match (
-            self.part_flags(i)[0] & super::build::DECODED != 0,
+            self.part_flags(i)[0] & crate::tree::build::DECODED != 0,
             Elem::of_part(p),
         ) {
             (true, Some(elem)) => Ok((Node::Part { object: i, part: 0 }, elem, p.decoded_size())),
             _ => Err(format!(
                 "its data part is not decoded: {}",
-                super::content::refusal(o, p)
+                crate::tree::content::refusal(o, p)
             )),
         }
     }
 
     /// Why object `i` has no row-major tensor its format places (a Hurray
     /// tensor's `data`).
-    pub(super) fn no_tensor_data(&self, i: u32) -> String {
+    pub(in crate::tree) fn no_tensor_data(&self, i: u32) -> String {
         match self.model.tensor_data(i) {
             TensorData::Absent(why) => why,
             TensorData::ByLayout | TensorData::Stored { .. } | TensorData::Computed { .. } => {
@@ -121,7 +128,7 @@ impl Tree {
 
     /// The `.npy` form of part `part` of object `i` (or of its view, for
     /// [`VIEW`]), or why it has none.
-    pub(super) fn npy_of(&self, i: u32, part: u32) -> Result<Npy, String> {
+    pub(in crate::tree) fn npy_of(&self, i: u32, part: u32) -> Result<Npy, String> {
         let o = self.object(i);
         let (elem, shape, len) = if part == VIEW {
             let Some((name, len)) = self.view_of(i).filter(|_| self.has_view(i)) else {
@@ -138,7 +145,7 @@ impl Tree {
             (elem, Shape::Tensor, len)
         } else {
             let p = &o.parts[part as usize];
-            if self.part_flags(i)[part as usize] & super::build::DECODED == 0 {
+            if self.part_flags(i)[part as usize] & crate::tree::build::DECODED == 0 {
                 return Err("the part has no decoded file".into());
             }
             // A part the format says holds the tensor is of the tensor's
@@ -154,13 +161,13 @@ impl Tree {
             (elem, shape, p.decoded_size())
         };
         let form = forms::npy(o, elem, shape, len, self.opts.npy_dtypes)?;
-        super::npy::header_len(&form)?;
+        crate::tree::npy::header_len(&form)?;
         Ok(form)
     }
 
     /// The `.npy` of part `part` of object `i` (or of its view), whose
     /// files are `files`: its file name and form, or why it has none.
-    pub(super) fn npy_info(
+    pub(in crate::tree) fn npy_info(
         &self,
         i: u32,
         part: u32,
@@ -169,12 +176,15 @@ impl Tree {
         let file = files.first().filter(|f| !f.ends_with(".raw"));
         let form = self.npy_of(i, part)?;
         let file = file.ok_or("the part has no decoded file")?;
-        Ok((format!("{file}{}", super::build::NPY_SUFFIX), form))
+        Ok((format!("{file}{}", crate::tree::build::NPY_SUFFIX), form))
     }
 
     /// Object `i`'s place in the safetensors files: (file, dtype), or why
     /// it is left out.
-    pub(super) fn safetensors_info(&self, i: u32) -> Result<(String, &'static str), String> {
+    pub(in crate::tree) fn safetensors_info(
+        &self,
+        i: u32,
+    ) -> Result<(String, &'static str), String> {
         let Some(plan) = &self.safetensors else {
             return Err("the model has no model.safetensors (the mount's log says why)".into());
         };
@@ -189,7 +199,7 @@ impl Tree {
     /// objects: a read waits for it as a job, [`Wait::SafetensorsTables`]).
     /// `None`, logged, if it no longer describes the files the mount
     /// listed (it cannot: the plan is a function of the manifest).
-    pub(super) fn safetensors_tables(&self) -> Option<&Plan> {
+    pub(in crate::tree) fn safetensors_tables(&self) -> Option<&Plan> {
         let listed = self.safetensors.as_ref()?;
         let full = self.safetensors_tables.get_or_init(|| {
             let plan = self
@@ -220,7 +230,7 @@ impl Tree {
     }
 
     /// True when part `part` of object `i` (or its view) has a `.npy`.
-    pub(super) fn has_npy(&self, i: u32, part: u32) -> bool {
+    pub(in crate::tree) fn has_npy(&self, i: u32, part: u32) -> bool {
         self.npy_of(i, part).is_ok()
     }
 
@@ -234,20 +244,20 @@ impl Tree {
     }
 
     /// Size of a `.npy` file.
-    pub(super) fn npy_size(&self, i: u32, part: u32) -> u64 {
+    pub(in crate::tree) fn npy_size(&self, i: u32, part: u32) -> u64 {
         self.npy_header_len(i, part) + self.size(&Self::npy_source(i, part))
     }
 
     /// Where a `.npy` file's data starts.
-    pub(super) fn npy_header_len(&self, i: u32, part: u32) -> u64 {
+    pub(in crate::tree) fn npy_header_len(&self, i: u32, part: u32) -> u64 {
         (self.npy_of(i, part).ok())
-            .and_then(|f| super::npy::header_len(&f).ok())
+            .and_then(|f| crate::tree::npy::header_len(&f).ok())
             .unwrap_or(0)
     }
 
     /// A range of a `.npy` file: header bytes rendered, data bytes from
     /// the file beside it.
-    pub(super) fn read_npy(
+    pub(in crate::tree) fn read_npy(
         &self,
         i: u32,
         part: u32,
@@ -258,12 +268,12 @@ impl Tree {
             log::error!("{:?}: .npy: {e}", self.object(i).name);
             FsError::Io
         })?;
-        let h = super::npy::header_len(&form).map_err(|_| FsError::Io)?;
+        let h = crate::tree::npy::header_len(&form).map_err(|_| FsError::Io)?;
         let source = Self::npy_source(i, part);
         if offset >= h {
             return self.read_node(source, offset - h, size);
         }
-        let header = super::npy::header(&form).map_err(|_| FsError::Io)?;
+        let header = crate::tree::npy::header(&form).map_err(|_| FsError::Io)?;
         let end = offset.saturating_add(u64::from(size));
         let mut out = header[offset as usize..end.min(h) as usize].to_vec();
         if end > h {
@@ -274,7 +284,7 @@ impl Tree {
 
     /// Object `i` in `model.safetensors`: its dtype and length, or why it
     /// is left out.
-    pub(super) fn safetensors_of(&self, i: u32) -> Result<(&'static str, u64), String> {
+    pub(in crate::tree) fn safetensors_of(&self, i: u32) -> Result<(&'static str, u64), String> {
         let o = self.object(i);
         if &*o.name == "__metadata__" {
             return Err("its name is the safetensors header's metadata key".into());
@@ -304,7 +314,7 @@ impl Tree {
     /// tables for the first read; `log` says what is left out the first
     /// time). `None` for a model of no objects (a data shard), and, logged,
     /// when a single tensor's header entry passes the limit.
-    pub(super) fn plan_safetensors(&self, log: bool) -> Option<Plan> {
+    pub(in crate::tree) fn plan_safetensors(&self, log: bool) -> Option<Plan> {
         let n = self.model.manifest().map_or(0, |m| m.objects.len()) as u32;
         if n == 0 {
             return None;
@@ -435,7 +445,7 @@ impl Tree {
     }
 
     /// The length of safetensors shard `s`, or of the index.
-    pub(super) fn safetensors_size(&self, node: &Node) -> u64 {
+    pub(in crate::tree) fn safetensors_size(&self, node: &Node) -> u64 {
         let Some(plan) = &self.safetensors else {
             return 0;
         };
@@ -448,7 +458,7 @@ impl Tree {
     /// A range of a safetensors shard or of the index. A read within one
     /// tensor is served as that tensor's file serves it (from the map,
     /// without a copy).
-    pub(super) fn read_safetensors(
+    pub(in crate::tree) fn read_safetensors(
         &self,
         node: &Node,
         offset: u64,
@@ -509,7 +519,7 @@ impl Tree {
 
     /// What must be ready before a read of `node` at `[offset, +size)`
     /// can be answered now, if anything.
-    pub(super) fn waits(&self, node: Node, offset: u64, size: u32) -> Option<Wait> {
+    pub(in crate::tree) fn waits(&self, node: Node, offset: u64, size: u32) -> Option<Wait> {
         match node {
             Node::View { object } if !self.view_ready(object) => Some(Wait::View(object)),
             Node::Npy { object, part: VIEW } if !self.view_ready(object) => {

@@ -2,7 +2,7 @@
 //! 4096-byte boundary (a page: the whole file can later be one backing
 //! file for kernel passthrough, header page and data after it).
 
-use super::forms::Npy;
+use crate::tree::forms::Npy;
 
 /// Where the data starts unless the header needs more room.
 pub const DATA_ALIGN: u64 = 4096;

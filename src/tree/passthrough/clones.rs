@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::Ino;
+use crate::tree::Ino;
 
 /// Which backing files passthrough may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,21 +10,21 @@
 
 use std::sync::Arc;
 
-use super::jobs::{Cancel, Done, JobKey, Work};
-use super::{Data, FsError, Tree};
 use crate::decode::views;
 use crate::error::Error;
 use crate::read;
+use crate::tree::jobs::{Cancel, Done, JobKey, Work};
+use crate::tree::{Data, FsError, Tree};
 
 impl Tree {
     /// True when `object`'s view is prepared and cached.
-    pub(super) fn view_ready(&self, object: u32) -> bool {
+    pub(in crate::tree) fn view_ready(&self, object: u32) -> bool {
         self.computed_view(object).is_some() || self.frames.view(object).is_some()
     }
 
     /// Answers `done` once `object`'s view is prepared: at once when it is
     /// cached or known to fail, else after a job prepares it.
-    pub(super) fn when_view_ready(self: &Arc<Self>, object: u32, tid: u32, done: Done) {
+    pub(in crate::tree) fn when_view_ready(self: &Arc<Self>, object: u32, tid: u32, done: Done) {
         if self.view_ready(object) {
             return done(Ok(()));
         }
@@ -40,7 +40,7 @@ impl Tree {
     /// A range of `object`'s view, rendered from the cached preparation.
     /// Called once the view is ready; if the cache let it go meanwhile,
     /// the read fails and says so.
-    pub(super) fn read_view(
+    pub(in crate::tree) fn read_view(
         &self,
         object: u32,
         offset: u64,
@@ -120,7 +120,7 @@ impl Tree {
         let len = v.len().saturating_sub(offset).min(u64::from(size)) as usize;
         let mut out = vec![0; len];
         Self::map_read(|| {
-            super::content::check_live(root, 0, root.len())?;
+            crate::tree::content::check_live(root, 0, root.len())?;
             v.read_into(root, offset, &mut out)
                 .map_err(crate::error::Error::Unsupported)
         })

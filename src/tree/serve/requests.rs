@@ -1,6 +1,6 @@
 //! The entry points for opens and reads: answer at once what is at hand,
 //! and hand what takes long (verifying a whole part, checking an object's
-//! data rules, preparing a view) to the job threads ([`super::jobs`]),
+//! data rules, preparing a view) to the job threads ([`crate::tree::jobs`]),
 //! answering when it is done. A FUSE worker thread never waits on them.
 //!
 //! Answers go to a callback, called exactly once, on the calling thread or
@@ -9,12 +9,12 @@
 
 use std::sync::{mpsc, Arc};
 
-use super::jobs::{Cancel, JobKey, Work};
-use super::legacy::Wait;
-use super::{Data, FsError, Ino, Node, OpenMode, Tree};
 use crate::decode::Encoding;
 use crate::error::Error;
 use crate::read;
+use crate::tree::export::Wait;
+use crate::tree::jobs::{Cancel, JobKey, Work};
+use crate::tree::{Data, FsError, Ino, Node, OpenMode, Tree};
 
 /// Where an open's answer goes.
 pub type OpenReply = Box<dyn FnOnce(Result<OpenMode, FsError>) + Send>;
@@ -39,7 +39,7 @@ impl Tree {
         let reply = self.with_backing(ino, node, tid, reply);
         match node {
             Node::Dir(_) => reply(Err(FsError::IsDir)),
-            Node::Npy { object, part } if part == super::VIEW => {
+            Node::Npy { object, part } if part == crate::tree::VIEW => {
                 let done = Box::new(move |r: Result<(), FsError>| reply(r.map(|()| mode)));
                 self.when_view_ready(object, tid, done);
             }
@@ -86,7 +86,7 @@ impl Tree {
 
     /// Answers `done` once manifest.json is rendered: a pass over the whole
     /// manifest (seconds for a million objects), so it runs as a job.
-    fn when_manifest_ready(self: &Arc<Self>, tid: u32, done: super::jobs::Done) {
+    fn when_manifest_ready(self: &Arc<Self>, tid: u32, done: crate::tree::jobs::Done) {
         if self.manifest_json.get().is_some() {
             return done(Ok(()));
         }
@@ -97,7 +97,7 @@ impl Tree {
 
     /// Answers `done` once the safetensors plan's tables are made: a pass
     /// over every object, so it runs as a job.
-    fn when_safetensors_tables_ready(self: &Arc<Self>, tid: u32, done: super::jobs::Done) {
+    fn when_safetensors_tables_ready(self: &Arc<Self>, tid: u32, done: crate::tree::jobs::Done) {
         if self.safetensors_tables.get().is_some() {
             return done(Ok(()));
         }
@@ -227,7 +227,13 @@ impl Tree {
 
     /// Answers `done` once part `part` of `object` is verified (`--verify`):
     /// at once when it was, else after a job verifies it.
-    fn when_verified(self: &Arc<Self>, object: u32, part: u32, tid: u32, done: super::jobs::Done) {
+    fn when_verified(
+        self: &Arc<Self>,
+        object: u32,
+        part: u32,
+        tid: u32,
+        done: crate::tree::jobs::Done,
+    ) {
         let key = self.part_base[object as usize] + part;
         if let Some(state) = self.verified[key as usize].get() {
             return done(state.map_err(|()| FsError::Io));
@@ -298,7 +304,7 @@ impl Tree {
 
     /// The bytes work on `object` holds with all its decoded parts in
     /// memory; refused when they exceed the cache budget (`--cache-mib`).
-    pub(super) fn fits_budget(&self, object: u32) -> crate::error::Result<u64> {
+    pub(in crate::tree) fn fits_budget(&self, object: u32) -> crate::error::Result<u64> {
         let o = self.object(object);
         let need = crate::report::total(o.parts.iter().map(|p| p.decoded_size()));
         if need > self.opts.cache_bytes {
