@@ -15,12 +15,10 @@ use fuser::{
     ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use fuser::BackingId;
 
 use crate::tree::clones::Backing;
+use crate::tree::registry::Registry;
 use crate::tree::{Attr, Data, FileKind, FsError, OpenMode, Tree};
 
 /// Entry and attribute timeout: the tree never changes while mounted.
@@ -71,9 +69,8 @@ fn file_attr(a: &Attr) -> FileAttr {
 /// The file handle of an open served by passthrough (others are 0).
 const PASSTHROUGH_FH: u64 = 1;
 
-/// The kernel's ids of the backing files in use, one per inode, shared by
-/// every open handle of it and closed with the last.
-type BackingIds = Arc<Mutex<HashMap<u64, (Arc<BackingId>, u32)>>>;
+/// The kernel's ids of the backing files in use (see [`Registry`]).
+type BackingIds = Arc<Registry<BackingId>>;
 
 /// The filesystem handed to fuser.
 pub struct ZtFs {
@@ -108,17 +105,8 @@ fn backing_id(
     b: &Backing,
     reply: &ReplyOpen,
 ) -> Option<Arc<BackingId>> {
-    let mut ids = ids.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((id, n)) = ids.get_mut(&ino) {
-        *n += 1;
-        return Some(id.clone());
-    }
-    match reply.open_backing(&b.file) {
-        Ok(id) => {
-            let id = Arc::new(id);
-            ids.insert(ino, (id.clone(), 1));
-            Some(id)
-        }
+    match ids.acquire(ino, || reply.open_backing(&b.file)) {
+        Ok(id) => Some(id),
         Err(e) => {
             tree.disable_passthrough(&format!(
                 "the kernel refused a backing file ({e}): passthrough needs CAP_SYS_ADMIN in the initial user namespace"
@@ -245,15 +233,8 @@ impl Filesystem for ZtFs {
         reply: ReplyEmpty,
     ) {
         if fh.0 == PASSTHROUGH_FH {
-            let mut ids = self.backing_ids.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((_, n)) = ids.get_mut(&ino.0) {
-                *n -= 1;
-                if *n == 0 {
-                    // Dropping the id closes it in the kernel.
-                    ids.remove(&ino.0);
-                }
-            }
-            drop(ids);
+            // The last handle's release drops the id: the kernel closes it.
+            self.backing_ids.release(ino.0);
             self.tree.release_backing(ino.0);
         }
         reply.ok();

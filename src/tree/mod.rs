@@ -14,7 +14,7 @@ mod serve;
 
 pub use build::names;
 pub use export::safetensors;
-pub use passthrough::clones;
+pub use passthrough::{clones, registry};
 
 use build::listing;
 use export::{forms, npy};

@@ -5,6 +5,7 @@
 //! open. Nothing here runs on a FUSE worker but the lookups.
 
 pub mod clones;
+pub mod registry;
 
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
