@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ztfs::model::Model;
-use ztfs::tree::{FileKind, Options, Tree, View, PART_NAME_MAX, PART_RESERVED, ROOT};
+use ztfs::tree::{Arrangement, FileKind, Options, Tree, PART_NAME_MAX, PART_RESERVED, ROOT};
 
 fn corpus_files() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
@@ -83,13 +83,13 @@ fn read_all(tree: &Arc<Tree>, ino: u64, chunk: u32) -> Vec<u8> {
     out
 }
 
-fn check_tree(path: &Path, view: View) {
+fn check_tree(path: &Path, arrangement: Arrangement) {
     let model = Model::open(path).unwrap();
     let tree = Arc::new(
         Tree::build(
             model,
             Options {
-                view,
+                arrangement,
                 ..Options::default()
             },
         )
@@ -173,14 +173,14 @@ fn json_str(s: &str) -> String {
 #[test]
 fn flat_view_serves_every_part() {
     for f in corpus_files() {
-        check_tree(&f, View::Flat);
+        check_tree(&f, Arrangement::Flat);
     }
 }
 
 #[test]
 fn nested_view_serves_every_part() {
     for f in corpus_files() {
-        check_tree(&f, View::Nested { sep: '.' });
+        check_tree(&f, Arrangement::Nested { sep: '.' });
     }
 }
 

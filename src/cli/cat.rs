@@ -110,7 +110,7 @@ fn cat(
 
 /// Writes a tensor's computed `data` (a Hurray tensor in another dense
 /// layout, a partition), a chunk at a time.
-fn cat_view(model: &Model, v: &crate::decode::hurray::View) -> Result<()> {
+fn cat_view(model: &Model, v: &crate::decode::hurray::RowMajor) -> Result<()> {
     let mut out = std::io::stdout().lock();
     let mut buf = vec![0; 1 << 20];
     let mut offset = 0;

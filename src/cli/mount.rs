@@ -6,7 +6,7 @@ use super::args::{parse_mode, parse_shard, parse_size, ModelArg};
 use crate::error::{Error, Result};
 use crate::mount::{self, MountArgs};
 use crate::tree::clones::{ClonePolicy, Passthrough};
-use crate::tree::{NpyDtypes, Options, View};
+use crate::tree::{Arrangement, NpyDtypes, Options};
 
 /// Options of `ztfs mount`.
 #[derive(clap::Args, Debug)]
@@ -128,10 +128,10 @@ pub fn run(m: MountCmd) -> Result<()> {
         (m.log_file.clone()).or_else(|| (!m.foreground).then(default_log_file).flatten());
     init_log(m.log_level.as_deref(), log_file.as_deref(), m.foreground)?;
     let options = Options {
-        view: if m.tree {
-            View::Nested { sep: m.separator }
+        arrangement: if m.tree {
+            Arrangement::Nested { sep: m.separator }
         } else {
-            View::Flat
+            Arrangement::Flat
         },
         mode: m.mode,
         verify: m.verify,

@@ -11,7 +11,7 @@
 //!   partition of sub-byte elements is not offered (its runs are not
 //!   byte-aligned).
 //!
-//! A [`View`] reads any byte range of the head's data from the file's
+//! A [`RowMajor`] reads any byte range of the head's data from the file's
 //! bytes by range ([`Ranges`]), touching only the elements the range
 //! covers, with no allocation in proportion to the tensor: from a map it
 //! reads the mapped bytes in place; from a file read by range requests it
@@ -26,7 +26,7 @@ use crate::format::Ranges;
 
 /// A computed row-major view of one tensor.
 #[derive(Debug)]
-pub struct View {
+pub struct RowMajor {
     len: u64,
     kind: Kind,
 }
@@ -48,7 +48,7 @@ enum Source {
     /// A range of the file, as stored.
     Direct { offset: u64 },
     /// The member's own computed view.
-    View(Box<View>),
+    Computed(Box<RowMajor>),
 }
 
 #[derive(Debug)]
@@ -73,7 +73,7 @@ pub type Members = [(usize, Vec<usize>)];
 /// The computed view of tensor `i` of `file` (`None` when its data is a
 /// range of the file or absent); an error says why a view that should
 /// exist cannot be made. `members` is `composite_members(&file.tensors)`.
-pub fn view(file: &File, i: usize, members: &Members) -> Option<Result<View, String>> {
+pub fn view(file: &File, i: usize, members: &Members) -> Option<Result<RowMajor, String>> {
     let t = &file.tensors[i];
     if data_of(t) != Data::Computed {
         return None;
@@ -84,7 +84,7 @@ pub fn view(file: &File, i: usize, members: &Members) -> Option<Result<View, Str
     })
 }
 
-fn relayout(t: &Tensor) -> Result<View, String> {
+fn relayout(t: &Tensor) -> Result<RowMajor, String> {
     let d = &t.descriptor;
     let order = match &d.layout {
         Layout::ColumnMajor => Order::ColumnMajor,
@@ -105,7 +105,7 @@ fn relayout(t: &Tensor) -> Result<View, String> {
             r.stored_extent()
         ));
     }
-    Ok(View {
+    Ok(RowMajor {
         len: r.len(),
         kind: Kind::Relayout {
             start,
@@ -115,7 +115,7 @@ fn relayout(t: &Tensor) -> Result<View, String> {
     })
 }
 
-fn partition(file: &File, i: usize, members: &Members, depth: usize) -> Result<View, String> {
+fn partition(file: &File, i: usize, members: &Members, depth: usize) -> Result<RowMajor, String> {
     let t = &file.tensors[i];
     let d = &t.descriptor;
     let bits = d.elem.bits();
@@ -141,9 +141,9 @@ fn partition(file: &File, i: usize, members: &Members, depth: usize) -> Result<V
                 if depth >= crate::format::hurray::MAX_COMPOSITE_DEPTH {
                     return Err("composites nest too deep".into());
                 }
-                Source::View(Box::new(partition(file, m, members, depth + 1)?))
+                Source::Computed(Box::new(partition(file, m, members, depth + 1)?))
             }
-            Data::Computed => Source::View(Box::new(relayout(mt)?)),
+            Data::Computed => Source::Computed(Box::new(relayout(mt)?)),
             Data::Absent(why) => {
                 return Err(format!("member {:?} has no row-major data: {why}", mt.name))
             }
@@ -160,7 +160,7 @@ fn partition(file: &File, i: usize, members: &Members, depth: usize) -> Result<V
     let count =
         crate::format::hurray::objects::static_count(&d.shape).ok_or("a dimension is dynamic")?;
     let len = count.checked_mul(width).ok_or("the size overflows")?;
-    Ok(View {
+    Ok(RowMajor {
         len,
         kind: Kind::Partition(Partition {
             shape: d.shape.clone(),
@@ -170,7 +170,7 @@ fn partition(file: &File, i: usize, members: &Members, depth: usize) -> Result<V
     })
 }
 
-impl View {
+impl RowMajor {
     /// The view's size in bytes.
     pub fn len(&self) -> u64 {
         self.len
@@ -293,7 +293,7 @@ impl Partition {
                     let start = offset.checked_add(at).ok_or("offset overflows")?;
                     copy_from(file, start, dst)?;
                 }
-                Source::View(v) => v.read_into(file, at, dst)?,
+                Source::Computed(v) => v.read_into(file, at, dst)?,
             }
             done += n;
             pos += n as u64;

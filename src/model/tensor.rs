@@ -12,7 +12,7 @@
 use std::sync::OnceLock;
 
 use super::{Input, Model};
-use crate::decode::hurray::View;
+use crate::decode::hurray::RowMajor;
 use crate::format::hurray::{self, objects::Data, ElemType};
 use crate::format::types::{DType, Interpretation, LogicalType};
 
@@ -72,7 +72,7 @@ pub enum TensorData<'a> {
     Stored { part: u32, elem: Elem },
     /// Computed by range from the root file's bytes, of element type
     /// `elem`; served as the object's view file [`DATA`].
-    Computed { view: &'a View, elem: Elem },
+    Computed { view: &'a RowMajor, elem: Elem },
     /// The format defines none for this object, or it cannot be made: why.
     Absent(String),
 }
@@ -82,7 +82,7 @@ pub enum TensorData<'a> {
 pub(super) struct Computed {
     /// By object (ascending), every tensor whose data is computed: its
     /// view, or why it cannot be made.
-    views: Vec<(u32, Result<View, String>)>,
+    views: Vec<(u32, Result<RowMajor, String>)>,
 }
 
 impl Computed {
@@ -101,7 +101,7 @@ impl Computed {
         Computed { views }
     }
 
-    fn get(&self, object: u32) -> Option<&Result<View, String>> {
+    fn get(&self, object: u32) -> Option<&Result<RowMajor, String>> {
         let i = (self.views).binary_search_by_key(&object, |r| r.0).ok()?;
         Some(&self.views[i].1)
     }

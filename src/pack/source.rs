@@ -140,7 +140,7 @@ impl Source {
     }
 
     /// The computed view of a tensor's data, and the file it reads.
-    fn view(&self, object: &Object) -> Option<(&crate::decode::hurray::View, &Store)> {
+    fn view(&self, object: &Object) -> Option<(&crate::decode::hurray::RowMajor, &Store)> {
         match &self.kind {
             Kind::Model {
                 model,
@@ -268,7 +268,7 @@ pub struct LocalRange<'a> {
 
 /// A computed view's bytes, a chunk at a time.
 fn stream_view(
-    view: &crate::decode::hurray::View,
+    view: &crate::decode::hurray::RowMajor,
     file: &Store,
     what: &str,
     sink: &mut dyn FnMut(&[u8]) -> Result<()>,

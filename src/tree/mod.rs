@@ -23,7 +23,7 @@ use serve::{content, failures, frames, jobs, requests, spool};
 use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
-pub use build::{Options, View, PART_NAME_MAX, PART_RESERVED, ROOT_RESERVED};
+pub use build::{Arrangement, Options, PART_NAME_MAX, PART_RESERVED, ROOT_RESERVED};
 pub use content::Data;
 pub use forms::NpyDtypes;
 pub use jobs::JOB_THREADS;
@@ -325,7 +325,7 @@ impl Tree {
 
     /// The computed view serving object `object`'s `data`, if its format
     /// computes one ([`crate::model::TensorData::Computed`]).
-    fn computed_view(&self, object: u32) -> Option<&crate::decode::hurray::View> {
+    fn computed_view(&self, object: u32) -> Option<&crate::decode::hurray::RowMajor> {
         match self.model.tensor_data(object) {
             TensorData::Computed { view, .. } => Some(view),
             TensorData::ByLayout | TensorData::Stored { .. } | TensorData::Absent(_) => None,

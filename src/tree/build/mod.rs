@@ -30,7 +30,7 @@ use names::{Reserved, NAME_MAX};
 
 /// How objects are arranged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum View {
+pub enum Arrangement {
     /// One directory per object at the root.
     Flat,
     /// Directories along the segments of names split at `sep`.
@@ -44,7 +44,7 @@ pub enum View {
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Flat or nested.
-    pub view: View,
+    pub arrangement: Arrangement,
     /// Permission bits for files; directories add `x` where `r` is set.
     /// `None`: the backing file's read bits.
     pub mode: Option<u16>,
@@ -68,7 +68,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Options {
         Options {
-            view: View::Flat,
+            arrangement: Arrangement::Flat,
             mode: None,
             verify: false,
             direct_io: false,
@@ -178,7 +178,7 @@ impl Tree {
         let n_parts = file_flags.len() as u32;
         let mut root = DirBuild::default();
         for (i, o) in objects.iter().enumerate() {
-            place(&mut root, &o.name, i as u32, opts.view);
+            place(&mut root, &o.name, i as u32, opts.arrangement);
         }
         // Hurray, safetensors and GGUF files have no content digest.
         let digest = (!model.has_no_digests())
@@ -364,8 +364,8 @@ impl Tree {
     /// [`place`] split it).
     fn derived_component(&self, i: u32) -> &str {
         let name = &self.object(i).name;
-        match self.opts.view {
-            View::Nested { sep } if !name.split(sep).any(str::is_empty) => {
+        match self.opts.arrangement {
+            Arrangement::Nested { sep } if !name.split(sep).any(str::is_empty) => {
                 name.rsplit(sep).next().unwrap_or(name)
             }
             _ => name,
@@ -520,8 +520,8 @@ pub(in crate::tree) fn part_files(input: &Input, o: &Object, j: usize) -> (bool,
 }
 
 /// Places object `i` named `name` in the build tree.
-fn place(root: &mut DirBuild, name: &str, i: u32, view: View) {
-    let View::Nested { sep } = view else {
+fn place(root: &mut DirBuild, name: &str, i: u32, arrangement: Arrangement) {
+    let Arrangement::Nested { sep } = arrangement else {
         root.flat.push(i);
         return;
     };

@@ -111,7 +111,7 @@ impl Tree {
     fn read_hurray(
         &self,
         object: u32,
-        v: &crate::decode::hurray::View,
+        v: &crate::decode::hurray::RowMajor,
         offset: u64,
         size: u32,
     ) -> Result<Data<'_>, FsError> {
