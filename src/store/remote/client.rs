@@ -1,0 +1,312 @@
+//! What a URL names (a server and an object's key), the process's
+//! client for each server and its runtime, and the reading of an answer's
+//! body, none of it trusting a length the server claims.
+
+use std::ops::Range;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use object_store::path::Path as Key;
+use object_store::{BackoffConfig, ClientOptions, GetOptions, ObjectStore, RetryConfig};
+
+use super::BLOCK;
+use crate::error::{Error, Result};
+
+/// How long one request may take, connecting included.
+const TIMEOUT: Duration = Duration::from_secs(20);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Retries of a failed request (connection refused or reset, 5xx,
+/// timeout), with exponential backoff, all within [`RETRY_TIME`].
+const RETRIES: usize = 3;
+const RETRY_TIME: Duration = Duration::from_secs(30);
+
+/// Where the object lives.
+#[derive(Clone)]
+pub(super) enum Server {
+    /// An HTTP(S) server: scheme, host and port.
+    Http(String),
+    /// An S3 bucket; endpoint, region and credentials from the `AWS_*`
+    /// environment.
+    S3(String),
+}
+
+/// One GET: the object as the answer describes it, the range it says it
+/// holds, and that range's bytes, refused past `limit` (what was asked).
+pub(super) async fn get(
+    client: &dyn ObjectStore,
+    key: &Key,
+    opts: GetOptions,
+    limit: u64,
+) -> object_store::Result<(object_store::ObjectMeta, Range<u64>, Vec<u8>)> {
+    let r = client.get_opts(key, opts).await?;
+    let (meta, range) = (r.meta.clone(), r.range.clone());
+    let len = range.end.saturating_sub(range.start);
+    if len > limit {
+        return Err(object_store::Error::Generic {
+            store: "ztfs",
+            source: format!("the server answered {len} bytes for at most {limit} asked").into(),
+        });
+    }
+    let mut bytes = Vec::new();
+    pieces(r.into_stream(), len, len, &mut Vec::new, &mut |all| {
+        bytes = all
+    })
+    .await?;
+    Ok((meta, range, bytes))
+}
+
+/// Reads a response body of exactly `want` bytes, refusing more, and hands
+/// it to `put` in pieces of `piece` bytes as they arrive (the last may be
+/// shorter; nothing for an empty body), each in a buffer from `buffer`.
+/// Buffers grow as bytes arrive, at most a block ahead: `want` may come
+/// from the server's own size claim (the open's suffix range), so it never
+/// sizes an allocation by itself.
+pub(super) async fn pieces(
+    mut stream: futures::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>,
+    want: u64,
+    piece: u64,
+    buffer: &mut dyn FnMut() -> Vec<u8>,
+    put: &mut dyn FnMut(Vec<u8>),
+) -> object_store::Result<()> {
+    let mut fresh = |left: u64| {
+        let mut out = buffer();
+        out.clear();
+        out.reserve(left.min(piece).min(BLOCK) as usize);
+        out
+    };
+    let (mut got, mut out) = (0u64, fresh(want));
+    while let Some(bytes) = stream.next().await {
+        let bytes = bytes?;
+        if got + bytes.len() as u64 > want {
+            return Err(object_store::Error::Generic {
+                store: "ztfs",
+                source: format!("the server sent more than the {want} bytes asked for").into(),
+            });
+        }
+        got += bytes.len() as u64;
+        let mut rest = &bytes[..];
+        while !rest.is_empty() {
+            let n = (piece as usize - out.len()).min(rest.len());
+            out.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            if out.len() as u64 == piece {
+                put(std::mem::replace(&mut out, fresh(want - got)));
+            }
+        }
+    }
+    if got != want {
+        return Err(object_store::Error::Generic {
+            store: "ztfs",
+            source: format!("the server sent {got} of {want} bytes").into(),
+        });
+    }
+    if !out.is_empty() {
+        put(out);
+    }
+    Ok(())
+}
+
+/// Largest object read: far beyond any model, and small enough that block
+/// arithmetic on its offsets (a grid's shift added) cannot overflow.
+pub(super) const MAX_OBJECT: u64 = 1 << 62;
+
+/// Refuses an object whose server claims more than [`MAX_OBJECT`] bytes.
+pub(super) fn check_size(url: &str, len: u64) -> Result<()> {
+    if len > MAX_OBJECT {
+        return Err(Error::Unsupported(format!(
+            "{url}: the server says the object is {len} bytes, more than ztfs reads ({MAX_OBJECT})"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether objects with no version validator may be read (the
+/// `--trust-unversioned` flag).
+static TRUST_UNVERSIONED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Lets this process read objects whose server gives neither an ETag nor
+/// a Last-Modified: a change under a reader then goes unseen.
+pub fn trust_unversioned(yes: bool) {
+    TRUST_UNVERSIONED.store(yes, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Refuses an object that names no version (no ETag, no Last-Modified),
+/// as one replaced under a reader would give bytes of two versions,
+/// unless [`trust_unversioned`] was asked.
+pub(super) fn check_versioned(url: &str, unversioned: bool) -> Result<()> {
+    if unversioned && !TRUST_UNVERSIONED.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(Error::Usage(format!(
+            "{url}: the server gives no ETag and no Last-Modified, so a change of the object under a reader would go unseen; pass --trust-unversioned to read it anyway"
+        )));
+    }
+    if unversioned {
+        log::warn!("{url}: no ETag and no Last-Modified: a change of the object would go unseen");
+    }
+    Ok(())
+}
+
+/// Splits a URL into its server and the object's key. An HTTP(S) URL's
+/// query (a presigned URL's signature) goes with the server, which sends
+/// it with every request.
+pub(super) fn parse(text: &str) -> Result<(Server, Key, Option<String>)> {
+    let usage =
+        |why: &str| Error::Usage(format!("{}: {why}", crate::store::shown(Path::new(text))));
+    let url = url::Url::parse(text).map_err(|e| usage(&format!("not a URL ({e})")))?;
+    let host = url.host_str().ok_or_else(|| usage("no host"))?;
+    if url.fragment().is_some() {
+        return Err(usage("a fragment is not part of an object's name"));
+    }
+    let key = Key::from_url_path(url.path()).map_err(|e| usage(&e.to_string()))?;
+    if key.as_ref().is_empty() {
+        return Err(usage("no object named after the host"));
+    }
+    let server = match (url.scheme(), url.query()) {
+        ("s3", None) => Server::S3(host.to_string()),
+        ("s3", Some(_)) => return Err(usage("an s3:// URL takes no query (requests are signed)")),
+        (_, None) => Server::Http(url[..url::Position::BeforePath].to_string()),
+        // The client keeps the base URL's query on each object's URL.
+        (_, Some(q)) => Server::Http(format!("{}/?{q}", &url[..url::Position::BeforePath])),
+    };
+    Ok((server, key, url.query().map(str::to_string)))
+}
+
+/// The process's one client for `server`, made on first use: the files
+/// of a checkpoint (hundreds, maybe thousands) share it and its pool of
+/// connections, so one costs a few KiB until read, not a client's state.
+/// Made again in a forked child (see the module's note).
+pub(super) fn shared_client(server: &Server) -> object_store::Result<Arc<dyn ObjectStore>> {
+    type Clients = Vec<(String, Arc<dyn ObjectStore>)>;
+    static CLIENTS: Mutex<Option<(u32, Clients)>> = Mutex::new(None);
+    let name = match server {
+        Server::Http(base) => format!("http {base}"),
+        Server::S3(bucket) => format!("s3 {bucket}"),
+    };
+    let pid = std::process::id();
+    let mut all = CLIENTS.lock().unwrap_or_else(|e| e.into_inner());
+    if all.as_ref().is_none_or(|(p, _)| *p != pid) {
+        // The parent's clients hold connections of a runtime whose threads
+        // are not in this process: leave them be.
+        std::mem::forget(all.replace((pid, Vec::new())));
+    }
+    let (_, clients) = all.as_mut().expect("set above");
+    if let Some((_, c)) = clients.iter().find(|(n, _)| *n == name) {
+        return Ok(c.clone());
+    }
+    let c = connect(server)?;
+    clients.push((name, c.clone()));
+    Ok(c)
+}
+
+/// A client for `server`, with ztfs's timeouts and retries.
+fn connect(server: &Server) -> object_store::Result<Arc<dyn ObjectStore>> {
+    let options = ClientOptions::new()
+        .with_timeout(TIMEOUT)
+        .with_connect_timeout(CONNECT_TIMEOUT)
+        .with_allow_http(true);
+    let retry = RetryConfig {
+        backoff: BackoffConfig::default(),
+        max_retries: RETRIES,
+        retry_timeout: RETRY_TIME,
+    };
+    Ok(match server {
+        Server::Http(base) => Arc::new(
+            object_store::http::HttpBuilder::new()
+                .with_url(base)
+                .with_client_options(options)
+                .with_retry(retry)
+                .with_http_connector(crate::store::bounded::Connector)
+                .build()?,
+        ),
+        Server::S3(bucket) => {
+            // The environment first, then what it leaves to the files.
+            let mut b = object_store::aws::AmazonS3Builder::from_env();
+            let p = crate::store::aws::profile().map_err(|e| object_store::Error::Generic {
+                store: "S3",
+                source: e.to_string().into(),
+            })?;
+            if let (Some(id), Some(secret)) = (p.access_key_id, p.secret_access_key) {
+                b = b.with_access_key_id(id).with_secret_access_key(secret);
+                if let Some(token) = p.session_token {
+                    b = b.with_token(token);
+                }
+            }
+            if let Some(region) = p.region {
+                b = b.with_region(region);
+            }
+            if let Some(endpoint) = p.endpoint_url {
+                b = b.with_endpoint(endpoint);
+            }
+            Arc::new(
+                b.with_bucket_name(bucket)
+                    .with_client_options(options)
+                    .with_retry(retry)
+                    .with_http_connector(crate::store::bounded::Connector)
+                    .build()?,
+            )
+        }
+    })
+}
+
+/// The process's runtime for requests (see the module's note).
+pub(super) fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
+    static RUNTIME: Mutex<Option<(u32, Arc<tokio::runtime::Runtime>)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut rt = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((p, r)) = &*rt {
+        if *p == pid {
+            return Ok(r.clone());
+        }
+    }
+    // Made before a fork: its threads are not in this process.
+    std::mem::forget(rt.take());
+    let r = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("ztfs-remote")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("the runtime for remote requests", e))?;
+    let r = Arc::new(r);
+    *rt = Some((pid, r.clone()));
+    Ok(r)
+}
+
+/// A failed request, as the error a reader gets. The client's words quote
+/// the URL it asked: a query in it (`secret`) is cut out.
+pub(super) fn fail(url: &str, secret: Option<&str>, e: object_store::Error) -> Error {
+    match e {
+        object_store::Error::Precondition { .. } => changed(url),
+        // Said as a missing local file is.
+        object_store::Error::NotFound { .. } => Error::io(
+            url.to_string(),
+            std::io::Error::from_raw_os_error(libc::ENOENT),
+        ),
+        e => {
+            let mut text = e.to_string();
+            if let Some(q) = secret.filter(|q| !q.is_empty()) {
+                text = text.replace(q, "…");
+            }
+            Error::io(url.to_string(), std::io::Error::other(text))
+        }
+    }
+}
+
+pub(super) fn changed(url: &str) -> Error {
+    Error::io(
+        url.to_string(),
+        std::io::Error::other(
+            "the object changed since it was opened (its ETag differs); remount to read the new one",
+        ),
+    )
+}
+
+pub(super) fn bad_answer(url: &str, got: &Range<u64>, asked: Range<u64>) -> Error {
+    Error::io(
+        url.to_string(),
+        std::io::Error::other(format!(
+            "the server answered bytes [{}, {}) for [{}, {})",
+            got.start, got.end, asked.start, asked.end
+        )),
+    )
+}

@@ -1,0 +1,405 @@
+//! Remote objects read by range requests: `http://`, `https://` and
+//! `s3://` URLs, through the Arrow project's `object_store` client (request
+//! signing, retries with backoff, timeouts).
+//!
+//! Opening costs one request: a suffix range of the object's last
+//! [`TAIL`] bytes, whose answer also gives the object's size and ETag.
+//! The model's footer, and for most models its manifest, are in it. Every
+//! later request is conditional on that ETag (`If-Match`; the modification
+//! time where a server gives no ETag), so an object replaced under a mount
+//! fails its reads instead of mixing two versions' bytes. Reads go through
+//! a block cache (`blocks.rs`): a 4 KiB read costs one block request.
+//!
+//! The parts: this file opens an object (its pin) and reads it through
+//! the block caches; `grid.rs` lays blocks from a big part's start;
+//! `ahead.rs` follows sequential readers and fetches ahead of them;
+//! `client.rs` turns a URL into a server and a key, makes the process's
+//! client for a server and its runtime, and reads an answer's body
+//! without trusting its length. The client is injected
+//! ([`Remote::open_with`]): the unit tests (`tests.rs`) read objects of an
+//! in-memory store through a wrapper that counts and fails requests, with
+//! no server.
+//!
+//! The requests run on a tokio runtime of this module's own, made on
+//! first use in each process: `ztfs mount` opens the model, then forks its
+//! daemon, which has none of its parent's threads and so makes a new
+//! runtime and new connections.
+
+mod ahead;
+mod client;
+mod grid;
+#[cfg(test)]
+mod tests;
+
+use std::ops::Range;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use object_store::path::Path as Key;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+
+use super::blocks::Blocks;
+use super::disk;
+use crate::error::{Error, Result};
+use ahead::Stream;
+use client::{
+    bad_answer, changed, check_size, check_versioned, fail, get, parse, pieces, runtime,
+    shared_client, Server,
+};
+use grid::{Grid, BIG_BLOB};
+
+pub use client::trust_unversioned;
+
+/// Bytes read from the end of the object at open.
+pub const TAIL: u64 = 1 << 20;
+/// Bytes per cached block: what a small read fetches.
+pub const BLOCK: u64 = 1 << 20;
+/// Bytes of blocks kept per object.
+const CACHE: u64 = 256 << 20;
+
+pub use super::url_of;
+
+/// A range of a shared buffer: what a read gives.
+pub type Shared = (Arc<Vec<u8>>, Range<usize>);
+
+/// One remote object, pinned at open; shared with its read-ahead threads.
+pub struct Remote(Arc<Object>);
+
+impl std::ops::Deref for Remote {
+    type Target = Object;
+    fn deref(&self) -> &Object {
+        &self.0
+    }
+}
+
+/// What a [`Remote`] holds.
+pub struct Object {
+    /// As shown: without its query.
+    url: String,
+    server: Server,
+    key: Key,
+    len: u64,
+    pin: Pin,
+    /// The client of the process that made it (see the module's note).
+    client: Mutex<Option<(u32, Arc<dyn ObjectStore>)>>,
+    /// The URL's query (a signature), kept out of what is said.
+    secret: Option<String>,
+    tail: (u64, Arc<Vec<u8>>),
+    /// What names its blocks in the disk cache.
+    id: [u8; 32],
+    blocks: Blocks,
+    /// Sequential readers seen lately, for read-ahead.
+    streams: Mutex<Vec<Stream>>,
+    /// Read-ahead threads running now.
+    ahead: std::sync::atomic::AtomicUsize,
+}
+
+/// What every request after the first must match.
+struct Pin {
+    etag: Option<String>,
+    modified: object_store::ObjectMeta,
+}
+
+impl Remote {
+    /// Opens `given`: one request for the object's tail, size and ETag.
+    /// Messages, logs and the disk cache's names use the URL without its
+    /// query (see `store::shown`).
+    pub fn open(given: &str) -> Result<Remote> {
+        let (server, _, secret) = parse(given)?;
+        let url = &super::shown(Path::new(given));
+        let client = shared_client(&server).map_err(|e| fail(url, secret.as_deref(), e))?;
+        Remote::open_with(given, client)
+    }
+
+    /// [`Remote::open`] through `client`, which serves the URL's server:
+    /// the process's own for it, or a test's.
+    pub fn open_with(given: &str, client: Arc<dyn ObjectStore>) -> Result<Remote> {
+        let (server, key, secret) = parse(given)?;
+        let url = &super::shown(Path::new(given));
+        let fail = |e| fail(url, secret.as_deref(), e);
+        let opts = GetOptions {
+            range: Some(GetRange::Suffix(TAIL)),
+            ..GetOptions::default()
+        };
+        let (meta, range, bytes) = runtime()?
+            .block_on(async {
+                match get(&*client, &key, opts, TAIL).await {
+                    Ok(answer) => Ok(answer),
+                    // An empty object has no range to ask for (416): it
+                    // is refused as a file too small, like a local one.
+                    Err(e) => match client.head(&key).await {
+                        Ok(meta) if meta.size == 0 => Ok((meta, 0..0, Vec::new())),
+                        _ => Err(e),
+                    },
+                }
+            })
+            .map_err(fail)?;
+        let len = meta.size;
+        check_size(url, len)?;
+        let unversioned =
+            meta.e_tag.is_none() && meta.last_modified.timestamp_nanos_opt() == Some(0);
+        check_versioned(url, unversioned)?;
+        if range.end != len || range.end - range.start != TAIL.min(len) {
+            return Err(bad_answer(url, &range, len - TAIL.min(len)..len));
+        }
+        log::debug!(
+            "{url}: opened with 1 request: {len} bytes, ETag {:?}, the last {} bytes read",
+            meta.e_tag,
+            bytes.len()
+        );
+        // Named without the query: the same object signed again shares it.
+        let unsigned = super::url_query(Path::new(given)).map_or(given, |(base, _)| base);
+        let id = disk::object_id(
+            unsigned,
+            meta.e_tag.as_deref(),
+            len,
+            meta.last_modified.timestamp_micros(),
+        );
+        Ok(Remote(Arc::new(Object {
+            id,
+            url: url.clone(),
+            server,
+            key,
+            len,
+            pin: Pin {
+                etag: meta.e_tag.clone(),
+                modified: meta,
+            },
+            client: Mutex::new(Some((std::process::id(), client))),
+            secret,
+            tail: (range.start, Arc::new(bytes)),
+            blocks: Blocks::new(CACHE),
+            streams: Mutex::new(Vec::new()),
+            ahead: Default::default(),
+        })))
+    }
+
+    /// The object's size at open.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True for an empty object.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// `[offset, offset + len)`: from the tail read at open, else from the
+    /// block cache, fetching what it lacks. A range within the tail or one
+    /// block is that buffer itself, not a copy (a FUSE read is); a longer
+    /// one is a new buffer that grows block by block as bytes arrive, so a
+    /// length the server's size claims is never allocated before the
+    /// server has sent it.
+    pub fn read(&self, offset: u64, len: u64) -> Result<Shared> {
+        self.read_on(Grid::ZERO, offset, len)
+    }
+
+    /// [`Remote::read`] of `[offset, offset + len)` within the blob at
+    /// `blob_offset` of `blob_len` bytes: a big blob's on blocks laid from
+    /// its start (see `Grid`).
+    pub fn read_blob(
+        &self,
+        blob_offset: u64,
+        blob_len: u64,
+        offset: u64,
+        len: u64,
+    ) -> Result<Shared> {
+        let grid = if blob_len >= BIG_BLOB {
+            Grid::starting_at(blob_offset)
+        } else {
+            Grid::ZERO
+        };
+        self.read_on(grid, offset, len)
+    }
+
+    fn read_on(&self, grid: Grid, offset: u64, len: u64) -> Result<Shared> {
+        let end = (offset.checked_add(len))
+            .filter(|&e| e <= self.len)
+            .ok_or_else(|| {
+                Error::OutOfRange(format!(
+                    "{}: range [{offset}, +{len}) is outside the object ({} bytes)",
+                    self.url, self.len
+                ))
+            })?;
+        if len == 0 {
+            return Ok((Arc::default(), 0..0));
+        }
+        let (start, tail) = &self.tail;
+        if offset >= *start {
+            let at = (offset - start) as usize;
+            return Ok((tail.clone(), at..at + len as usize));
+        }
+        let (first, last) = (grid.block_of(offset), grid.block_of(end - 1));
+        self.read_ahead(grid, first, last);
+        let block = |j: u64| {
+            if super::probing() {
+                return self.blocks.peek(grid.key(j)).ok_or_else(super::missed);
+            }
+            self.blocks.get(grid.key(j), || self.load(grid, j))
+        };
+        if first == last {
+            let at = (offset - grid.start(first)) as usize;
+            return Ok((block(first)?, at..at + len as usize));
+        }
+        let mut out = Vec::with_capacity(len.min(BLOCK) as usize);
+        for j in first..=last {
+            let b = block(j)?;
+            let r = grid.range(j, self.len);
+            let from = offset.max(r.start) - r.start;
+            let to = end.min(r.end) - r.start;
+            out.extend_from_slice(&b[from as usize..to as usize]);
+        }
+        Ok((Arc::new(out), 0..len as usize))
+    }
+
+    /// Hands `[offset, offset + len)` to `f` in pieces of `chunk` bytes,
+    /// one request each, past the block cache (a whole-file digest would
+    /// only wash it out).
+    pub fn stream(
+        &self,
+        offset: u64,
+        len: u64,
+        chunk: u64,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<()> {
+        let mut pos = offset;
+        while pos < offset + len {
+            let to = (pos + chunk).min(offset + len);
+            f(&self.fetch(pos..to)?);
+            pos = to;
+        }
+        Ok(())
+    }
+}
+
+impl Object {
+    /// Block `j` of `grid`: from the disk cache, else fetched (and kept
+    /// there).
+    fn load(&self, grid: Grid, j: u64) -> Result<Vec<u8>> {
+        let range = grid.range(j, self.len);
+        let disk = disk::cache().map(|d| (d, disk::key(&self.id, grid.key(j))));
+        if let Some((d, key)) = &disk {
+            if let Some(b) = d.get(key, range.end - range.start, self.blocks.buffer()) {
+                return Ok(b);
+            }
+        }
+        let bytes = self.fetch(range)?;
+        if let Some((d, key)) = &disk {
+            d.put(key, &bytes);
+        }
+        Ok(bytes)
+    }
+
+    /// Read-ahead of blocks `from..from + count` into the block cache:
+    /// those on disk are loaded from it, each run of the others fetched by
+    /// one request, every block kept on disk too.
+    fn fill(&self, grid: Grid, from: u64, count: u64) {
+        let disk = disk::cache();
+        let on_disk = |j: u64| disk.is_some_and(|d| d.has(&disk::key(&self.id, grid.key(j))));
+        // A first block cut short (block 0 of a shifted grid) is fetched
+        // alone: a run is cut into whole blocks from its start.
+        let short = |j: u64| j * BLOCK < grid.shift;
+        let end = from + count;
+        let mut j = from;
+        while j < end {
+            if on_disk(j) || short(j) {
+                let _ = self.blocks.get(grid.key(j), || self.load(grid, j));
+                j += 1;
+                continue;
+            }
+            let run = (j..end).take_while(|&i| !on_disk(i)).count() as u64;
+            let first = j;
+            let filled = self.blocks.fill_run(grid.key(first), run, |n, put| {
+                let mut i = first;
+                let range = grid.start(first)..grid.start(first + n).min(self.len);
+                self.fetch_blocks(range, &mut |bytes| {
+                    if let Some(d) = disk {
+                        d.put(&disk::key(&self.id, grid.key(i)), &bytes);
+                    }
+                    i += 1;
+                    put(bytes)
+                })
+            });
+            // Past the blocks fetched, or one another reader holds.
+            j += filled.max(1);
+        }
+    }
+
+    /// One conditional range request, its bytes in one buffer.
+    fn fetch(&self, range: Range<u64>) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let len = range.end - range.start;
+        self.fetch_in(range, len, &mut Vec::new, &mut |piece| out = piece)?;
+        Ok(out)
+    }
+
+    /// One conditional range request, its bytes for a run of blocks handed
+    /// to `put` a block at a time as they arrive, in the cache's buffers.
+    fn fetch_blocks(&self, range: Range<u64>, put: &mut dyn FnMut(Vec<u8>)) -> Result<()> {
+        self.fetch_in(range, BLOCK, &mut || self.blocks.buffer(), put)
+    }
+
+    /// One conditional range request whose answer must be of this object
+    /// and range, its body handed to `put` in pieces of `piece` bytes (the
+    /// last may be shorter).
+    fn fetch_in(
+        &self,
+        range: Range<u64>,
+        piece: u64,
+        buffer: &mut dyn FnMut() -> Vec<u8>,
+        put: &mut dyn FnMut(Vec<u8>),
+    ) -> Result<()> {
+        let client = self.client()?;
+        let opts = GetOptions {
+            range: Some(GetRange::Bounded(range.clone())),
+            if_match: self.pin.etag.clone(),
+            // An unversioned object (trusted so) has no time to send.
+            if_unmodified_since: match self.pin.etag {
+                None if self.pin.modified.last_modified.timestamp_nanos_opt() != Some(0) => {
+                    Some(self.pin.modified.last_modified)
+                }
+                _ => None,
+            },
+            ..GetOptions::default()
+        };
+        let url = &self.url;
+        runtime()?.block_on(async {
+            let r = (client.get_opts(&self.key, opts).await).map_err(|e| self.fail(e))?;
+            // A server that ignores If-Match still names the version it sent.
+            if r.meta.size != self.len || (self.pin.etag.is_some() && r.meta.e_tag != self.pin.etag)
+            {
+                return Err(changed(url));
+            }
+            if r.range != range {
+                return Err(bad_answer(url, &r.range, range.clone()));
+            }
+            let want = range.end - range.start;
+            pieces(r.into_stream(), want, piece, buffer, put)
+                .await
+                .map_err(|e| self.fail(e))
+        })?;
+        log::debug!("{url}: fetched [{}, {})", range.start, range.end);
+        Ok(())
+    }
+
+    fn fail(&self, e: object_store::Error) -> Error {
+        fail(&self.url, self.secret.as_deref(), e)
+    }
+
+    /// The client of this process, made again after a fork.
+    fn client(&self) -> Result<Arc<dyn ObjectStore>> {
+        let pid = std::process::id();
+        let mut c = self.client.lock().unwrap_or_else(|e| e.into_inner());
+        match &*c {
+            Some((p, client)) if *p == pid => Ok(client.clone()),
+            _ => {
+                // The parent's client holds connections of a runtime whose
+                // threads are not in this process: leave it be.
+                std::mem::forget(c.take());
+                let client = shared_client(&self.server).map_err(|e| self.fail(e))?;
+                *c = Some((pid, client.clone()));
+                Ok(client)
+            }
+        }
+    }
+}

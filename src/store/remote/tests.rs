@@ -1,0 +1,391 @@
+//! Unit tests of remote reads, with no server: objects of `object_store`'s
+//! in-memory store (which honours conditional requests and ranges) read
+//! through [`Faulty`], which records every request and fails the ones it
+//! is told to. The real nginx and S3 servers are the end-to-end tests
+//! (tests/remote*.rs).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use object_store::memory::InMemory;
+use object_store::{
+    CopyOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+
+use super::client::{check_size, fail, parse, MAX_OBJECT};
+use super::*;
+
+/// What the next request meets.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// An error (what the client gives once its retries of a 5xx are spent).
+    Fail,
+    /// The answer's body stops halfway.
+    Cut,
+    /// The answer is of the range one byte further on.
+    Shifted,
+}
+
+/// An in-memory store that records each GET's range and meets faults.
+#[derive(Debug, Default)]
+struct Faulty {
+    inner: InMemory,
+    gets: Mutex<Vec<Range<u64>>>,
+    faults: Mutex<VecDeque<Fault>>,
+}
+
+impl fmt::Display for Faulty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Faulty")
+    }
+}
+
+impl Faulty {
+    fn gets(&self) -> Vec<Range<u64>> {
+        self.gets.lock().unwrap().clone()
+    }
+
+    fn then(&self, fault: Fault) {
+        self.faults.lock().unwrap().push_back(fault);
+    }
+}
+
+#[async_trait]
+impl ObjectStore for Faulty {
+    async fn put_opts(
+        &self,
+        location: &Key,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Key,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Key,
+        mut options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        let fault = self.faults.lock().unwrap().pop_front();
+        if let (Some(Fault::Shifted), Some(GetRange::Bounded(r))) = (fault, &options.range) {
+            options.range = Some(GetRange::Bounded(r.start + 1..r.end + 1));
+        }
+        let r = self.inner.get_opts(location, options).await?;
+        self.gets.lock().unwrap().push(r.range.clone());
+        match fault {
+            Some(Fault::Fail) => Err(object_store::Error::Generic {
+                store: "Faulty",
+                source: "503 Service Unavailable, after 3 retries".into(),
+            }),
+            Some(Fault::Cut) => {
+                let GetResultPayload::Stream(s) = r.payload;
+                let half = ((r.range.end - r.range.start) / 2) as usize;
+                let cut = s.map(move |b| b.map(|b| b.slice(..half.min(b.len()))));
+                Ok(GetResult {
+                    payload: GetResultPayload::Stream(cut.boxed()),
+                    ..r
+                })
+            }
+            Some(Fault::Shifted) | None => Ok(r),
+        }
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Key>>,
+    ) -> BoxStream<'static, object_store::Result<Key>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Key>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Key>) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Key,
+        to: &Key,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+const URL: &str = "http://test.invalid/m.bin";
+
+/// `len` bytes that differ from block to block and within one.
+fn bytes(len: u64, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8 ^ seed)
+        .collect()
+}
+
+fn put(store: &Faulty, data: &[u8]) {
+    let key = Key::from("m.bin");
+    let payload = PutPayload::from(data.to_vec());
+    runtime()
+        .unwrap()
+        .block_on(store.put_opts(&key, payload, PutOptions::default()))
+        .unwrap();
+}
+
+/// An object of `data` in a fresh store, opened.
+fn opened(data: &[u8]) -> (Arc<Faulty>, Remote) {
+    let store = Arc::new(Faulty::default());
+    put(&store, data);
+    let remote = Remote::open_with(URL, store.clone()).unwrap();
+    (store, remote)
+}
+
+fn read(r: &Remote, offset: u64, len: u64) -> Result<Vec<u8>> {
+    r.read(offset, len).map(|(b, range)| b[range].to_vec())
+}
+
+#[test]
+fn opening_costs_one_request_and_a_block_is_fetched_once() {
+    let data = bytes(5 * BLOCK + 777, 1);
+    let (store, r) = opened(&data);
+    let len = data.len() as u64;
+    assert_eq!(store.gets(), vec![len - TAIL..len], "the tail, at open");
+    assert_eq!(r.len(), len);
+    // The tail is served from what the open read.
+    assert_eq!(read(&r, len - 100, 100).unwrap(), data[data.len() - 100..]);
+    assert_eq!(store.gets().len(), 1);
+    // A small read fetches its block, once.
+    assert_eq!(read(&r, 10, 4096).unwrap(), data[10..4106]);
+    assert_eq!(read(&r, 5000, 100).unwrap(), data[5000..5100]);
+    assert_eq!(store.gets().len(), 2);
+    assert_eq!(store.gets()[1], 0..BLOCK);
+    // A read across two blocks is joined from both.
+    let (a, n) = (BLOCK - 10, 20);
+    assert_eq!(read(&r, a, n).unwrap(), data[a as usize..(a + n) as usize]);
+    assert_eq!(store.gets().len(), 3);
+    assert_eq!(store.gets()[2], BLOCK..2 * BLOCK);
+    // Past the end is out of range, and asks nothing.
+    let e = read(&r, len - 1, 2).unwrap_err();
+    assert!(matches!(e, Error::OutOfRange(_)), "{e}");
+    assert_eq!(store.gets().len(), 3);
+}
+
+#[test]
+fn an_object_replaced_under_a_reader_fails_its_reads() {
+    let data = bytes(4 * BLOCK, 2);
+    let (store, r) = opened(&data);
+    assert_eq!(read(&r, 0, 10).unwrap(), data[..10]);
+    // A new version of the same length: its ETag differs.
+    put(&store, &bytes(4 * BLOCK, 3));
+    let e = read(&r, BLOCK, 10).unwrap_err().to_string();
+    assert!(e.contains("changed since it was opened"), "{e}");
+    // What was read before the change is still the old version's.
+    assert_eq!(read(&r, 0, 10).unwrap(), data[..10]);
+}
+
+#[test]
+fn a_big_blob_is_read_on_blocks_laid_from_its_start() {
+    let data = bytes(12 * BLOCK, 4);
+    let (store, r) = opened(&data);
+    let (at, blob) = (4096, 8 * BLOCK);
+    // A reader's block-sized reads from the part's start: one request
+    // each, on blocks beginning at the part's offset plus whole blocks.
+    for k in [0, 1, 5] {
+        let off = at + k * BLOCK;
+        let (b, range) = r.read_blob(at, blob, off, BLOCK).unwrap();
+        assert_eq!(b[range], data[off as usize..(off + BLOCK) as usize]);
+    }
+    let asked: Vec<u64> = store.gets()[1..].iter().map(|g| g.start).collect();
+    assert_eq!(asked, [at, at + BLOCK, at + 5 * BLOCK]);
+    // A small blob stays on grid 0.
+    let (b, range) = r.read_blob(at, BLOCK, at + 10, 10).unwrap();
+    assert_eq!(b[range], data[(at + 10) as usize..(at + 20) as usize]);
+    assert_eq!(store.gets().last(), Some(&(0..BLOCK)));
+}
+
+/// Waits (for read-ahead threads) until `done` holds, at most 20 s.
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(20), "{what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_sequential_reader_is_read_ahead_and_a_random_one_is_not() {
+    let data = bytes(40 * BLOCK, 5);
+    let (store, r) = opened(&data);
+    for j in 0..4 {
+        assert_eq!(
+            read(&r, j * BLOCK, 100).unwrap(),
+            data[(j * BLOCK) as usize..][..100]
+        );
+    }
+    // Blocks past the fourth are asked for without a read of them.
+    eventually("read-ahead past block 4", || {
+        store
+            .gets()
+            .iter()
+            .any(|g| g.start >= 5 * BLOCK && g.end <= 39 * BLOCK)
+    });
+    // The blocks fetched ahead serve reads with no request of their own.
+    eventually("the read-ahead's requests to end", || {
+        r.ahead.load(std::sync::atomic::Ordering::Relaxed) == 0
+    });
+    let before = store.gets().len();
+    assert_eq!(
+        read(&r, 4 * BLOCK, 100).unwrap(),
+        data[(4 * BLOCK) as usize..][..100]
+    );
+    assert_eq!(store.gets().len(), before);
+
+    let data = bytes(40 * BLOCK, 6);
+    let (store, r) = opened(&data);
+    for j in [30, 3, 17, 9, 25, 1, 12] {
+        assert_eq!(
+            read(&r, j * BLOCK, 100).unwrap(),
+            data[(j * BLOCK) as usize..][..100]
+        );
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(store.gets().len(), 1 + 7, "one request per block read");
+}
+
+/// A block whose request failed fails the reads that come within a
+/// second without asking again (a server that is down is not asked once
+/// per 4 KiB read), then is asked for again.
+fn then_asked_again(store: &Faulty, r: &Remote, data: &[u8]) {
+    let asked = store.gets().len();
+    let e = read(r, 0, 10).unwrap_err().to_string();
+    assert!(e.contains("tried again after that"), "{e}");
+    assert_eq!(store.gets().len(), asked);
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(read(r, 0, 10).unwrap(), data[..10]);
+    assert_eq!(store.gets().len(), asked + 1);
+}
+
+#[test]
+fn a_failed_request_fails_its_read_and_a_later_read_asks_again() {
+    let data = bytes(3 * BLOCK, 7);
+    let (store, r) = opened(&data);
+    store.then(Fault::Fail);
+    let e = read(&r, 0, 10).unwrap_err();
+    assert!(e.to_string().contains("503"), "{e}");
+    then_asked_again(&store, &r, &data);
+}
+
+#[test]
+fn a_body_cut_short_is_an_error_never_short_bytes() {
+    let data = bytes(3 * BLOCK, 8);
+    let (store, r) = opened(&data);
+    store.then(Fault::Cut);
+    let e = read(&r, 0, 10).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("sent {} of {BLOCK} bytes", BLOCK / 2)),
+        "{e}"
+    );
+    // Nothing of the cut answer was kept.
+    then_asked_again(&store, &r, &data);
+}
+
+#[test]
+fn an_answer_of_another_range_is_refused() {
+    let data = bytes(3 * BLOCK, 9);
+    let (store, r) = opened(&data);
+    store.then(Fault::Shifted);
+    let e = read(&r, 0, 10).unwrap_err().to_string();
+    assert!(e.contains("answered bytes [1, "), "{e}");
+    then_asked_again(&store, &r, &data);
+}
+
+#[test]
+fn a_cut_body_at_open_is_refused() {
+    let store = Arc::new(Faulty::default());
+    put(&store, &bytes(2 * BLOCK, 10));
+    store.then(Fault::Cut);
+    let Err(e) = Remote::open_with(URL, store.clone()) else {
+        panic!("opened from half a tail")
+    };
+    assert!(e.to_string().contains("of 1048576 bytes"), "{e}");
+}
+
+/// A grid laid from an offset has a block beginning there; blocks
+/// tile the object without gaps or overlaps (the first cut short);
+/// names differ between grids and follow each other within one.
+#[test]
+fn grids_tile_the_object_from_their_start() {
+    let len = 5 * BLOCK + 123;
+    for at in [0, 1, 65536, BLOCK - 1, BLOCK, 3 * BLOCK + 4096] {
+        let g = Grid::starting_at(at);
+        let j = g.block_of(at);
+        assert_eq!(g.start(j), at, "grid from {at}");
+        let mut next = 0;
+        for j in 0..g.count(len) {
+            let r = g.range(j, len);
+            assert_eq!(r.start, next, "grid from {at}, block {j}");
+            assert!(r.end > r.start && r.end - r.start <= BLOCK);
+            for o in [r.start, r.end - 1] {
+                assert_eq!(g.block_of(o), j);
+            }
+            next = r.end;
+        }
+        assert_eq!(next, len, "grid from {at}");
+        assert_eq!(g.key(j + 1), g.key(j) + 1);
+    }
+    assert_eq!(Grid::starting_at(7 * BLOCK), Grid::ZERO);
+    assert_ne!(Grid::starting_at(1).key(3), Grid::ZERO.key(3));
+    assert_eq!(Grid::ZERO.key(3), 3);
+}
+
+/// An HTTP(S) URL's query goes with its server (sent on every
+/// request); an s3:// URL takes none; messages leave the query out.
+#[test]
+fn a_query_is_the_server_s_and_never_in_a_message() {
+    let (server, key, secret) = parse("https://h:8443/a/m.zt?sig=s%20t").unwrap();
+    assert!(matches!(server, Server::Http(ref b) if b == "https://h:8443/?sig=s%20t"));
+    assert_eq!(
+        (key.as_ref(), secret.as_deref()),
+        ("a/m.zt", Some("sig=s%20t"))
+    );
+    let Err(e) = parse("s3://bucket/m.zt?sig=secret") else {
+        panic!("an s3:// URL with a query")
+    };
+    let e = e.to_string();
+    assert!(e.contains("takes no query") && !e.contains("secret"), "{e}");
+    let e = object_store::Error::Generic {
+        store: "HTTP",
+        source: "GET https://h/a/m.zt?sig=s%20t failed".into(),
+    };
+    let e = fail("https://h/a/m.zt?…", Some("sig=s%20t"), e).to_string();
+    assert!(!e.contains("s%20t") && e.contains("m.zt?…"), "{e}");
+}
+
+/// An object claimed larger than 2^62 bytes is refused at open; at
+/// that size the last block of any grid is still computed without
+/// overflow.
+#[test]
+fn a_huge_claimed_size_is_refused_and_the_largest_is_safe() {
+    assert!(check_size("u", MAX_OBJECT).is_ok());
+    let e = check_size("u", MAX_OBJECT + 1).unwrap_err();
+    assert!(e.to_string().contains("more than ztfs reads"), "{e}");
+    let g = Grid::starting_at(BLOCK - 1);
+    let last = g.block_of(MAX_OBJECT - 1);
+    assert_eq!(last + 1, g.count(MAX_OBJECT));
+    assert_eq!(g.range(last, MAX_OBJECT).end, MAX_OBJECT);
+    assert!(g.key(last) > g.key(0));
+}
