@@ -231,6 +231,9 @@ pub enum Error {
         context: String,
         source: std::io::Error,
     },
+    /// An error about `file` (a path or a URL, as shown): said after its
+    /// name, which the command line then does not put first again.
+    At { file: String, error: Box<Error> },
     /// An error that has already been printed; only its exit code remains.
     Reported(Box<Error>),
     /// Work abandoned because nobody waits for its result any more (a
@@ -258,10 +261,46 @@ impl Error {
         }
     }
 
+    /// `error`, about `file` (a path or a URL, as shown).
+    pub fn at(file: impl Into<String>, error: Error) -> Error {
+        Error::At {
+            file: file.into(),
+            error: Box::new(error),
+        }
+    }
+
+    /// The file the error names itself: an I/O error's, or one given by
+    /// [`Error::at`]. The command line puts its model's name before an
+    /// error about anything else.
+    pub fn about(&self) -> Option<&str> {
+        match self {
+            Error::Io { context, .. } => Some(context),
+            Error::At { file, .. } => Some(file),
+            Error::Reported(e) => e.about(),
+            Error::Reject { .. }
+            | Error::Unsupported(_)
+            | Error::NotFound(_)
+            | Error::OutOfRange(_)
+            | Error::Foreign(_)
+            | Error::Usage(_)
+            | Error::Interrupted => None,
+        }
+    }
+
+    /// The error itself, without the file it is about or its having been
+    /// reported: what its kind is.
+    pub fn kind(&self) -> &Error {
+        match self {
+            Error::At { error, .. } | Error::Reported(error) => error.kind(),
+            e => e,
+        }
+    }
+
     /// The rule, when this is a rejection.
     pub fn rule(&self) -> Option<Rule> {
         match self {
             Error::Reject { rule, .. } => Some(*rule),
+            Error::At { error, .. } => error.rule(),
             Error::Reported(e) => e.rule(),
             _ => None,
         }
@@ -277,6 +316,7 @@ impl Error {
             | Error::Foreign(s)
             | Error::Usage(s) => s.clone(),
             Error::Io { context, source } => format!("{context}: {source}"),
+            Error::At { file, error } => format!("{file}: {}", error.detail()),
             Error::Reported(e) => e.detail(),
             Error::Interrupted => "interrupted".into(),
         }
@@ -294,6 +334,7 @@ impl Error {
             Error::OutOfRange(_) => 2,
             Error::Usage(_) => 2,
             Error::Io { .. } => 2,
+            Error::At { error, .. } => error.exit_code(),
             Error::Reported(e) => e.exit_code(),
             // Never reaches the command line; a usage-class code if it did.
             Error::Interrupted => 2,
@@ -311,6 +352,7 @@ impl fmt::Display for Error {
             Error::Foreign(s) => f.write_str(s),
             Error::Usage(s) => f.write_str(s),
             Error::Io { context, source } => write!(f, "{context}: {source}"),
+            Error::At { file, error } => write!(f, "{file}: {error}"),
             Error::Reported(e) => e.fmt(f),
             Error::Interrupted => f.write_str("interrupted: nobody waits for the result"),
         }
@@ -322,6 +364,28 @@ impl std::error::Error for Error {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error about a file says the file once, keeps its kind, rule and
+    /// exit code, and tells the command line which file it named.
+    #[test]
+    fn an_error_at_a_file_names_it_and_keeps_its_kind() {
+        let e = Error::at("u", Error::Unsupported("too big".into()));
+        assert_eq!(e.to_string(), "u: refused: too big");
+        assert_eq!(e.detail(), "u: too big");
+        assert_eq!((e.about(), e.exit_code()), (Some("u"), 1));
+        assert!(matches!(e.kind(), Error::Unsupported(_)));
+        let e = Error::Reported(Box::new(Error::at(
+            "m.zt",
+            Error::reject(Rule::HeaderMagic, "x"),
+        )));
+        assert_eq!(
+            (e.about(), e.rule()),
+            (Some("m.zt"), Some(Rule::HeaderMagic))
+        );
+        let io = Error::io("m.zt", std::io::Error::from_raw_os_error(libc::ENOENT));
+        assert_eq!(io.about(), Some("m.zt"));
+        assert_eq!(Error::Usage("x".into()).about(), None);
+    }
 
     /// The rule names of the documentation's tables: the first cell of a
     /// table row that holds only names in backticks (`` `HeaderMagic` /

@@ -23,11 +23,7 @@ fn main() -> ExitCode {
         args
     };
     let cli = Cli::parse_from(args);
-    let file = cli
-        .command
-        .file()
-        .map(|f| format!("{}: ", ztfs::store::shown(f)))
-        .unwrap_or_default();
+    let file = cli.command.file().map(ztfs::store::shown);
     match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Error::Io { ref source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
@@ -35,10 +31,12 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             if !matches!(e, Error::Reported(_)) {
-                // An error about the file itself names it already.
-                let text = e.to_string();
-                let file = if text.starts_with(&file) { "" } else { &file };
-                eprintln!("ztfs: {file}{text}");
+                // The command's file first, unless the error is about it
+                // and names it already.
+                match file.as_deref().filter(|&f| e.about() != Some(f)) {
+                    Some(f) => eprintln!("ztfs: {f}: {e}"),
+                    None => eprintln!("ztfs: {e}"),
+                }
             }
             ExitCode::from(e.exit_code() as u8)
         }

@@ -454,3 +454,30 @@ fn a_view_past_2_60_bytes_is_refused_not_wrapped() {
     assert!(stderr(&o).contains("2^60 bytes"), "{}", stderr(&o));
     assert!(o.stdout.is_empty());
 }
+
+/// Every error names the file it is about once: the command's file before
+/// an error about something else, not again before one that names it (a
+/// file that is no regular file, a URL that is no object's), and the
+/// other file an error is about after the command's.
+#[test]
+fn an_error_names_its_file_once() {
+    let stderr = |args: &[&str]| String::from_utf8(ztfs(args).stderr).unwrap();
+    assert_eq!(
+        stderr(&["check", "/dev/null"]),
+        "ztfs: /dev/null: not a regular file (a character device)\n"
+    );
+    let e = stderr(&["ls", "http://127.0.0.1:9/"]);
+    assert_eq!(
+        e,
+        "ztfs: http://127.0.0.1:9/: no object named after the host\n"
+    );
+    let e = stderr(&["check", "/nonexistent.zt"]);
+    assert!(e.starts_with("ztfs: /nonexistent.zt: No such file"), "{e}");
+    assert_eq!(e.matches("nonexistent").count(), 1, "{e}");
+    let sample = "corpus/samples/tiny-llama.zt";
+    let e = stderr(&["cat", sample, "nothing", "data"]);
+    assert!(
+        e.starts_with(&format!("ztfs: {sample}: not found: object")),
+        "{e}"
+    );
+}

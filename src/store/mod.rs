@@ -95,11 +95,13 @@ impl Store {
             .map_err(|e| Error::io(ctx(), e))?;
         let meta = file.metadata().map_err(|e| Error::io(ctx(), e))?;
         if !meta.is_file() {
-            return Err(Error::Usage(format!(
-                "{}: not a regular file (a {})",
-                path.display(),
-                kind_of(&meta.file_type())
-            )));
+            return Err(Error::at(
+                ctx(),
+                Error::Usage(format!(
+                    "not a regular file (a {})",
+                    kind_of(&meta.file_type())
+                )),
+            ));
         }
         let bytes = if meta.len() == 0 {
             Bytes::Empty
@@ -138,10 +140,12 @@ impl Store {
     /// error naming `what` for a remote object.
     pub fn whole(&self, what: &str) -> Result<&[u8]> {
         self.map().ok_or_else(|| {
-            Error::Unsupported(format!(
-                "{}: {what} needs a local file for now; download it first",
-                self.name()
-            ))
+            Error::at(
+                self.name(),
+                Error::Unsupported(format!(
+                    "{what} needs a local file for now; download it first"
+                )),
+            )
         })
     }
 
@@ -214,11 +218,13 @@ impl Store {
     fn slice_of(&self, blob: Option<(u64, u64)>, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
         let end = offset.checked_add(len).filter(|&e| e <= self.len());
         let Some(end) = end else {
-            return Err(Error::OutOfRange(format!(
-                "{}: range [{offset}, +{len}) is outside the file ({} bytes)",
+            return Err(Error::at(
                 self.name(),
-                self.len()
-            )));
+                Error::OutOfRange(format!(
+                    "range [{offset}, +{len}) is outside the file ({} bytes)",
+                    self.len()
+                )),
+            ));
         };
         match &self.kind {
             Kind::Local { .. } => {

@@ -14,9 +14,10 @@ pub enum Remote {}
 
 impl Remote {
     pub fn open(url: &str) -> Result<Remote> {
-        Err(Error::Usage(format!(
-            "{url}: this ztfs was built without the `remote` feature"
-        )))
+        Err(Error::at(
+            url,
+            Error::Usage("this ztfs was built without the `remote` feature".into()),
+        ))
     }
 
     pub fn len(&self) -> u64 {

@@ -115,9 +115,12 @@ pub(super) const MAX_OBJECT: u64 = 1 << 62;
 /// Refuses an object whose server claims more than [`MAX_OBJECT`] bytes.
 pub(super) fn check_size(url: &str, len: u64) -> Result<()> {
     if len > MAX_OBJECT {
-        return Err(Error::Unsupported(format!(
-            "{url}: the server says the object is {len} bytes, more than ztfs reads ({MAX_OBJECT})"
-        )));
+        return Err(Error::at(
+            url,
+            Error::Unsupported(format!(
+                "the server says the object is {len} bytes, more than ztfs reads ({MAX_OBJECT})"
+            )),
+        ));
     }
     Ok(())
 }
@@ -137,9 +140,12 @@ pub fn trust_unversioned(yes: bool) {
 /// unless [`trust_unversioned`] was asked.
 pub(super) fn check_versioned(url: &str, unversioned: bool) -> Result<()> {
     if unversioned && !TRUST_UNVERSIONED.load(std::sync::atomic::Ordering::Relaxed) {
-        return Err(Error::Usage(format!(
-            "{url}: the server gives no ETag and no Last-Modified, so a change of the object under a reader would go unseen; pass --trust-unversioned to read it anyway"
-        )));
+        return Err(Error::at(
+            url,
+            Error::Usage(
+                "the server gives no ETag and no Last-Modified, so a change of the object under a reader would go unseen; pass --trust-unversioned to read it anyway".into(),
+            ),
+        ));
     }
     if unversioned {
         log::warn!("{url}: no ETag and no Last-Modified: a change of the object would go unseen");
@@ -151,8 +157,10 @@ pub(super) fn check_versioned(url: &str, unversioned: bool) -> Result<()> {
 /// query (a presigned URL's signature) goes with the server, which sends
 /// it with every request.
 pub(super) fn parse(text: &str) -> Result<(Server, Key, Option<String>)> {
-    let usage =
-        |why: &str| Error::Usage(format!("{}: {why}", crate::store::shown(Path::new(text))));
+    let usage = |why: &str| {
+        let file = crate::store::shown(Path::new(text));
+        Error::at(file, Error::Usage(why.to_string()))
+    };
     let url = url::Url::parse(text).map_err(|e| usage(&format!("not a URL ({e})")))?;
     let host = url.host_str().ok_or_else(|| usage("no host"))?;
     if url.fragment().is_some() {

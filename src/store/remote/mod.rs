@@ -216,10 +216,11 @@ impl Remote {
         let end = (offset.checked_add(len))
             .filter(|&e| e <= self.len)
             .ok_or_else(|| {
-                Error::OutOfRange(format!(
-                    "{}: range [{offset}, +{len}) is outside the object ({} bytes)",
-                    self.url, self.len
-                ))
+                let why = format!(
+                    "range [{offset}, +{len}) is outside the object ({} bytes)",
+                    self.len
+                );
+                Error::at(self.url.clone(), Error::OutOfRange(why))
             })?;
         if len == 0 {
             return Ok((Arc::default(), 0..0));
