@@ -1,0 +1,55 @@
+//! The binary under test, run as the tests' oracle: `ztfs` subcommands and
+//! what they printed.
+
+use super::*;
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_ztfs");
+
+/// Runs `ztfs args...`.
+pub fn ztfs<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run the ztfs binary")
+}
+
+/// Runs `ztfs args...`, asserts exit 0 and returns stdout.
+pub fn ztfs_ok<S: AsRef<OsStr>>(args: &[S]) -> Vec<u8> {
+    let out = ztfs(args);
+    assert!(out.status.success(), "{}", describe(args, &out));
+    out.stdout
+}
+
+/// The command line and what it printed, for assertion messages.
+pub fn describe<S: AsRef<OsStr>>(args: &[S], out: &Output) -> String {
+    let line: Vec<_> = args.iter().map(|a| a.as_ref().to_string_lossy()).collect();
+    format!(
+        "ztfs {}: {}\nstdout: {}\nstderr: {}",
+        line.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `ztfs cat [--raw] FILE OBJECT PART`: the bytes, or stderr on failure.
+pub fn cat(file: &Path, object: &str, part: &str, raw: bool) -> Result<Vec<u8>, String> {
+    let mut args: Vec<&OsStr> = vec!["cat".as_ref()];
+    if raw {
+        args.push("--raw".as_ref());
+    }
+    // After `--`, names that look like flags stay positionals.
+    args.extend([
+        "--".as_ref(),
+        file.as_os_str(),
+        object.as_ref(),
+        part.as_ref(),
+    ]);
+    let out = ztfs(&args);
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
