@@ -344,7 +344,15 @@ impl Tree {
     fn dir(&self, ino: Ino) -> Result<&Dir, FsError> {
         match self.node(ino)? {
             Node::Dir(d) => Ok(&self.dirs[d as usize]),
-            _ => Err(FsError::NotDir),
+            Node::Manifest
+            | Node::Digest
+            | Node::Meta { .. }
+            | Node::View { .. }
+            | Node::Part { .. }
+            | Node::Raw { .. }
+            | Node::Npy { .. }
+            | Node::Safetensors { .. }
+            | Node::SafetensorsIndex => Err(FsError::NotDir),
         }
     }
 
@@ -382,7 +390,15 @@ impl Tree {
                     2u32.saturating_add(d.len),
                 )
             }
-            _ => (FileKind::File, self.size(&node), b.file_perm, 1),
+            Node::Manifest
+            | Node::Digest
+            | Node::Meta { .. }
+            | Node::View { .. }
+            | Node::Part { .. }
+            | Node::Raw { .. }
+            | Node::Npy { .. }
+            | Node::Safetensors { .. }
+            | Node::SafetensorsIndex => (FileKind::File, self.size(&node), b.file_perm, 1),
         };
         Ok(Attr {
             ino,

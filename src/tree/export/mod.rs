@@ -451,7 +451,15 @@ impl Tree {
         };
         match *node {
             Node::Safetensors { shard } => plan.shards[shard as usize].len(),
-            _ => plan.index_len().unwrap_or(0),
+            Node::SafetensorsIndex => plan.index_len().unwrap_or(0),
+            Node::Dir(_)
+            | Node::Manifest
+            | Node::Digest
+            | Node::Meta { .. }
+            | Node::View { .. }
+            | Node::Part { .. }
+            | Node::Raw { .. }
+            | Node::Npy { .. } => 0,
         }
     }
 
@@ -536,7 +544,15 @@ impl Tree {
                 let mut tensors = plan.tensors_in(shard as usize, offset, u64::from(size));
                 tensors.find_map(|t| self.tensor_waits(t.object))
             }
-            _ => None,
+            Node::View { .. }
+            | Node::Npy { .. }
+            | Node::Manifest
+            | Node::SafetensorsIndex
+            | Node::Dir(_)
+            | Node::Digest
+            | Node::Meta { .. }
+            | Node::Part { .. }
+            | Node::Raw { .. } => None,
         }
     }
 
@@ -554,7 +570,17 @@ impl Tree {
                     _ => Some(Wait::Verified(object, part)),
                 }
             }
-            _ => None,
+            // A tensor is served by its part or its view, both above.
+            Node::View { .. }
+            | Node::Part { .. }
+            | Node::Dir(_)
+            | Node::Manifest
+            | Node::Digest
+            | Node::Meta { .. }
+            | Node::Raw { .. }
+            | Node::Npy { .. }
+            | Node::Safetensors { .. }
+            | Node::SafetensorsIndex => None,
         }
     }
 }

@@ -275,7 +275,14 @@ impl Tree {
                 let form = self.npy_of(object, part).ok()?;
                 (object, part, crate::tree::npy::header(&form).ok()?)
             }
-            _ => return None,
+            Node::Npy { .. }
+            | Node::Dir(_)
+            | Node::Manifest
+            | Node::Digest
+            | Node::Meta { .. }
+            | Node::View { .. }
+            | Node::Safetensors { .. }
+            | Node::SafetensorsIndex => return None,
         };
         let raw = matches!(node, Node::Raw { .. });
         if !raw && !matches!(self.decoder(object, part), Ok(Encoding::Raw)) {

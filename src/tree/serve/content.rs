@@ -199,19 +199,9 @@ impl Tree {
         })
     }
 
-    /// Reads up to `size` bytes of `ino` at `offset`, short at the end,
+    /// Reads up to `size` bytes of `node` at `offset`, short at the end,
     /// from what is at hand: the map, a cached frame or view, a rendered
     /// file. Views not prepared yet are the caller's (`requests`) business.
-    pub(in crate::tree) fn read_now(
-        &self,
-        ino: Ino,
-        offset: u64,
-        size: u32,
-    ) -> Result<Data<'_>, FsError> {
-        self.read_node(self.node(ino)?, offset, size)
-    }
-
-    /// [`Tree::read_now`] of a node.
     pub(in crate::tree) fn read_node(
         &self,
         node: Node,
@@ -366,21 +356,29 @@ impl Tree {
         bad
     }
 
-    /// After a read of `ino` has been answered: if it continued where the
+    /// After a read of `node` has been answered: if it continued where the
     /// last read of that compressed part ended, decode the frame after it
     /// into the cache, so a sequential reader finds it ready. Random reads
     /// decode nothing ahead.
-    pub(in crate::tree) fn read_ahead(&self, ino: Ino, offset: u64, size: u32) {
-        let (object, part, offset) = match self.node(ino) {
-            Ok(Node::Part { object, part }) => (object, part, offset),
-            Ok(Node::Npy { object, part }) if part != crate::tree::VIEW => {
+    pub(in crate::tree) fn read_ahead(&self, node: Node, offset: u64, size: u32) {
+        let (object, part, offset) = match node {
+            Node::Part { object, part } => (object, part, offset),
+            Node::Npy { object, part } if part != crate::tree::VIEW => {
                 let h = self.npy_header_len(object, part);
                 match offset.checked_sub(h) {
                     Some(offset) => (object, part, offset),
                     None => return,
                 }
             }
-            _ => return,
+            Node::Npy { .. }
+            | Node::Dir(_)
+            | Node::Manifest
+            | Node::Digest
+            | Node::Meta { .. }
+            | Node::View { .. }
+            | Node::Raw { .. }
+            | Node::Safetensors { .. }
+            | Node::SafetensorsIndex => return,
         };
         let key = self.part_base[object as usize] + part;
         let p = self.part(object, part).1;
@@ -628,7 +626,12 @@ impl Tree {
                 Some(i) => (i, self.object(i), None),
                 None => return Ok(Vec::new()),
             },
-            _ => return Ok(Vec::new()),
+            Node::Manifest
+            | Node::Digest
+            | Node::Meta { .. }
+            | Node::View { .. }
+            | Node::Safetensors { .. }
+            | Node::SafetensorsIndex => return Ok(Vec::new()),
         };
         let shape = format!(
             "[{}]",

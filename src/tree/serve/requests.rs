@@ -111,21 +111,34 @@ impl Tree {
     /// short at the end. After a compressed part's read is answered, the
     /// next frame is decoded ahead of a sequential reader.
     pub fn read(self: &Arc<Self>, ino: Ino, offset: u64, size: u32, tid: u32, reply: ReadReply) {
-        let wait = self
-            .node(ino)
-            .ok()
-            .and_then(|n| self.waits(n, offset, size));
-        let Some(wait) = wait else {
-            if self.fetches(ino) {
-                return self.read_fetched(ino, offset, size, tid, reply);
+        match self.node(ino) {
+            Ok(node) => self.read_resolved(ino, node, offset, size, tid, reply),
+            Err(e) => reply(Err(e)),
+        }
+    }
+
+    /// [`Tree::read`] of `ino`, found to be `node`: the node is resolved
+    /// once per request and passed down.
+    fn read_resolved(
+        self: &Arc<Self>,
+        ino: Ino,
+        node: Node,
+        offset: u64,
+        size: u32,
+        tid: u32,
+        reply: ReadReply,
+    ) {
+        let Some(wait) = self.waits(node, offset, size) else {
+            if self.fetches(node) {
+                return self.read_fetched(ino, node, offset, size, tid, reply);
             }
-            reply(self.read_now(ino, offset, size));
-            return self.read_ahead(ino, offset, size);
+            reply(self.read_node(node, offset, size));
+            return self.read_ahead(node, offset, size);
         };
         // Not ready: wait for the job, then read again.
         let tree = self.clone();
         let again = Box::new(move |r: Result<(), FsError>| match r {
-            Ok(()) => tree.read(ino, offset, size, tid, reply),
+            Ok(()) => tree.read_resolved(ino, node, offset, size, tid, reply),
             Err(e) => reply(Err(e)),
         });
         match wait {
@@ -136,35 +149,45 @@ impl Tree {
         }
     }
 
-    /// True when a read of `ino` may wait on a remote server: a file made
+    /// True when a read of `node` may wait on a remote server: a file made
     /// of stored bytes, in a model read by range requests.
-    fn fetches(&self, ino: Ino) -> bool {
-        self.model.is_remote()
-            && matches!(
-                self.node(ino),
-                Ok(Node::Raw { .. }
-                    | Node::Part { .. }
-                    | Node::Npy { .. }
-                    | Node::View { .. }
-                    | Node::Safetensors { .. })
-            )
+    fn fetches(&self, node: Node) -> bool {
+        let stored = match node {
+            Node::Raw { .. }
+            | Node::Part { .. }
+            | Node::Npy { .. }
+            | Node::View { .. }
+            | Node::Safetensors { .. } => true,
+            Node::Dir(_)
+            | Node::Manifest
+            | Node::Digest
+            | Node::Meta { .. }
+            | Node::SafetensorsIndex => false,
+        };
+        stored && self.model.is_remote()
     }
 
-    /// True when `ino`'s bytes are stored bytes of one part (its raw file,
+    /// True when `node`'s bytes are stored bytes of one part (its raw file,
     /// a raw part, or such a part's `.npy`), whose reads keep no state: a
     /// read that finds them missing from the cache can be made again. A
     /// part counts once a job has found its encoding raw.
-    fn stored_bytes(&self, ino: Ino) -> bool {
+    fn stored_bytes(&self, node: Node) -> bool {
         let raw = |object: u32, part: u32| {
             // A view's `.npy` has no part (`VIEW`): none is found.
             let key = self.part_base[object as usize].checked_add(part);
             let state = key.and_then(|k| self.parts.get(k as usize)?.get());
             matches!(state.map(|s| s.as_ref()), Some(Ok(Encoding::Raw)))
         };
-        match self.node(ino) {
-            Ok(Node::Raw { .. }) => true,
-            Ok(Node::Part { object, part } | Node::Npy { object, part }) => raw(object, part),
-            _ => false,
+        match node {
+            Node::Raw { .. } => true,
+            Node::Part { object, part } | Node::Npy { object, part } => raw(object, part),
+            Node::Dir(_)
+            | Node::Manifest
+            | Node::Digest
+            | Node::Meta { .. }
+            | Node::View { .. }
+            | Node::Safetensors { .. }
+            | Node::SafetensorsIndex => false,
         }
     }
 
@@ -174,26 +197,27 @@ impl Tree {
     fn read_fetched(
         self: &Arc<Self>,
         ino: Ino,
+        node: Node,
         offset: u64,
         size: u32,
         tid: u32,
         reply: ReadReply,
     ) {
-        if self.stored_bytes(ino) {
-            if let Some(r) = crate::store::at_hand(|| self.read_now(ino, offset, size)) {
+        if self.stored_bytes(node) {
+            if let Some(r) = crate::store::at_hand(|| self.read_node(node, offset, size)) {
                 return reply(r);
             }
         }
         let tree = self.clone();
         let done = Box::new(move |r: Result<(), FsError>| match r {
             Ok(()) => {
-                reply(tree.read_now(ino, offset, size));
-                tree.read_ahead(ino, offset, size);
+                reply(tree.read_node(node, offset, size));
+                tree.read_ahead(node, offset, size);
             }
             Err(e) => reply(Err(e)),
         });
         let tree = self.clone();
-        let work: Work = Arc::new(move |_: &Cancel| tree.read_now(ino, offset, size).map(drop));
+        let work: Work = Arc::new(move |_: &Cancel| tree.read_node(node, offset, size).map(drop));
         (self.fetch_jobs).submit(JobKey::Read(ino, offset, size), tid, done, work);
     }
 
