@@ -9,6 +9,7 @@
 
 mod build;
 mod export;
+mod part;
 mod passthrough;
 mod serve;
 
@@ -29,7 +30,6 @@ pub use forms::NpyDtypes;
 pub use jobs::JOB_THREADS;
 pub use requests::{OpenReply, ReadReply};
 
-use crate::decode::Encoding;
 use crate::model::{Model, TensorData};
 
 /// An inode number; the root is [`ROOT`].
@@ -224,14 +224,8 @@ pub struct Tree {
     opts: Options,
     /// Index of each object's first part in `parts`.
     part_base: Vec<u32>,
-    /// Per part: which files it has (decoded, raw), and on an object's
-    /// first part whether the object has a view file; decided at build.
-    file_flags: Vec<u8>,
-    /// Per part: its decoder, resolved and checked on first open (boxed,
-    /// so a part never opened costs a pointer, not a decoder: 8 bytes,
-    /// where a `OnceLock` adds a state word). Two first opens at once may
-    /// both resolve it; one result is kept.
-    parts: Vec<once_cell::race::OnceBox<Result<Encoding, ()>>>,
+    /// Per part, by flat number: its files, decoder and verification.
+    parts: Vec<part::PartState>,
     /// manifest.json's size, found on the first stat without keeping the
     /// text; the manifest is read from the file (not the map, which the
     /// file may have been truncated under) whenever it is needed.
@@ -246,8 +240,6 @@ pub struct Tree {
     /// The job threads for reads that wait on a remote server: their own,
     /// so that a server that hangs holds up no other work.
     fetch_jobs: std::sync::Arc<jobs::Jobs>,
-    /// Per part, with `--verify`: verified whole (or not).
-    verified: Vec<OnceLock<Result<(), ()>>>,
     /// Objects whose layout data rules were checked, and the outcome.
     object_checks: std::sync::Mutex<std::collections::HashMap<u32, bool>>,
     /// Objects whose view could not be prepared (logged once).

@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::format::text::Texts;
 use crate::format::{Object, Text};
 use crate::model::{Input, Model};
+use crate::tree::part::{PartState, DECODED, RAW, VIEW};
 use crate::tree::{Base, Dir, Node, Tree};
 use names::{Reserved, NAME_MAX};
 
@@ -111,14 +112,6 @@ struct DirBuild {
     flat: Vec<u32>,
 }
 
-/// `Tree::file_flags`: the part has a decoded file.
-pub(in crate::tree) const DECODED: u8 = 1;
-/// `Tree::file_flags`: the part has a `.raw` file.
-const RAW: u8 = 2;
-/// `Tree::file_flags`, on an object's first part: the object has a view
-/// file.
-const VIEW: u8 = 4;
-
 /// Most reads waiting on a remote server at once (their own job threads;
 /// a read of what is cached needs none).
 const FETCH_THREADS: usize = 8;
@@ -129,8 +122,9 @@ struct PartIndex {
     part_base: Vec<u32>,
     /// The encoded parts, ascending.
     encoded: Vec<u32>,
-    /// Each part's files (see [`DECODED`], [`RAW`], [`VIEW`]).
-    file_flags: Vec<u8>,
+    /// Each part's state, with its files (see [`DECODED`], [`RAW`],
+    /// [`VIEW`]).
+    parts: Vec<PartState>,
 }
 
 impl PartIndex {
@@ -156,7 +150,7 @@ impl PartIndex {
         PartIndex {
             part_base,
             encoded,
-            file_flags,
+            parts: file_flags.into_iter().map(PartState::new).collect(),
         }
     }
 }
@@ -173,9 +167,8 @@ impl Tree {
         let PartIndex {
             part_base,
             encoded,
-            file_flags,
+            parts,
         } = PartIndex::of(objects, model.input());
-        let n_parts = file_flags.len() as u32;
         let mut root = DirBuild::default();
         for (i, o) in objects.iter().enumerate() {
             place(&mut root, &o.name, i as u32, opts.arrangement);
@@ -194,17 +187,13 @@ impl Tree {
             texts: Texts::default(),
             base,
             part_base,
-            file_flags,
-            parts: (0..n_parts).map(|_| Default::default()).collect(),
+            parts,
             manifest_json_len: OnceLock::new(),
             manifest_json: OnceLock::new(),
             digest,
             frames: crate::tree::frames::FrameCache::new(opts.cache_bytes),
             jobs: Default::default(),
             fetch_jobs: std::sync::Arc::new(crate::tree::jobs::Jobs::with_threads(FETCH_THREADS)),
-            verified: (0..if opts.verify { n_parts } else { 0 })
-                .map(|_| OnceLock::new())
-                .collect(),
             object_checks: Default::default(),
             view_failures: Default::default(),
             failures: Default::default(),
@@ -426,7 +415,7 @@ impl Tree {
                 k -= 1;
             }
         }
-        for (j, &flags) in self.part_flags(i).iter().enumerate() {
+        for (j, flags) in self.part_flags(i).enumerate() {
             let part = j as u32;
             let decoded = flags & DECODED != 0;
             for (has, node) in [
@@ -448,21 +437,28 @@ impl Tree {
         None
     }
 
-    /// The file flags of object `i`'s parts.
-    pub(in crate::tree) fn part_flags(&self, i: u32) -> &[u8] {
+    /// The files of part `part` of object `i` (see [`DECODED`], [`RAW`],
+    /// [`VIEW`]).
+    pub(in crate::tree) fn files_of_part(&self, i: u32, part: u32) -> u8 {
+        self.parts[(self.part_base[i as usize] + part) as usize].files()
+    }
+
+    /// The files of object `i`'s parts, in order (see [`DECODED`], [`RAW`],
+    /// [`VIEW`]).
+    pub(in crate::tree) fn part_flags(&self, i: u32) -> impl Iterator<Item = u8> + '_ {
         let first = self.part_base[i as usize] as usize;
         let end = self
             .part_base
             .get(i as usize + 1)
-            .map_or(self.file_flags.len(), |&e| e as usize);
-        &self.file_flags[first..end]
+            .map_or(self.parts.len(), |&e| e as usize);
+        self.parts[first..end].iter().map(PartState::files)
     }
 
     /// True when object `i` has a view file: its layout offers one and
     /// every part can be decoded, or it is a Hurray tensor with computed
     /// `data` (which may have no parts at all: a partition head).
     pub(in crate::tree) fn has_view(&self, i: u32) -> bool {
-        self.computed_view(i).is_some() || self.part_flags(i).first().is_some_and(|f| f & VIEW != 0)
+        self.computed_view(i).is_some() || self.part_flags(i).next().is_some_and(|f| f & VIEW != 0)
     }
 
     /// The files of object `i` in inode order: `meta.json`, its view if

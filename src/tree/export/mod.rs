@@ -104,7 +104,7 @@ impl Tree {
         }
         let p = &o.parts[0];
         match (
-            self.part_flags(i)[0] & crate::tree::build::DECODED != 0,
+            self.files_of_part(i, 0) & crate::tree::part::DECODED != 0,
             Elem::of_part(p),
         ) {
             (true, Some(elem)) => Ok((Node::Part { object: i, part: 0 }, elem, p.decoded_size())),
@@ -145,7 +145,7 @@ impl Tree {
             (elem, Shape::Tensor, len)
         } else {
             let p = &o.parts[part as usize];
-            if self.part_flags(i)[part as usize] & crate::tree::build::DECODED == 0 {
+            if self.files_of_part(i, part) & crate::tree::part::DECODED == 0 {
                 return Err("the part has no decoded file".into());
             }
             // A part the format says holds the tensor is of the tensor's
@@ -565,7 +565,7 @@ impl Tree {
                 let key = self.part_base[object as usize] + part;
                 // A part that failed is waited for too: the wait answers
                 // with its error at once.
-                match self.verified[key as usize].get() {
+                match self.parts[key as usize].verified() {
                     Some(Ok(())) => None,
                     _ => Some(Wait::Verified(object, part)),
                 }

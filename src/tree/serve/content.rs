@@ -125,7 +125,7 @@ impl Tree {
     /// open of that part fails with EIO.
     pub(in crate::tree) fn decoder(&self, object: u32, part: u32) -> Result<&Encoding, FsError> {
         let key = self.part_base[object as usize] + part;
-        let slot = &self.parts[key as usize];
+        let slot = self.parts[key as usize].decoder();
         let mut first = false;
         let state = slot.get_or_init(|| {
             first = true;
@@ -350,7 +350,7 @@ impl Tree {
                     self.fail((key, "open"), o, p, &e);
                     bad += 1;
                 });
-                let _ = self.parts[key as usize].set(Box::new(state));
+                let _ = self.parts[key as usize].decoder().set(Box::new(state));
             }
         }
         bad

@@ -175,7 +175,7 @@ impl Tree {
         let raw = |object: u32, part: u32| {
             // A view's `.npy` has no part (`VIEW`): none is found.
             let key = self.part_base[object as usize].checked_add(part);
-            let state = key.and_then(|k| self.parts.get(k as usize)?.get());
+            let state = key.and_then(|k| self.parts.get(k as usize)?.decoder().get());
             matches!(state.map(|s| s.as_ref()), Some(Ok(Encoding::Raw)))
         };
         match node {
@@ -259,7 +259,7 @@ impl Tree {
         done: crate::tree::jobs::Done,
     ) {
         let key = self.part_base[object as usize] + part;
-        if let Some(state) = self.verified[key as usize].get() {
+        if let Some(state) = self.parts[key as usize].verified() {
             return done(state.map_err(|()| FsError::Io));
         }
         let tree = self.clone();
@@ -273,7 +273,7 @@ impl Tree {
     fn verify_part(&self, object: u32, part: u32, cancel: &Cancel) -> Result<(), FsError> {
         let key = self.part_base[object as usize] + part;
         // A request that raced the end of an earlier run of this job.
-        if let Some(state) = self.verified[key as usize].get() {
+        if let Some(state) = self.parts[key as usize].verified() {
             return state.map_err(|()| FsError::Io);
         }
         let (o, p) = self.part(object, part);
@@ -292,7 +292,7 @@ impl Tree {
             }
             Ok(()) => Ok(()),
         };
-        let _ = self.verified[key as usize].set(state);
+        self.parts[key as usize].set_verified(state);
         state.map_err(|()| FsError::Io)
     }
 
