@@ -4,6 +4,8 @@
 //! Shared by the command line and the mount, so `ztfs manifest` and the
 //! mount's `manifest.json` are the same bytes.
 
+pub mod meta;
+
 use std::io::Write;
 use std::time::{Duration, Instant};
 

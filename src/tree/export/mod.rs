@@ -26,46 +26,6 @@ const LEFT_OUT_KEY: &str = "ztfs.left_out";
 /// the first shard's header); the count is always given.
 const LEFT_OUT_TEXT_MAX: usize = 1 << 20;
 
-/// `meta.json`'s `npy` (or `view_npy`) and `no_npy` values.
-pub(in crate::tree) fn npy_json<'a>(
-    info: &'a Result<(String, Npy), String>,
-) -> (Value<'a>, Value<'a>) {
-    match info {
-        Ok((file, form)) => (
-            Value::Map(vec![
-                (Value::Text("file"), Value::Text(file)),
-                (Value::Text("descr"), Value::Text(form.descr)),
-                (Value::Text("shape"), uints(&form.shape)),
-            ]),
-            Value::Null,
-        ),
-        Err(why) => (Value::Null, Value::Text(why)),
-    }
-}
-
-/// `meta.json`'s `safetensors` and `no_safetensors` values for object `o`.
-pub(in crate::tree) fn safetensors_json<'a>(
-    o: &'a crate::format::Object,
-    info: &'a Result<(String, &'static str), String>,
-) -> (Value<'a>, Value<'a>) {
-    match info {
-        Ok((file, dtype)) => (
-            Value::Map(vec![
-                (Value::Text("file"), Value::Text(file)),
-                (Value::Text("name"), Value::Text(&o.name)),
-                (Value::Text("dtype"), Value::Text(dtype)),
-                (Value::Text("shape"), uints(&o.shape)),
-            ]),
-            Value::Null,
-        ),
-        Err(why) => (Value::Null, Value::Text(why)),
-    }
-}
-
-fn uints(v: &[u64]) -> Value<'static> {
-    Value::Array(v.iter().map(|&d| Value::Uint(d)).collect())
-}
-
 /// What waits before a read can be answered.
 #[derive(Debug, Clone, Copy)]
 pub(in crate::tree) enum Wait {
@@ -112,17 +72,6 @@ impl Tree {
                 "its data part is not decoded: {}",
                 crate::tree::content::refusal(o, p)
             )),
-        }
-    }
-
-    /// Why object `i` has no row-major tensor its format places (a Hurray
-    /// tensor's `data`).
-    pub(in crate::tree) fn no_tensor_data(&self, i: u32) -> String {
-        match self.model.tensor_data(i) {
-            TensorData::Absent(why) => why,
-            TensorData::ByLayout | TensorData::Stored { .. } | TensorData::Computed { .. } => {
-                "no row-major view".to_string()
-            }
         }
     }
 

@@ -6,16 +6,12 @@
 //! files (manifest.json, digest, meta.json) are rendered from the manifest.
 
 use crate::tree::build::part_files;
-use crate::tree::export;
 use crate::tree::spool::{spool, Spooled};
 use crate::tree::{FsError, Ino, Node, Tree};
 use std::sync::Arc;
 
 use crate::decode::{ContentCheck, Encoding};
-use crate::format::cbor::{self, Value};
-use crate::format::profiles::{self, Layout};
 use crate::format::{json, Object, Part};
-use crate::model::MetaForm;
 use crate::report;
 
 /// Bytes returned by a read: borrowed from the map or owned.
@@ -411,190 +407,34 @@ impl Tree {
         }
     }
 
-    /// The name of `object`'s view file, if it has one.
-    fn view_name(&self, object: u32) -> Option<&'static str> {
-        self.view_of(object)
-            .filter(|_| self.has_view(object))
-            .map(|v| v.0)
-    }
-
-    /// The object's `meta.json`: true names, shape, layout, attributes, and
-    /// per part its types, encoding, lengths, digest and the files serving it.
+    /// The object's `meta.json` (`report::meta`), with what the tree serves
+    /// of it.
     pub(in crate::tree) fn meta_json(&self, object: u32) -> Vec<u8> {
-        match self.model.input().meta_form(object as usize) {
-            MetaForm::Hurray(t) => return self.hurray_meta_json(t, object),
-            MetaForm::Object => {}
-        }
         let o = self.object(object);
-        let attrs = o.attributes().and_then(|a| cbor::parse(a).ok());
         let files = self.files_of(object);
-        let t = Value::Text;
-        let opt = report::opt_text;
-        let digests: Vec<Option<String>> = (o.parts.iter())
-            .map(|p| p.digest.as_ref().map(ToString::to_string))
-            .collect();
-        let npy_infos: Vec<_> = (0..o.parts.len() as u32)
-            .map(|j| self.npy_info(object, j, &files[j as usize]))
-            .collect();
-        let npys: Vec<_> = npy_infos.iter().map(export::npy_json).collect();
-        let refused: Vec<Option<String>> = (0..o.parts.len())
-            .map(|j| (!part_files(self.model.input(), o, j).0).then(|| refusal(o, &o.parts[j])))
-            .collect();
-        let parts = o
-            .parts
-            .iter()
-            .enumerate()
-            .map(|(j, p)| {
-                Value::Map(vec![
-                    (t("name"), t(&p.name)),
-                    (t("dtype"), t(p.ty.dtype.name())),
-                    (t("type"), opt(p.ty.logical.as_deref())),
-                    (t("encoding"), opt(p.encoding.as_deref())),
-                    (t("stored_length"), Value::Uint(p.blob.length)),
-                    (t("decoded_length"), Value::Uint(p.decoded_size())),
-                    (t("digest"), opt(digests[j].as_deref())),
-                    (t("shard"), opt(p.blob.shard.as_deref())),
-                    (
-                        t("available"),
-                        Value::Bool(report::part_available(&self.model, p)),
-                    ),
-                    (
-                        t("files"),
-                        Value::Array(files[j].iter().map(|f| t(f)).collect()),
-                    ),
-                    (t("refused"), opt(refused[j].as_deref())),
-                    (t("npy"), npys[j].0.clone()),
-                    (t("no_npy"), npys[j].1.clone()),
-                ])
+        let npy = |part: u32, files: &[String]| {
+            let (file, form) = self.npy_info(object, part, files)?;
+            Ok(report::meta::Npy {
+                file,
+                descr: form.descr,
+                shape: form.shape,
             })
-            .collect();
-        let mut doc = vec![
-            (t("name"), t(&o.name)),
-            (
-                t("shape"),
-                Value::Array(o.shape.iter().map(|&d| Value::Uint(d)).collect()),
-            ),
-            (t("layout"), t(&o.layout)),
-            (t("attributes"), attrs.unwrap_or(Value::Null)),
-            (t("parts"), Value::Array(parts)),
-        ];
-        let view = self.view_name(object);
-        doc.push((t("view"), opt(view)));
-        let view_files: Vec<String> = view.map(|v| vec![v.to_string()]).unwrap_or_default();
-        let view_npy = self.npy_info(object, crate::tree::VIEW, &view_files);
-        let (view_npy, no_view_npy) = export::npy_json(&view_npy);
-        doc.push((t("view_npy"), view_npy));
-        doc.push((t("no_view_npy"), no_view_npy));
-        let st = self.safetensors_info(object);
-        let (st, no_st) = export::safetensors_json(o, &st);
-        doc.push((t("safetensors"), st));
-        doc.push((t("no_safetensors"), no_st));
-        let layout = Layout::of(&o.layout);
-        let table_note = profiles::gguf_table_mismatch(o);
-        if let Layout::Gguf { ggml_type } = &layout {
-            doc.push((t("ggml_type"), t(ggml_type)));
-            doc.push((t("ggml_block_table"), opt(table_note.as_deref())));
-        }
-        let ggml_layout = matches!(layout, Layout::Gguf { .. });
-        for (k, v) in self.model.input().meta_fields(object as usize, ggml_layout) {
-            doc.push((t(k), v));
-        }
-        let doc = Value::Map(doc);
-        let mut s = String::new();
-        json::to_json_pretty(&doc, &mut s);
-        s.push('\n');
-        s.into_bytes()
-    }
-
-    /// A Hurray tensor's `meta.json`: its true name, element type, shape
-    /// and layout, where its `data` comes from (or why there is none), its
-    /// buffers and the files serving them, and its descriptor decoded.
-    fn hurray_meta_json(&self, t: &crate::format::hurray::Tensor, object: u32) -> Vec<u8> {
-        use crate::format::hurray::{json as hj, objects};
-        let d = &t.descriptor;
-        let tx = Value::Text;
-        let files = self.files_of(object);
-        let o = self.object(object);
-        let view = self.view_name(object);
-        let (data, why) = match objects::data_of(t) {
-            objects::Data::Direct { offset, length } => (
-                Value::Map(vec![
-                    (tx("file"), tx(objects::DATA)),
-                    (tx("from"), tx("buffer 0, as stored")),
-                    (tx("offset"), Value::Uint(offset)),
-                    (tx("length"), Value::Uint(length)),
-                ]),
-                None,
-            ),
-            objects::Data::Computed if view.is_some() => (
-                Value::Map(vec![
-                    (tx("file"), tx(objects::DATA)),
-                    (tx("from"), tx(computed_from(d))),
-                    (
-                        tx("length"),
-                        Value::Uint(self.view_of(object).map_or(0, |v| v.1)),
-                    ),
-                ]),
-                None,
-            ),
-            objects::Data::Computed => (Value::Null, Some(self.no_tensor_data(object))),
-            objects::Data::Absent(why) => (Value::Null, Some(why)),
         };
-        let data_file = vec![objects::DATA.to_string()];
-        let npy = match (o.parts.first(), view) {
-            (_, Some(_)) => self.npy_info(object, crate::tree::VIEW, &data_file),
-            (Some(p), _) if p.name == objects::DATA => self.npy_info(object, 0, &data_file),
-            _ => Err("the tensor has no data file".to_string()),
+        let view = self.view_of(object).filter(|_| self.has_view(object));
+        let view_files: Vec<String> = view.map(|v| vec![v.0.to_string()]).unwrap_or_default();
+        let served = report::meta::Served {
+            npy: (0..o.parts.len() as u32)
+                .map(|j| npy(j, &files[j as usize]))
+                .collect(),
+            refused: (0..o.parts.len())
+                .map(|j| (!part_files(self.model.input(), o, j).0).then(|| refusal(o, &o.parts[j])))
+                .collect(),
+            view,
+            view_npy: npy(crate::tree::VIEW, &view_files),
+            safetensors: self.safetensors_info(object),
+            files,
         };
-        let (npy, no_npy) = export::npy_json(&npy);
-        let st = self.safetensors_info(object);
-        let (st, no_st) = export::safetensors_json(o, &st);
-        let buffers = (o.parts.iter().enumerate())
-            .filter(|(_, p)| p.name != objects::DATA)
-            .map(|(j, p)| {
-                Value::Map(vec![
-                    (tx("name"), tx(&p.name)),
-                    (tx("offset"), Value::Uint(p.blob.offset)),
-                    (tx("byte_size"), Value::Uint(p.blob.length)),
-                    (
-                        tx("files"),
-                        Value::Array(files[j].iter().map(|f| tx(f)).collect()),
-                    ),
-                ])
-            })
-            .collect();
-        let doc = Value::Map(vec![
-            (tx("name"), tx(&t.name)),
-            (tx("format"), tx("hurray")),
-            (tx("type"), tx(d.elem.name())),
-            (
-                tx("shape"),
-                Value::Array(
-                    (d.shape.iter())
-                        .map(|&n| {
-                            if n == u64::MAX {
-                                Value::Null
-                            } else {
-                                Value::Uint(n)
-                            }
-                        })
-                        .collect(),
-                ),
-            ),
-            (
-                tx("layout"),
-                tx(crate::format::hurray::layout_name(&d.layout)),
-            ),
-            (tx("data"), data),
-            (tx("no_data"), report::opt_text(why.as_deref())),
-            (tx("buffers"), Value::Array(buffers)),
-            (tx("npy"), npy),
-            (tx("no_npy"), no_npy),
-            (tx("safetensors"), st),
-            (tx("no_safetensors"), no_st),
-            (tx("descriptor"), hj::descriptor(d)),
-        ]);
-        hj::render(&doc).into_bytes()
+        report::meta::meta_json(&self.model, object, &served)
     }
 
     /// For each part of `object`, the names of the files serving it.
@@ -710,16 +550,6 @@ fn decode_checked(
         rules.check_range(table.frame(i).decoded_offset, &frame)?;
     }
     Ok(frame)
-}
-
-/// Where a Hurray tensor's computed `data` comes from, for `meta.json`.
-fn computed_from(d: &crate::format::hurray::Descriptor) -> &'static str {
-    match d.layout {
-        crate::format::hurray::Layout::Composite(_) => {
-            "the partition's members, assembled in row-major order by range"
-        }
-        _ => "buffer 0, reordered to row-major by range",
-    }
 }
 
 pub(in crate::tree) fn refusal(o: &Object, p: &Part) -> String {
