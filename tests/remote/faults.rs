@@ -12,10 +12,8 @@
 //! bounds follow the client's fixed constants (src/store/remote.rs): 20 s
 //! per request, 5 s to connect, 3 retries with backoff within 30 s.
 
-#[allow(dead_code)]
-#[path = "corpus/builder.rs"]
-mod builder;
-mod common;
+use crate::builder;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;

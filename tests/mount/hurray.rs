@@ -9,7 +9,7 @@
 //! (`scripts/interop`: files written by pyhurray); here the mount must
 //! agree with the command line on every file and every tensor.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::FileExt;

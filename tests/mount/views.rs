@@ -9,7 +9,7 @@
 //! The numpy and Python safetensors loaders themselves are run by the
 //! interop check (`scripts/interop`, suite `views`).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -253,9 +253,7 @@ fn npy_dtypes_ml_names_bfloat16_and_f8() {
 
 /// The benchmark's writer: N small f32 objects sharing a few blobs (tied
 /// weights), written without the code under test.
-#[allow(dead_code)]
-#[path = "../examples/gen_manifest.rs"]
-mod gen_manifest;
+use crate::gen_manifest;
 
 #[test]
 fn a_long_header_is_served_as_shards_and_an_index() {

@@ -4,13 +4,9 @@
 //! bytes of a local mount, and a changed object or a dead server fails
 //! reads with EIO without hanging the mount.
 
-#[allow(dead_code)]
-#[path = "corpus/builder.rs"]
-mod builder;
-mod common;
-#[allow(dead_code)]
-#[path = "corpus/hurray/writer.rs"]
-mod hurray_writer;
+use crate::builder;
+use crate::common;
+use crate::hurray_writer;
 
 use std::ffi::OsStr;
 use std::fs;
@@ -152,7 +148,7 @@ fn same_by_url(row: &common::Row, base: &str, local: &str) -> bool {
     let p = row.path().to_string_lossy().into_owned();
     let url = format!("{base}{}", &p[local.len()..]);
     // `check --verify` opens and reads every byte; `manifest` prints what
-    // `ls` and `digest` derive from (both are compared by remote_s3.rs).
+    // `ls` and `digest` derive from (both are compared by s3.rs).
     for cmd in [&["check", "--verify"][..], &["manifest"]] {
         let run = |file: &str, prefix: &str| {
             let args: Vec<&OsStr> = cmd.iter().chain([&file]).map(OsStr::new).collect();

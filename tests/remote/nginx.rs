@@ -5,7 +5,7 @@
 //! back. Each test serves 1 MiB of seeded pseudo-random bytes from its own
 //! temporary directory on its own port.
 
-mod common;
+use crate::common;
 
 use std::io::ErrorKind;
 use std::io::Write;

@@ -5,15 +5,13 @@
 //! mount, a wrong secret is refused, and an object overwritten under a
 //! mount fails the reads of what was not yet read; a sharded safetensors
 //! checkpoint's files are found beside its index's key.
-//! tests/remote.rs tests the same reader over plain HTTP against nginx.
+//! reads.rs tests the same reader over plain HTTP against nginx.
 //!
 //! The tests that run at the same time share one server, each with keys
 //! below a folder of its own.
 
-#[allow(dead_code)]
-#[path = "corpus/builder.rs"]
-mod builder;
-mod common;
+use crate::builder;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::fs;

@@ -1,0 +1,164 @@
+//! The mount command's words: an invalid file refused, mount points
+//! refused and why, where the log and the unmount command are, `df`, and
+//! `cat`'s near names.
+
+use super::*;
+
+#[test]
+fn invalid_file_refused() {
+    let m = Mount::unmounted();
+    let rejects: Vec<Row> = rows().into_iter().filter(|r| r.dir == "reject").collect();
+    assert!(!rejects.is_empty(), "no reject files in the corpus");
+    for row in rejects {
+        let file = row.path();
+        let check = ztfs(&["check".as_ref(), file.as_os_str()]);
+        let mount = m.mount(&file, &[]);
+        let what = describe(&["mount".as_ref(), file.as_os_str()], &mount);
+        assert_eq!(check.status.code(), Some(1), "{}", row.name);
+        assert_eq!(mount.status.code(), Some(1), "{what}");
+        assert_eq!(mount.stderr, check.stderr, "{what}");
+        assert!(!is_mounted(m.path()), "{what}: mounted");
+    }
+    assert_eq!(
+        fs::read_dir(m.path()).unwrap().count(),
+        0,
+        "the mount point is untouched"
+    );
+}
+
+#[test]
+fn unmount_not_a_mount() {
+    let dir = tempfile::tempdir().unwrap();
+    for path in [dir.path().to_path_buf(), dir.path().join("missing")] {
+        let args = ["unmount".as_ref(), path.as_os_str()];
+        let out = ztfs(&args);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+        assert!(out.stdout.is_empty(), "{}", describe(&args, &out));
+    }
+}
+
+#[test]
+fn df_reports_no_blocks_so_nothing_looks_full() {
+    let m = Mount::new(&sample("tiny-llama.zt"), &[]);
+    let st = statvfs(m.path()).expect("statvfs");
+    assert_eq!((st.f_blocks, st.f_bfree, st.f_bavail), (0, 0, 0));
+    assert!(st.f_files > 0, "inodes are counted");
+    let out = std::process::Command::new("df")
+        .arg(m.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("100%"), "{text}");
+}
+
+#[test]
+fn mount_points_that_are_refused_say_why() {
+    let file = sample("tiny-llama.zt");
+    let dir = tempfile::tempdir().unwrap();
+    let run = |mnt: &Path, flags: &[&str]| {
+        let mut args: Vec<&OsStr> = vec!["mount".as_ref(), file.as_os_str(), mnt.as_os_str()];
+        args.extend(flags.iter().map(OsStr::new));
+        ztfs(&args)
+    };
+    let err = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    let missing = dir.path().join("missing");
+    let o = run(&missing, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err(&o).contains("mount point") && err(&o).contains("mkdir -p"),
+        "{}",
+        err(&o)
+    );
+    let plain = dir.path().join("plain");
+    fs::write(&plain, b"x").unwrap();
+    let o = run(&plain, &[]);
+    assert!(err(&o).contains("not a directory"), "{}", err(&o));
+    let full = dir.path().join("full");
+    fs::create_dir(&full).unwrap();
+    fs::write(full.join("a"), b"x").unwrap();
+    let o = run(&full, &[]);
+    assert!(
+        err(&o).contains("not empty (1 entry)") && err(&o).contains("--nonempty"),
+        "{}",
+        err(&o)
+    );
+    let o = run(&full, &["--nonempty"]);
+    assert!(o.status.success(), "{}", err(&o));
+    cleanup(&full);
+    // Over an existing mount: refused, naming what is there.
+    let m = Mount::new(&file, &[]);
+    let o = run(m.path(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("is mounted there already"), "{}", err(&o));
+    let stacked = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let at = m.path().to_string_lossy().into_owned();
+    assert_eq!(
+        stacked
+            .lines()
+            .filter(|l| l.split(' ').nth(4) == Some(&*at))
+            .count(),
+        1
+    );
+    // The model's path once, as the prefix of every message.
+    for o in [run(&missing, &[]), run(&plain, &[]), run(m.path(), &[])] {
+        let e = err(&o);
+        assert_eq!(e.matches(&*file.to_string_lossy()).count(), 1, "{e}");
+    }
+}
+
+#[test]
+fn mount_says_where_and_how_to_unmount() {
+    let file = sample("tiny-llama.zt");
+    let m = Mount::unmounted();
+    let out = m.mount(&file, &[]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let pid = daemon_pid(m.path()).expect("a daemon");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains(&format!("daemon pid {pid}")), "{text}");
+    assert!(
+        text.contains(&format!("ztfs unmount {}", m.path().display())),
+        "{text}"
+    );
+}
+
+#[test]
+fn cat_suggests_near_names() {
+    let file = sample("tiny-llama.zt");
+    let args = ["cat".as_ref(), file.as_os_str(), "lm_haed.weight".as_ref()];
+    let out = ztfs(&args);
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("did you mean \"lm_head.weight\""), "{e}");
+    assert_eq!(e.matches(&*file.to_string_lossy()).count(), 1, "{e}");
+}
+
+#[test]
+fn a_background_daemon_logs_where_the_mount_line_says() {
+    let home = tempfile::tempdir().unwrap();
+    let m = Mount::unmounted();
+    let file = sample("tiny-llama.zt");
+    let out = std::process::Command::new(BIN)
+        .args([OsStr::new("mount"), file.as_os_str(), m.path().as_os_str()])
+        .env("HOME", home.path())
+        .env_remove("XDG_STATE_HOME")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = home.path().join(".local/state/ztfs/ztfs.log");
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(line.contains(&format!("log {}", log.display())), "{line}");
+    let _ = fs::read(m.join("model.norm.weight/data")).unwrap();
+    let pid = daemon_pid(m.path()).expect("the daemon");
+    cleanup(m.path());
+    assert!(
+        wait_until(FIVE_S, || !is_alive(pid)),
+        "the daemon outlived its mount"
+    );
+    let text = fs::read_to_string(&log).expect("the log");
+    assert!(text.contains("INFO") && text.contains("unmount"), "{text}");
+}
