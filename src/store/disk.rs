@@ -27,7 +27,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use hmac::Mac as _;
 use sha2::{Digest, Sha256};
@@ -76,7 +76,7 @@ pub fn object_id(url: &str, etag: Option<&str>, len: u64, modified: i64) -> [u8;
 }
 
 /// The process's disk cache, when one was asked for.
-static CACHE: OnceLock<Disk> = OnceLock::new();
+static CACHE: OnceLock<Arc<Disk>> = OnceLock::new();
 
 /// Uses `dir` as this process's disk cache, keeping at most `budget` bytes
 /// of blocks (headers included). Made once, before any remote object is
@@ -84,13 +84,14 @@ static CACHE: OnceLock<Disk> = OnceLock::new();
 pub fn configure(dir: &Path, budget: u64) -> Result<()> {
     let disk = Disk::open(dir, budget)?;
     CACHE
-        .set(disk)
+        .set(Arc::new(disk))
         .map_err(|_| Error::Usage("the disk cache is already set".into()))
 }
 
-/// The process's disk cache.
-pub fn cache() -> Option<&'static Disk> {
-    CACHE.get()
+/// The process's disk cache, which [`crate::store::remote::Remote::open`]
+/// hands each object it opens.
+pub fn cache() -> Option<Arc<Disk>> {
+    CACHE.get().cloned()
 }
 
 /// A cache directory and what it holds.

@@ -233,7 +233,10 @@ impl Store {
             }
             Kind::Remote(r) => {
                 let (buf, range) = match blob {
-                    Some((at, n)) => r.read_blob(at, n, offset, len)?,
+                    Some((at, n)) => {
+                        let read = r.read_blob(at, n, offset, len, Reach::Wait)?;
+                        read.ok_or_else(|| self.unreachable_miss())?
+                    }
                     None => r.read(offset, len)?,
                 };
                 // A buffer made for this read is taken, not copied.
@@ -265,20 +268,32 @@ impl Store {
     /// `blob_offset` of `blob_len` bytes: the same bytes; a remote object
     /// reads a big blob on blocks laid from its start, so that a reader's
     /// block-sized reads of it are served without joining two blocks.
+    /// `None` when `reach` is [`Reach::AtHand`] and a remote object does
+    /// not hold them now.
     pub fn blob_piece(
         &self,
         blob_offset: u64,
         blob_len: u64,
         offset: u64,
         len: u64,
-    ) -> Result<Piece<'_>> {
+        reach: Reach,
+    ) -> Result<Option<Piece<'_>>> {
         match &self.kind {
             Kind::Remote(r) => {
-                let (buf, range) = r.read_blob(blob_offset, blob_len, offset, len)?;
-                Ok(Piece::Shared(buf, range))
+                let read = r.read_blob(blob_offset, blob_len, offset, len, reach)?;
+                Ok(read.map(|(buf, range)| Piece::Shared(buf, range)))
             }
-            Kind::Local { .. } => self.piece(offset, len),
+            Kind::Local { .. } => self.piece(offset, len).map(Some),
         }
+    }
+
+    /// A read that may wait came back without its bytes: never expected,
+    /// and an error rather than bytes that are not there.
+    fn unreachable_miss(&self) -> Error {
+        Error::io(
+            self.name(),
+            std::io::Error::other("a read that may wait came back without its bytes"),
+        )
     }
 
     /// Hands the whole file to `f` in order, `chunk` bytes at a time (the
@@ -396,41 +411,16 @@ pub fn use_disk_cache(dir: &Path, size: u64) -> Result<()> {
     Ok(())
 }
 
-thread_local! {
-    /// Set while [`at_hand`] runs: whether a read missed.
-    static PROBE: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
-}
-
-/// Runs `f`, whose remote reads (of this thread) take only what is held
-/// now and fail at once where they would wait on a server; `None` when one
-/// did. A FUSE worker answers from the cache this way, and hands the read
-/// to a job only when it must wait.
-pub fn at_hand<T>(f: impl FnOnce() -> T) -> Option<T> {
-    PROBE.with(|p| p.set(Some(false)));
-    let out = f();
-    match PROBE.with(|p| p.replace(None)) {
-        Some(true) => None,
-        _ => Some(out),
-    }
-}
-
-/// True while [`at_hand`] runs and one of its reads missed: the error it
-/// gave is no failure to report.
-pub fn missed_at_hand() -> bool {
-    PROBE.with(|p| p.get() == Some(true))
-}
-
-/// True while [`at_hand`] runs.
-#[cfg_attr(not(feature = "remote"), allow(dead_code))]
-fn probing() -> bool {
-    PROBE.with(|p| p.get().is_some())
-}
-
-/// Notes a read that would wait, and gives the error it fails with.
-#[cfg_attr(not(feature = "remote"), allow(dead_code))]
-fn missed() -> Error {
-    PROBE.with(|p| p.set(Some(true)));
-    Error::Interrupted
+/// How far a read of a remote object may go for its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// To the server, waiting for it.
+    Wait,
+    /// Only to what is held now (the tail read at open, the block cache):
+    /// a FUSE worker answers from the cache so, and hands the read to a
+    /// job only when it would have to wait. A local file's bytes are
+    /// always at hand.
+    AtHand,
 }
 
 /// A URL's query (a presigned URL's signature, from its `?`) split off:

@@ -32,7 +32,14 @@ impl Remote {
         match *self {}
     }
 
-    pub fn read_blob(&self, _: u64, _: u64, _: u64, _: u64) -> Result<Shared> {
+    pub fn read_blob(
+        &self,
+        _: u64,
+        _: u64,
+        _: u64,
+        _: u64,
+        _: super::Reach,
+    ) -> Result<Option<Shared>> {
         match *self {}
     }
 

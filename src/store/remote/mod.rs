@@ -40,6 +40,7 @@ use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
 use super::blocks::Blocks;
 use super::disk;
+use super::Reach;
 use crate::error::{Error, Result};
 use ahead::Stream;
 use client::{
@@ -87,6 +88,8 @@ pub struct Object {
     tail: (u64, Arc<Vec<u8>>),
     /// What names its blocks in the disk cache.
     id: [u8; 32],
+    /// The disk cache its blocks are kept in, if any.
+    disk: Option<Arc<disk::Disk>>,
     blocks: Blocks,
     /// Sequential readers seen lately, for read-ahead.
     streams: Mutex<Vec<Stream>>,
@@ -108,12 +111,17 @@ impl Remote {
         let (server, _, secret) = parse(given)?;
         let url = &super::shown(Path::new(given));
         let client = shared_client(&server).map_err(|e| fail(url, secret.as_deref(), e))?;
-        Remote::open_with(given, client)
+        Remote::open_with(given, client, disk::cache())
     }
 
-    /// [`Remote::open`] through `client`, which serves the URL's server:
-    /// the process's own for it, or a test's.
-    pub fn open_with(given: &str, client: Arc<dyn ObjectStore>) -> Result<Remote> {
+    /// [`Remote::open`] through `client`, which serves the URL's server
+    /// (the process's own for it, or a test's), keeping blocks in `disk`
+    /// (the process's disk cache, a test's, or none).
+    pub fn open_with(
+        given: &str,
+        client: Arc<dyn ObjectStore>,
+        disk: Option<Arc<disk::Disk>>,
+    ) -> Result<Remote> {
         let (server, key, secret) = parse(given)?;
         let url = &super::shown(Path::new(given));
         let fail = |e| fail(url, secret.as_deref(), e);
@@ -169,6 +177,7 @@ impl Remote {
             secret,
             tail: (range.start, Arc::new(bytes)),
             blocks: Blocks::new(CACHE),
+            disk,
             streams: Mutex::new(Vec::new()),
             ahead: Default::default(),
         })))
@@ -191,28 +200,33 @@ impl Remote {
     /// length the server's size claims is never allocated before the
     /// server has sent it.
     pub fn read(&self, offset: u64, len: u64) -> Result<Shared> {
-        self.read_on(Grid::ZERO, offset, len)
+        let read = self.read_on(Grid::ZERO, offset, len, Reach::Wait)?;
+        read.ok_or_else(|| unreachable_miss(&self.url))
     }
 
     /// [`Remote::read`] of `[offset, offset + len)` within the blob at
     /// `blob_offset` of `blob_len` bytes: a big blob's on blocks laid from
-    /// its start (see `Grid`).
+    /// its start (see `Grid`). With [`Reach::AtHand`], only from what is
+    /// held now: `None` where a block would have to be fetched.
     pub fn read_blob(
         &self,
         blob_offset: u64,
         blob_len: u64,
         offset: u64,
         len: u64,
-    ) -> Result<Shared> {
+        reach: Reach,
+    ) -> Result<Option<Shared>> {
         let grid = if blob_len >= BIG_BLOB {
             Grid::starting_at(blob_offset)
         } else {
             Grid::ZERO
         };
-        self.read_on(grid, offset, len)
+        self.read_on(grid, offset, len, reach)
     }
 
-    fn read_on(&self, grid: Grid, offset: u64, len: u64) -> Result<Shared> {
+    /// `[offset, offset + len)` on `grid`; `None` when `reach` is
+    /// [`Reach::AtHand`] and a block is not held.
+    fn read_on(&self, grid: Grid, offset: u64, len: u64, reach: Reach) -> Result<Option<Shared>> {
         let end = (offset.checked_add(len))
             .filter(|&e| e <= self.len)
             .ok_or_else(|| {
@@ -223,34 +237,36 @@ impl Remote {
                 Error::at(self.url.clone(), Error::OutOfRange(why))
             })?;
         if len == 0 {
-            return Ok((Arc::default(), 0..0));
+            return Ok(Some((Arc::default(), 0..0)));
         }
         let (start, tail) = &self.tail;
         if offset >= *start {
             let at = (offset - start) as usize;
-            return Ok((tail.clone(), at..at + len as usize));
+            return Ok(Some((tail.clone(), at..at + len as usize)));
         }
         let (first, last) = (grid.block_of(offset), grid.block_of(end - 1));
         self.read_ahead(grid, first, last);
-        let block = |j: u64| {
-            if super::probing() {
-                return self.blocks.peek(grid.key(j)).ok_or_else(super::missed);
-            }
-            self.blocks.get(grid.key(j), || self.load(grid, j))
+        let block = |j: u64| match reach {
+            Reach::AtHand => Ok(self.blocks.peek(grid.key(j))),
+            Reach::Wait => (self.blocks)
+                .get(grid.key(j), || self.load(grid, j))
+                .map(Some),
         };
         if first == last {
             let at = (offset - grid.start(first)) as usize;
-            return Ok((block(first)?, at..at + len as usize));
+            return Ok(block(first)?.map(|b| (b, at..at + len as usize)));
         }
         let mut out = Vec::with_capacity(len.min(BLOCK) as usize);
         for j in first..=last {
-            let b = block(j)?;
+            let Some(b) = block(j)? else {
+                return Ok(None);
+            };
             let r = grid.range(j, self.len);
             let from = offset.max(r.start) - r.start;
             let to = end.min(r.end) - r.start;
             out.extend_from_slice(&b[from as usize..to as usize]);
         }
-        Ok((Arc::new(out), 0..len as usize))
+        Ok(Some((Arc::new(out), 0..len as usize)))
     }
 
     /// Hands `[offset, offset + len)` to `f` in pieces of `chunk` bytes,
@@ -278,7 +294,7 @@ impl Object {
     /// there).
     fn load(&self, grid: Grid, j: u64) -> Result<Vec<u8>> {
         let range = grid.range(j, self.len);
-        let disk = disk::cache().map(|d| (d, disk::key(&self.id, grid.key(j))));
+        let disk = (self.disk.as_deref()).map(|d| (d, disk::key(&self.id, grid.key(j))));
         if let Some((d, key)) = &disk {
             if let Some(b) = d.get(key, range.end - range.start, self.blocks.buffer()) {
                 return Ok(b);
@@ -295,7 +311,7 @@ impl Object {
     /// those on disk are loaded from it, each run of the others fetched by
     /// one request, every block kept on disk too.
     fn fill(&self, grid: Grid, from: u64, count: u64) {
-        let disk = disk::cache();
+        let disk = self.disk.as_deref();
         let on_disk = |j: u64| disk.is_some_and(|d| d.has(&disk::key(&self.id, grid.key(j))));
         // A first block cut short (block 0 of a shifted grid) is fetched
         // alone: a run is cut into whole blocks from its start.
@@ -403,4 +419,13 @@ impl Object {
             }
         }
     }
+}
+
+/// A read that waits found nothing to wait for: never expected, and an
+/// error rather than bytes that are not there.
+fn unreachable_miss(url: &str) -> Error {
+    Error::io(
+        url.to_string(),
+        std::io::Error::other("a read that may wait came back without its bytes"),
+    )
 }

@@ -150,7 +150,7 @@ fn put(store: &Faulty, data: &[u8]) {
 fn opened(data: &[u8]) -> (Arc<Faulty>, Remote) {
     let store = Arc::new(Faulty::default());
     put(&store, data);
-    let remote = Remote::open_with(URL, store.clone()).unwrap();
+    let remote = Remote::open_with(URL, store.clone(), None).unwrap();
     (store, remote)
 }
 
@@ -206,13 +206,19 @@ fn a_big_blob_is_read_on_blocks_laid_from_its_start() {
     // each, on blocks beginning at the part's offset plus whole blocks.
     for k in [0, 1, 5] {
         let off = at + k * BLOCK;
-        let (b, range) = r.read_blob(at, blob, off, BLOCK).unwrap();
+        let (b, range) = r
+            .read_blob(at, blob, off, BLOCK, Reach::Wait)
+            .unwrap()
+            .unwrap();
         assert_eq!(b[range], data[off as usize..(off + BLOCK) as usize]);
     }
     let asked: Vec<u64> = store.gets()[1..].iter().map(|g| g.start).collect();
     assert_eq!(asked, [at, at + BLOCK, at + 5 * BLOCK]);
     // A small blob stays on grid 0.
-    let (b, range) = r.read_blob(at, BLOCK, at + 10, 10).unwrap();
+    let (b, range) = r
+        .read_blob(at, BLOCK, at + 10, 10, Reach::Wait)
+        .unwrap()
+        .unwrap();
     assert_eq!(b[range], data[(at + 10) as usize..(at + 20) as usize]);
     assert_eq!(store.gets().last(), Some(&(0..BLOCK)));
 }
@@ -318,7 +324,7 @@ fn a_cut_body_at_open_is_refused() {
     let store = Arc::new(Faulty::default());
     put(&store, &bytes(2 * BLOCK, 10));
     store.then(Fault::Cut);
-    let Err(e) = Remote::open_with(URL, store.clone()) else {
+    let Err(e) = Remote::open_with(URL, store.clone(), None) else {
         panic!("opened from half a tail")
     };
     assert!(e.to_string().contains("of 1048576 bytes"), "{e}");
@@ -388,4 +394,68 @@ fn a_huge_claimed_size_is_refused_and_the_largest_is_safe() {
     assert_eq!(last + 1, g.count(MAX_OBJECT));
     assert_eq!(g.range(last, MAX_OBJECT).end, MAX_OBJECT);
     assert!(g.key(last) > g.key(0));
+}
+
+/// A disk cache handed to an object keeps the blocks it fetched: a second
+/// open of the same version (another process, a remount) reads them from
+/// disk with no request, and a new version of the object shares none.
+#[test]
+fn blocks_kept_in_a_disk_cache_serve_a_later_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let disk = Arc::new(disk::Disk::open(&cache, 64 * BLOCK).unwrap());
+    let data = bytes(6 * BLOCK, 11);
+    let store = Arc::new(Faulty::default());
+    put(&store, &data);
+    let r = Remote::open_with(URL, store.clone(), Some(disk.clone())).unwrap();
+    for j in [0, 2, 3] {
+        assert_eq!(
+            read(&r, j * BLOCK, 64).unwrap(),
+            data[(j * BLOCK) as usize..][..64]
+        );
+    }
+    assert_eq!(store.gets().len(), 4);
+    drop(r);
+
+    let again = Remote::open_with(URL, store.clone(), Some(disk.clone())).unwrap();
+    for j in [0, 2, 3] {
+        assert_eq!(
+            read(&again, j * BLOCK + 7, 9).unwrap(),
+            data[(j * BLOCK + 7) as usize..][..9]
+        );
+    }
+    assert_eq!(store.gets().len(), 5, "only the open's tail was asked for");
+
+    // A new version is another object: its blocks are fetched.
+    let new = bytes(6 * BLOCK, 12);
+    put(&store, &new);
+    let r = Remote::open_with(URL, store.clone(), Some(disk)).unwrap();
+    assert_eq!(read(&r, 0, 64).unwrap(), new[..64]);
+    assert_eq!(store.gets().len(), 7);
+}
+
+/// A read that may not wait (a FUSE worker's) gives what is held and
+/// nothing else: a block not held asks no request and gives `None`; once
+/// a read that may wait has fetched it, it is at hand; the tail always is.
+#[test]
+fn a_read_at_hand_never_asks_the_server() {
+    let data = bytes(4 * BLOCK, 13);
+    let (store, r) = opened(&data);
+    let at_hand = |off: u64, len: u64| {
+        let read = r.read_blob(0, 4 * BLOCK, off, len, Reach::AtHand).unwrap();
+        read.map(|(b, range)| b[range].to_vec())
+    };
+    assert_eq!(at_hand(10, 100), None);
+    assert_eq!(at_hand(BLOCK - 5, 10), None, "across two blocks");
+    assert_eq!(store.gets().len(), 1, "the open's only");
+    let len = data.len() as u64;
+    assert_eq!(
+        at_hand(len - 10, 10).as_deref(),
+        Some(&data[data.len() - 10..])
+    );
+    assert_eq!(read(&r, 0, 10).unwrap(), data[..10]);
+    assert_eq!(at_hand(10, 100).as_deref(), Some(&data[10..110]));
+    // The next block is not held yet: the read across both is not at hand.
+    assert_eq!(at_hand(BLOCK - 5, 10), None);
+    assert_eq!(store.gets().len(), 2);
 }

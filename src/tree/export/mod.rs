@@ -16,6 +16,7 @@ use crate::format::profiles::Layout;
 use crate::format::types::DType;
 use crate::model::TensorData;
 use crate::report;
+use crate::store::Reach;
 use crate::tree::safetensors::{Candidate, Plan, Segment};
 use crate::tree::{Data, FsError, Node, Tree, VIEW};
 use forms::{Elem, Npy, Shape};
@@ -212,7 +213,8 @@ impl Tree {
         part: u32,
         offset: u64,
         size: u32,
-    ) -> Result<Data<'_>, FsError> {
+        reach: Reach,
+    ) -> Result<Option<Data<'_>>, FsError> {
         let form = self.npy_of(i, part).map_err(|e| {
             log::error!("{:?}: .npy: {e}", self.object(i).name);
             FsError::Io
@@ -220,15 +222,18 @@ impl Tree {
         let h = crate::tree::npy::header_len(&form).map_err(|_| FsError::Io)?;
         let source = Self::npy_source(i, part);
         if offset >= h {
-            return self.read_node(source, offset - h, size);
+            return self.read_reach(source, offset - h, size, reach);
         }
         let header = crate::tree::npy::header(&form).map_err(|_| FsError::Io)?;
         let end = offset.saturating_add(u64::from(size));
         let mut out = header[offset as usize..end.min(h) as usize].to_vec();
         if end > h {
-            out.extend_from_slice(&self.read_node(source, 0, (end - h) as u32)?);
+            match self.read_reach(source, 0, (end - h) as u32, reach)? {
+                Some(data) => out.extend_from_slice(&data),
+                None => return Ok(None),
+            }
         }
-        Ok(Data::Owned(out))
+        Ok(Some(Data::Owned(out)))
     }
 
     /// Object `i` in `model.safetensors`: its dtype and length, or why it

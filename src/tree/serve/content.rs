@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::decode::{ContentCheck, Encoding};
 use crate::format::{json, Object, Part};
 use crate::report;
+use crate::store::Reach;
 
 /// Bytes returned by a read: borrowed from the map or owned.
 pub enum Data<'a> {
@@ -154,9 +155,6 @@ impl Tree {
         p: &Part,
         e: &dyn std::fmt::Display,
     ) -> FsError {
-        if crate::store::missed_at_hand() {
-            return FsError::Io; // not a failure: the read is made again by a job
-        }
         self.failures.report(key, || {
             let file = self.model.root().name();
             let place = match &p.blob.shard {
@@ -197,14 +195,36 @@ impl Tree {
 
     /// Reads up to `size` bytes of `node` at `offset`, short at the end,
     /// from what is at hand: the map, a cached frame or view, a rendered
-    /// file. Views not prepared yet are the caller's (`requests`) business.
+    /// file, or a remote object's blocks, fetched if need be. Views not
+    /// prepared yet are the caller's (`requests`) business.
     pub(in crate::tree) fn read_node(
         &self,
         node: Node,
         offset: u64,
         size: u32,
     ) -> Result<Data<'_>, FsError> {
-        match node {
+        match self.read_reach(node, offset, size, Reach::Wait)? {
+            Some(data) => Ok(data),
+            None => {
+                log::error!("a read that may wait came back without its bytes");
+                Err(FsError::Io)
+            }
+        }
+    }
+
+    /// [`Tree::read_node`], going for a remote model's stored bytes only as
+    /// far as `reach` says: with [`Reach::AtHand`], `None` where they are
+    /// not held now (a job reads them then). Other files are read as
+    /// `read_node` reads them: the caller asks `AtHand` only of stored
+    /// bytes ([`Tree::read_fetched`]).
+    pub(in crate::tree) fn read_reach(
+        &self,
+        node: Node,
+        offset: u64,
+        size: u32,
+        reach: Reach,
+    ) -> Result<Option<Data<'_>>, FsError> {
+        let data = match node {
             Node::Dir(_) => Err(FsError::IsDir),
             Node::Manifest => self.manifest_json()?.read(offset, size).map_err(|e| {
                 log::error!("manifest.json: {e}");
@@ -219,17 +239,20 @@ impl Tree {
                 let r = clip(b.len() as u64, offset, size);
                 Ok(Data::Shared(b, r))
             }
-            Node::Raw { object, part } => self.read_stored(object, part, offset, size, false),
+            Node::Raw { object, part } => {
+                return self.read_stored(object, part, offset, size, false, reach)
+            }
             Node::View { object } => self.read_view(object, offset, size),
             Node::Part { object, part } => match self.decoder(object, part)? {
-                Encoding::Raw => self.read_stored(object, part, offset, size, true),
+                Encoding::Raw => return self.read_stored(object, part, offset, size, true, reach),
                 Encoding::ZstdSeekable(_) => self.read_frames(object, part, offset, size),
             },
-            Node::Npy { object, part } => self.read_npy(object, part, offset, size),
+            Node::Npy { object, part } => return self.read_npy(object, part, offset, size, reach),
             Node::Safetensors { .. } | Node::SafetensorsIndex => {
                 self.read_safetensors(&node, offset, size)
             }
-        }
+        };
+        data.map(Some)
     }
 
     /// A range of a part's stored bytes, straight from the map. The backing
@@ -245,7 +268,8 @@ impl Tree {
         offset: u64,
         size: u32,
         decoded: bool,
-    ) -> Result<Data<'_>, FsError> {
+        reach: Reach,
+    ) -> Result<Option<Data<'_>>, FsError> {
         let (o, p) = self.part(object, part);
         let key = self.part_base[object as usize] + part;
         let r = clip(p.blob.length, offset, size);
@@ -257,19 +281,21 @@ impl Tree {
                 p.blob.length,
                 p.blob.offset + r.start as u64,
                 r.len() as u64,
+                reach,
             )
         })()
         .map_err(|e: crate::error::Error| self.fail((key, "read"), o, p, &e))?;
         let bytes = match bytes {
-            crate::store::Piece::Borrowed(b) => Data::Borrowed(b),
-            crate::store::Piece::Shared(buf, range) => Data::Shared(buf, range),
+            None => return Ok(None),
+            Some(crate::store::Piece::Borrowed(b)) => Data::Borrowed(b),
+            Some(crate::store::Piece::Shared(buf, range)) => Data::Shared(buf, range),
         };
         let rules = ContentCheck::new(o, p);
         if decoded && rules.applies() {
             Self::map_read(|| rules.check_range(r.start as u64, &bytes))
                 .map_err(|e| self.fail((key, "content"), o, p, &e))?;
         }
-        Ok(bytes)
+        Ok(Some(bytes))
     }
 
     fn read_frames(

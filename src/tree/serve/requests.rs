@@ -12,6 +12,7 @@ use std::sync::{mpsc, Arc};
 use crate::decode::Encoding;
 use crate::error::Error;
 use crate::read;
+use crate::store::Reach;
 use crate::tree::export::Wait;
 use crate::tree::jobs::{Cancel, JobKey, Work};
 use crate::tree::{Data, FsError, Ino, Node, OpenMode, Tree};
@@ -204,8 +205,10 @@ impl Tree {
         reply: ReadReply,
     ) {
         if self.stored_bytes(node) {
-            if let Some(r) = crate::store::at_hand(|| self.read_node(node, offset, size)) {
-                return reply(r);
+            match self.read_reach(node, offset, size, Reach::AtHand) {
+                Ok(Some(data)) => return reply(Ok(data)),
+                Err(e) => return reply(Err(e)),
+                Ok(None) => {} // not held now: a job fetches it
             }
         }
         let tree = self.clone();
