@@ -7,7 +7,7 @@
 #                          [--only default,views,direct,random,metadata,passthrough,remote]
 #                          [--format zt|hurray|safetensors|gguf]
 #
-# --format: the big file's container (scripts/bench_formats.py writes it),
+# --format: the big file's container (scripts/bench/formats.py writes it),
 # the tensor's bytes at 64 KiB in every one so the baselines are unchanged;
 # `ztfs check` must accept it and big/data must be its bytes, or the run
 # fails. gguf (an f32 tensor) needs a --size that is a multiple of 4.
@@ -20,17 +20,17 @@
 # Prints a markdown table on stdout, progress on stderr. A benchmark, not a
 # test: exit 0 whatever the figures, non-zero only if something failed to run.
 #
-# `--only passthrough` measures kernel passthrough (bench_passthrough.py):
+# `--only passthrough` measures kernel passthrough (bench/passthrough.py):
 # memory clones of the big file, reflink clones of a copy of it on an XFS
 # filesystem made in a loop file in the work directory (needs mkfs.xfs, apt
 # xfsprogs), and a zt.zstd-seekable/1 part read through its memory clone
-# (written by bench_zstd.py's generator in the project venv, made by
+# (written by bench/zstd.py's generator in the project venv, made by
 # scripts/venv.sh on first use). It is not in the default set: about 3
 # minutes at --size 1G and 5 reps (2 with 3 reps, 1 at 512M), about 2 x size
 # more disk, and up to 2 x size of memfds at once beside the page cache.
 #
 # `--only remote` reads the big file by URL from nginx on 127.0.0.1
-# (bench_remote.py; apt nginx-light, curl) beside curl fetching the same
+# (bench/remote.py; apt nginx-light, curl) beside curl fetching the same
 # range and a local mount of the same file.
 set -euo pipefail
 
@@ -47,7 +47,7 @@ cargo build --release --quiet --bin ztfs "${examples[@]}"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/ztfs-bench.XXXXXX")"
 cleanup() {
-    # bench_mount.py unmounts what it mounted; this catches what a killed
+    # bench/mount.py unmounts what it mounted; this catches what a killed
     # run left behind. Each daemon exits once its mount is gone. The
     # passthrough section's XFS filesystem is among them: mounted with -o
     # loop, its loop device goes with its last user.
@@ -59,7 +59,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-python3 scripts/bench_mount.py \
+PYTHONPATH=scripts python3 -m bench.mount \
     --ztfs "$CARGO_TARGET_DIR/release/ztfs" \
     --bare "$CARGO_TARGET_DIR/release/examples/bare_server" \
     --xxh3 "$CARGO_TARGET_DIR/release/examples/xxh3" \

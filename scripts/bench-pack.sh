@@ -6,7 +6,7 @@
 #
 #   ZTFS=path/to/ztfs   use this binary instead of building one
 #
-# What is measured and how (bench_pack.py says it in full): the source, a
+# What is measured and how (bench/pack.py says it in full): the source, a
 # safetensors file of about --size bytes (a few hundred bf16 and f32
 # tensors of normal values, which zstd shrinks by 10-20% as it does real
 # weights), is written with numpy, ml_dtypes and safetensors from the
@@ -53,7 +53,7 @@ venv="$(scripts/venv.sh)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/ztfs-bench-pack.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" scripts/bench_pack.py --ztfs "$ztfs" --work "$work" "$@" &
+PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=scripts "$venv/bin/python" -m bench.pack --ztfs "$ztfs" --work "$work" "$@" &
 bench=$!
 # On a signal, stop the benchmark (and the command it runs), then clean up.
 trap 'kill -TERM "$bench" 2>/dev/null; wait "$bench"; exit 130' INT TERM

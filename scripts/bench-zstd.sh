@@ -24,7 +24,7 @@ venv="$(scripts/venv.sh)"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/ztfs-bench-zstd.XXXXXX")"
 cleanup() {
-    # bench_zstd.py unmounts what it mounted; this catches what a killed
+    # bench/zstd.py unmounts what it mounted; this catches what a killed
     # run left behind. Each daemon exits once its mount is gone.
     local mnt
     while read -r _ _ _ _ mnt _; do
@@ -34,7 +34,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" scripts/bench_zstd.py --ztfs "$target/release/ztfs" --work "$work" "$@" &
+PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=scripts "$venv/bin/python" -m bench.zstd --ztfs "$target/release/ztfs" --work "$work" "$@" &
 bench=$!
 # On a signal, let the benchmark unmount what it mounted, then clean up.
 trap 'kill -TERM "$bench" 2>/dev/null; wait "$bench"; exit 130' INT TERM

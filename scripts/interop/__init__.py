@@ -34,7 +34,7 @@ Two directions:
             manifest`, MNT/digest `ztfs digest` (absent when that exits 1).
             A file ztfs rejects must not mount.
 
-  shards    The package cannot write a multi-file model (see sharded.py),
+  shards    The package cannot write a multi-file model (see zt/sharded.py),
             so this script assembles one: a root it writes itself (local
             blobs copied from a package file, a shard table, deterministic
             CBOR manifest, footer), two package-written files as shards and
@@ -53,7 +53,7 @@ Two directions:
   reverse   Every corpus file is opened with the package. Valid files must
             open, read and verify there too; reject files must not be
             accepted. Known, documented differences between the package and
-            ztfs are listed in KNOWN_DIFFERENCES (known.py), each with the
+            ztfs are listed in KNOWN_DIFFERENCES (zt/known.py), each with the
             reason from /work/shared/spec/IMPLEMENTER-NOTES.md; anything
             else fails.
 
@@ -82,7 +82,8 @@ The package's API, as found (ztensor 2.1.2; there is nothing else):
 Exit status: 0 when everything agrees, 1 on any disagreement, 2 on usage
 errors. The last line is "interop: N passed, N failed".
 
-The package, one job a module (each imports only those listed before it):
+The package, one job a module (each imports only those listed before it);
+the shared modules at the top, then a subpackage per --suite:
 
   cbor        deterministic CBOR encoder, strict decoder
   container   the container read directly; the spec's shared names
@@ -91,39 +92,48 @@ The package, one job a module (each imports only those listed before it):
   package     what the PyPI package makes of a file
   content     the §6.4 content digest from the package's view
   facts       facts read from a corpus file, for the allowlist
-  known       the allowlist (KNOWN_DIFFERENCES)
-  generate    files written with the package
-  sharded     the multi-file model assembled around package files
   mount       the mount check
-  forward     package-written files through ztfs
-  mutations   broken copies both readers must reject
-  corpus      the corpus through the package (reverse)
-  hurray_bytes    an HRRYFILE read directly: placement facts, CRC-32C
-  hurray_layouts  layout buffers built from numpy arrays (spec address functions)
-  hurray_gen      files written with pyhurray, with JSON sidecars
-  hurray_cli      the ztfs command spellings for a Hurray file (one place)
-  hurray_known    the Hurray allowlist (pyhurray refusing valid corpus files)
-  hurray_check    Hurray forward (ztfs check/ls/cat/mount) and reverse
-  views_model     a mounted model's object directories and `ztfs cat` bytes
-  views_npy       the .npy files of a mount (numpy, np.save)
-  views_safetensors  its safetensors view (safetensors package, save_file)
-  views_sharded   sharded safetensors views, and the model that must shard
-  views_check     the views suite: which files, mounting, calling the checks
-  st_input        safetensors files as input: save_file's files through ztfs, and
-                  the safetensors corpus through safe_open (--suite safetensors)
-  gguf_input      the GGUF suite: GGUFWriter files through ztfs, reject files through GGUFReader
-  pack_common     the pack suite's shared pieces: running `ztfs pack`, sources as their own
-                  readers give them, the checks of every packed file
-  pack_corpus     every valid corpus file packed and compared with ztensor.convert
-  pack_options    --zstd, --frame-size, --digest, --align, --shard-size on a generated file
-  pack_gguf       GGUF key-values of every type through pack and convert
-  pack_check      the pack suite: its order, and the mount of a packed model
+  zt/         --suite zt
+    known       the allowlist (KNOWN_DIFFERENCES)
+    generate    files written with the package
+    sharded     the multi-file model assembled around package files
+    forward     package-written files through ztfs
+    mutations   broken copies both readers must reject
+    corpus      the corpus through the package (reverse)
+  hurray/     --suite hurray
+    parse       an HRRYFILE read directly: placement facts, CRC-32C
+    layouts     layout buffers built from numpy arrays (spec address functions)
+    gen         files written with pyhurray, with JSON sidecars
+    cli         the ztfs command spellings for a Hurray file (one place)
+    known       the Hurray allowlist (pyhurray refusing valid corpus files)
+    check       Hurray forward (ztfs check/ls/cat/mount) and reverse
+  views/      --suite views
+    model       a mounted model's object directories and `ztfs cat` bytes
+    npy         the .npy files of a mount (numpy, np.save)
+    safetensors its safetensors view (safetensors package, save_file)
+    sharded     sharded safetensors views, and the model that must shard
+    check       the views suite: which files, mounting, calling the checks
+  safetensors/  --suite safetensors
+    sharded     sharded checkpoints written with save_file, through ztfs
+    check       safetensors files as input: save_file's files through ztfs, and
+                the safetensors corpus through safe_open
+  gguf/       --suite gguf
+    check       GGUFWriter files through ztfs, reject files through GGUFReader
+  pack/       --suite pack
+    common      the shared pieces: running `ztfs pack`, sources as their own
+                readers give them, the checks of every packed file
+    corpus      every valid corpus file packed and compared with ztensor.convert
+    options     --zstd, --frame-size, --digest, --align, --shard-size on a generated file
+    gguf        GGUF key-values of every type through pack and convert
+    npy         .npy files of every dtype packed together
+    checkpoint  sharded checkpoints packed
+    check       the pack suite: its order, and the mount of a packed model
   main        argument parsing and the run; __main__ calls it
 
 Hurray (--suite hurray runs only this): pyhurray 0.1.0 writes files
 covering its whole writing API, each with a sidecar of expected bytes
-(hurray_gen.py); ztfs must check, list, cat and mount them
-(hurray_check.py); every corpus/hurray/valid/ file must load in pyhurray.
+(hurray/gen.py); ztfs must check, list, cat and mount them
+(hurray/check.py); every corpus/hurray/valid/ file must load in pyhurray.
 
 GGUF (--suite gguf runs only this): gguf-py 0.19.0's GGUFWriter writes
 files (KVs of several types, arrays and tokenizer tables, F32/F16/Q8_0/Q4_0
@@ -131,7 +141,7 @@ tensors, alignments 32, 64, 256); `ztfs cat` must give GGUFReader's tensor
 bytes, `ztfs manifest` its fields (types, values, order) and tensor infos,
 a mount the same bytes and `.npy` arrays equal to the reader's (dtype and
 shape); every corpus/gguf/reject file must be refused by GGUFReader, except
-the ones gguf_input.READER_ACCEPTS lists with the reason.
+the ones gguf.check.READER_ACCEPTS lists with the reason.
 
 Views (--suite views runs only this): every corpus/valid, Hurray valid,
 GGUF valid and sample file, and a package-written model of edge cases, is mounted; each `.npy` file meta.json announces (and no
@@ -150,7 +160,7 @@ dtype safetensors.numpy.save_file writes (scalars, empty tensors,
 metadata) must check, give its header as `ztfs manifest`, and read the
 same bytes through `ztfs cat`, the mount's `data` and np.load of
 `data.npy`; every corpus/safetensors file must open in safe_open exactly
-when ztfs opens it, but for the documented decisions (st_input.KNOWN).
+when ztfs opens it, but for the documented decisions (safetensors.check.KNOWN).
 
 pack (--suite pack runs only this): every valid corpus file (safetensors,
 GGUF, zTensor, samples) that `ztfs check` accepts is packed with `ztfs
@@ -158,7 +168,7 @@ pack`; the output must pass the package's deep verify and `ztfs check
 --verify`, have the content digest computed here (content.py), read back
 through the package as the source's own reader reads it, and be
 byte-identical to `ztensor.convert`'s output wherever that converts too.
-Refusals only as pack_corpus.REFUSED lists them, convert's refusals only
+Refusals only as pack.corpus.REFUSED lists them, convert's refusals only
 as CONVERT_REFUSES does. Options (--zstd [LEVEL], --frame-size, --digest,
 --align, --shard-size) on a generated file: same content digest, same
 tensors, compressed only where smaller, tied tensors in one blob,

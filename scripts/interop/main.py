@@ -17,20 +17,20 @@ import time
 import numpy as np
 
 from . import __doc__ as OVERVIEW  # the package docstring: what is checked
-from .corpus import check_corpus
-from .forward import check_generated
-from .generate import gen_all
-from .gguf_input import run_gguf
-from .hurray_check import check_file, check_hurray_corpus
-from .hurray_gen import gen_hurray
-from .known import KNOWN_DIFFERENCES
+from .zt.corpus import check_corpus
+from .zt.forward import check_generated
+from .zt.generate import gen_all
+from .gguf.check import run_gguf
+from .hurray.check import check_file, check_hurray_corpus
+from .hurray.gen import gen_hurray
+from .zt.known import KNOWN_DIFFERENCES
 from .mount import MOUNT_STATS
-from .mutations import check_mutation, mutations
-from .pack_check import run_pack
+from .zt.mutations import check_mutation, mutations
+from .pack.check import run_pack
 from .results import Results
-from .sharded import gen_sharded
-from .st_input import run_st_input
-from .views_check import run_views
+from .zt.sharded import gen_sharded
+from .safetensors.check import run_st_input
+from .views.check import run_views
 from .ztfs import Ztfs
 
 

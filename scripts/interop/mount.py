@@ -20,7 +20,7 @@ import tempfile
 import time
 import zlib
 
-from .generate import Gen
+from .zt.generate import Gen
 from .results import Results, short
 from .ztfs import Ztfs
 

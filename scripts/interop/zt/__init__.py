@@ -1,0 +1,1 @@
+"""The zTensor suite (`--suite zt`): the corpus against the package, files the package writes read by ztfs, mutations, shard families."""
