@@ -47,7 +47,7 @@ impl Tree {
         size: u32,
     ) -> Result<Data<'_>, FsError> {
         if let Some(v) = self.computed_view(object) {
-            return self.read_hurray(object, v, offset, size);
+            return self.read_computed(object, v, offset, size);
         }
         let o = self.object(object);
         let Some(v) = self.frames.view(object) else {
@@ -102,13 +102,14 @@ impl Tree {
 }
 
 impl Tree {
-    /// A range of a Hurray tensor's computed `data`, read from the map
+    /// A range of a tensor's computed `data` (a Hurray tensor in another
+    /// layout, a partition: `Model::tensor_data`), read from the map
     /// (or, for a remote model, fetched by range on a job thread, see
     /// `Tree::fetches`): only the elements the range covers are read, so
     /// a local one runs on the FUSE worker like a raw read. The whole
     /// backing file is checked to be there first (a partition reads from
     /// its members' ranges).
-    fn read_hurray(
+    fn read_computed(
         &self,
         object: u32,
         v: &crate::decode::hurray::RowMajor,
