@@ -286,6 +286,7 @@ fn a_small_budget_evicts_clones_without_open_files_only() {
     // a (3 MiB) is cloned, then b (2 MiB) evicts it: a is closed.
     assert_eq!(fs::read(m.join("a/data")).unwrap().len(), 3 * MIB);
     assert_eq!(daemon_reads(&m, ino("a/data")), 0);
+    wait_released(&m, ino("a/data"), 1);
     let held = fs::File::open(m.join("b/data")).unwrap();
     assert!(
         m.log().contains(&format!(
@@ -302,10 +303,24 @@ fn a_small_budget_evicts_clones_without_open_files_only() {
         "a passed through beside an open b"
     );
     drop(held);
+    wait_released(&m, ino("b/data"), 1);
     // With b closed, a gets a clone again.
     let before = daemon_reads(&m, ino("a/data"));
     let _ = fs::read(m.join("a/data")).unwrap();
     assert_eq!(daemon_reads(&m, ino("a/data")), before);
+}
+
+/// Waits (at most 10 s) until the daemon has had `n` releases of `ino`: a
+/// close returns before FUSE's RELEASE reaches the daemon, and a clone an
+/// open handle holds is not evicted (the test raced it under load).
+fn wait_released(m: &Mount, ino: u64, n: usize) {
+    let line = format!("ino {ino:#018x} RELEASE");
+    let released = || m.log().matches(&line).count() >= n;
+    assert!(
+        wait_until(std::time::Duration::from_secs(10), released),
+        "{}",
+        m.log()
+    );
 }
 
 #[test]
