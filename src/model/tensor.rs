@@ -130,6 +130,14 @@ impl Model {
         }
     }
 
+    /// Object `i`'s computed view, when its format computes one and it
+    /// could be made: [`TensorData::Computed`]'s view, found without
+    /// asking the format again (the tree asks this on every lookup of an
+    /// object's files).
+    pub fn computed_view(&self, i: u32) -> Option<&RowMajor> {
+        self.computed().get(i)?.as_ref().ok()
+    }
+
     /// True when `ztfs pack` writes each tensor's row-major data
     /// ([`Model::tensor_data`]) rather than the model's objects: a Hurray
     /// file's objects are its buffers, which zTensor gives no meaning.

@@ -235,7 +235,7 @@ impl Store {
                 let (buf, range) = match blob {
                     Some((at, n)) => {
                         let read = r.read_blob(at, n, offset, len, Reach::Wait)?;
-                        read.ok_or_else(|| self.unreachable_miss())?
+                        read.ok_or_else(|| unreachable_miss(&self.name()))?
                     }
                     None => r.read(offset, len)?,
                 };
@@ -285,15 +285,6 @@ impl Store {
             }
             Kind::Local { .. } => self.piece(offset, len).map(Some),
         }
-    }
-
-    /// A read that may wait came back without its bytes: never expected,
-    /// and an error rather than bytes that are not there.
-    fn unreachable_miss(&self) -> Error {
-        Error::io(
-            self.name(),
-            std::io::Error::other("a read that may wait came back without its bytes"),
-        )
     }
 
     /// Hands the whole file to `f` in order, `chunk` bytes at a time (the
@@ -409,6 +400,16 @@ pub fn use_disk_cache(dir: &Path, size: u64) -> Result<()> {
     #[cfg(not(feature = "remote"))]
     let _ = (dir, size);
     Ok(())
+}
+
+/// A read of `name` that may wait came back without its bytes: never
+/// expected, and an error rather than bytes that are not there.
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+fn unreachable_miss(name: &str) -> Error {
+    Error::io(
+        name.to_string(),
+        std::io::Error::other("a read that may wait came back without its bytes"),
+    )
 }
 
 /// How far a read of a remote object may go for its bytes.

@@ -30,7 +30,7 @@ pub use forms::NpyDtypes;
 pub use jobs::JOB_THREADS;
 pub use requests::{OpenReply, ReadReply};
 
-use crate::model::{Model, TensorData};
+use crate::model::Model;
 
 /// An inode number; the root is [`ROOT`].
 pub type Ino = u64;
@@ -318,10 +318,7 @@ impl Tree {
     /// The computed view serving object `object`'s `data`, if its format
     /// computes one ([`crate::model::TensorData::Computed`]).
     fn computed_view(&self, object: u32) -> Option<&crate::decode::hurray::RowMajor> {
-        match self.model.tensor_data(object) {
-            TensorData::Computed { view, .. } => Some(view),
-            TensorData::ByLayout | TensorData::Stored { .. } | TensorData::Absent(_) => None,
-        }
+        self.model.computed_view(object)
     }
 
     /// The name and size of `object`'s view file, if its layout offers one.

@@ -201,7 +201,7 @@ impl Remote {
     /// server has sent it.
     pub fn read(&self, offset: u64, len: u64) -> Result<Shared> {
         let read = self.read_on(Grid::ZERO, offset, len, Reach::Wait)?;
-        read.ok_or_else(|| unreachable_miss(&self.url))
+        read.ok_or_else(|| super::unreachable_miss(&self.url))
     }
 
     /// [`Remote::read`] of `[offset, offset + len)` within the blob at
@@ -419,13 +419,4 @@ impl Object {
             }
         }
     }
-}
-
-/// A read that waits found nothing to wait for: never expected, and an
-/// error rather than bytes that are not there.
-fn unreachable_miss(url: &str) -> Error {
-    Error::io(
-        url.to_string(),
-        std::io::Error::other("a read that may wait came back without its bytes"),
-    )
 }
