@@ -3,7 +3,7 @@
 //! whole-part bytes from `ztfs::read`, every object reachable exactly once.
 
 #[allow(dead_code)]
-#[path = "corpus/builder.rs"]
+#[path = "../corpus/builder.rs"]
 mod builder;
 
 use std::collections::BTreeMap;
