@@ -13,7 +13,9 @@ use crate::model::Model;
 
 mod verify;
 
-pub use verify::{verify_model, Report, Watch, NO_DIGEST_NAMES};
+pub use verify::{
+    verify_model, verify_object_all, PartOutcome, Place, Report, Verdict, Watch, NO_DIGEST_NAMES,
+};
 
 /// What verifying a part established.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -131,11 +131,12 @@ struct Shown<'a> {
 }
 
 impl Watch for Shown<'_> {
-    fn read(&mut self, n: u64) {
+    fn read(&mut self, n: u64) -> Result<()> {
         self.progress.add(n);
+        Ok(())
     }
 
-    fn failed(&mut self, e: &Error) {
+    fn failed(&mut self, _: read::Place, e: &Error) {
         self.progress.clear();
         eprintln!("ztfs: {}: {e}", crate::store::shown(self.file));
     }

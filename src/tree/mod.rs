@@ -240,8 +240,6 @@ pub struct Tree {
     /// The job threads for reads that wait on a remote server: their own,
     /// so that a server that hangs holds up no other work.
     fetch_jobs: std::sync::Arc<jobs::Jobs>,
-    /// Objects whose layout data rules were checked, and the outcome.
-    object_checks: std::sync::Mutex<std::collections::HashMap<u32, bool>>,
     /// Objects whose view could not be prepared (logged once).
     view_failures: std::sync::Mutex<std::collections::HashSet<u32>>,
     /// Failed requests, logged once each and counted.

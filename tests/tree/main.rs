@@ -5,6 +5,7 @@
 #[allow(dead_code)]
 #[path = "../corpus/builder.rs"]
 mod builder;
+mod verify;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -106,19 +107,7 @@ fn check_tree(path: &Path, arrangement: Arrangement) {
         if !p.ends_with("/meta.json") {
             continue;
         }
-        let meta: String = String::from_utf8(read_all(&tree, ino, 100)).unwrap();
-        // The object's own name is the first key of meta.json.
-        let first = meta
-            .lines()
-            .nth(1)
-            .unwrap_or_default()
-            .trim()
-            .trim_end_matches(',');
-        let o = m
-            .objects
-            .iter()
-            .find(|o| json_str(&o.name) == first)
-            .expect("meta.json names an object");
+        let o = &m.objects[object_of_meta(&tree, ino).expect("meta.json names an object")];
         *seen.entry(o.name.clone()).or_insert(0) += 1;
         let dir = &p[..p.len() - "/meta.json".len()];
         for part in &o.parts {
@@ -162,6 +151,14 @@ fn check_tree(path: &Path, arrangement: Arrangement) {
         "{}: each object once",
         path.display()
     );
+}
+
+/// The object whose `meta.json` is `ino`: its name is the first key.
+fn object_of_meta(tree: &Arc<Tree>, ino: u64) -> Option<usize> {
+    let meta = String::from_utf8(read_all(tree, ino, 100)).unwrap();
+    let first = meta.lines().nth(1)?.trim().trim_end_matches(',');
+    let m = tree.model().manifest()?;
+    m.objects.iter().position(|o| json_str(&o.name) == first)
 }
 
 fn json_str(s: &str) -> String {

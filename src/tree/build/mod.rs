@@ -194,7 +194,6 @@ impl Tree {
             frames: crate::tree::frames::FrameCache::new(opts.cache_bytes),
             jobs: Default::default(),
             fetch_jobs: std::sync::Arc::new(crate::tree::jobs::Jobs::with_threads(FETCH_THREADS)),
-            object_checks: Default::default(),
             view_failures: Default::default(),
             failures: Default::default(),
             last_end: encoded.iter().map(|_| Default::default()).collect(),

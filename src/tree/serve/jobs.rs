@@ -34,9 +34,9 @@ const CHECK_EVERY: Duration = Duration::from_millis(50);
 /// What a job establishes. Requests for the same key share one job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum JobKey {
-    /// Verify a part (flat part index): decode, content rules, digest, and
-    /// its object's layout data rules.
-    VerifyPart(u32),
+    /// Verify an object (its index): the format's rules on its bytes, each
+    /// part whole (decode, content rules, digest), its layout's data rules.
+    VerifyObject(u32),
     /// Prepare an object's view.
     PrepareView(u32),
     /// Render manifest.json.
@@ -304,7 +304,7 @@ mod tests {
             Ok(())
         });
         jobs.submit(
-            JobKey::VerifyPart(0),
+            JobKey::VerifyObject(0),
             gone,
             Box::new(move |r| tx.send(r).unwrap()),
             work,
@@ -328,7 +328,7 @@ mod tests {
                 Ok(())
             });
             jobs.submit(
-                JobKey::VerifyPart(i),
+                JobKey::VerifyObject(i),
                 me(),
                 Box::new(move |r| tx.send(r).unwrap()),
                 work,
@@ -381,7 +381,7 @@ mod tests {
                 Ok(())
             });
             jobs.submit(
-                JobKey::VerifyPart(i),
+                JobKey::VerifyObject(i),
                 me(),
                 Box::new(move |r| tx.send(r).unwrap()),
                 work,

@@ -253,7 +253,7 @@ impl Tree {
     }
 
     /// Answers `done` once part `part` of `object` is verified (`--verify`):
-    /// at once when it was, else after a job verifies it.
+    /// at once when it was, else after a job verifies its object.
     fn when_verified(
         self: &Arc<Self>,
         object: u32,
@@ -261,72 +261,88 @@ impl Tree {
         tid: u32,
         done: crate::tree::jobs::Done,
     ) {
-        let key = self.part_base[object as usize] + part;
-        if let Some(state) = self.parts[key as usize].verified() {
+        let key = (self.part_base[object as usize] + part) as usize;
+        if let Some(state) = self.parts[key].verified() {
             return done(state.map_err(|()| FsError::Io));
         }
         let tree = self.clone();
-        let work: Work = Arc::new(move |c: &Cancel| tree.verify_part(object, part, c));
-        self.jobs.submit(JobKey::VerifyPart(key), tid, done, work);
-    }
-
-    /// A job: verifies a part whole (decode, content rules, digest) and its
-    /// object's layout data rules, as `check --verify` does, and remembers
-    /// the outcome unless the work was abandoned.
-    fn verify_part(&self, object: u32, part: u32, cancel: &Cancel) -> Result<(), FsError> {
-        let key = self.part_base[object as usize] + part;
-        // A request that raced the end of an earlier run of this job.
-        if let Some(state) = self.parts[key as usize].verified() {
-            return state.map_err(|()| FsError::Io);
-        }
-        let (o, p) = self.part(object, part);
-        let r = Self::map_read(|| {
-            self.live_blob(p)?;
-            read::verify(&self.model, o, p, &mut |_| cancel.keep_going())?;
-            (self.model)
-                .verify_object_format_rules(object as usize, &mut |_| cancel.keep_going())?;
-            self.check_object(object, cancel)
+        let work: Work = Arc::new(move |c: &Cancel| tree.verify_object(object, c));
+        let tree = self.clone();
+        let answer = Box::new(move |r: Result<(), FsError>| {
+            done(r.and_then(|()| match tree.parts[key].verified() {
+                Some(Ok(())) => Ok(()),
+                Some(Err(())) | None => Err(FsError::Io),
+            }))
         });
-        let state = match r {
-            Err(Error::Interrupted) => return Err(FsError::Interrupted),
-            Err(e) => {
-                self.fail((key, "verify"), o, p, &e);
-                Err(())
-            }
-            Ok(()) => Ok(()),
-        };
-        self.parts[key as usize].set_verified(state);
-        state.map_err(|()| FsError::Io)
+        self.jobs
+            .submit(JobKey::VerifyObject(object), tid, answer, work);
     }
 
-    /// Checks an object's layout data rules once (they need every part in
-    /// memory, so the object must fit the cache budget). Job threads that
-    /// need the same object wait for the one check.
-    fn check_object(&self, object: u32, cancel: &Cancel) -> crate::error::Result<()> {
+    /// A job: verifies an object as `check --verify` does
+    /// ([`read::verify_object_all`]: the format's rules on its bytes, each
+    /// part whole, its layout's data rules) and records each part's
+    /// outcome, unless the work was abandoned. A part is served when it
+    /// and its object's own rules are sound.
+    fn verify_object(&self, object: u32, cancel: &Cancel) -> Result<(), FsError> {
+        let base = self.part_base[object as usize] as usize;
         let o = self.object(object);
-        if !read::has_data_rules(o) {
+        // A request that raced the end of an earlier run of this job.
+        if self.parts[base].verified().is_some() {
             return Ok(());
         }
-        let mut checked = self.object_checks.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(&ok) = checked.get(&object) {
-            return if ok {
-                Ok(())
-            } else {
-                Err(Error::Unsupported(format!(
-                    "object {:?} breaks its layout's data rules (logged when first found)",
-                    o.name
-                )))
-            };
-        }
-        let need = self.fits_budget(object)?;
-        let room = self.frames.reserve(need);
-        let r = read::verify_object_with(&self.model, o, &|_| cancel.keep_going());
+        // The data rules hold every decoded part in memory at once.
+        let room = match read::has_data_rules(o).then(|| self.fits_budget(object)) {
+            None => None,
+            Some(Ok(need)) => Some(self.frames.reserve(need)),
+            Some(Err(e)) => {
+                self.fail_object(object, &e);
+                return self.set_verified(object, |_| false);
+            }
+        };
+        // Parts whose bytes the backing file no longer holds (or whose shard
+        // is missing) are not read, and not served.
+        let dead: Vec<&str> = (o.parts.iter().enumerate())
+            .filter_map(|(k, p)| {
+                let e = self.live_blob(p).err()?;
+                self.fail((base as u32 + k as u32, "verify"), o, p, &e);
+                Some(p.name.as_str())
+            })
+            .collect();
+        let skip = |p: &crate::format::Part| dead.contains(&p.name.as_str());
+        let mut watch = Watched { tree: self, cancel };
+        let r = Self::map_read(|| {
+            read::verify_object_all(&self.model, object as usize, &skip, &mut watch)
+        });
         drop(room);
-        if let Err(Error::Interrupted) = r {
-            return r;
+        match r {
+            Err(Error::Interrupted) => Err(FsError::Interrupted),
+            Err(e) => {
+                self.fail_object(object, &e);
+                self.set_verified(object, |_| false)
+            }
+            Ok(verdict) => self.set_verified(object, |p| verdict.serves(p)),
         }
-        checked.insert(object, r.is_ok());
-        r
+    }
+
+    /// Records each part of `object` as verified sound when `sound` says so,
+    /// else as broken.
+    fn set_verified(&self, object: u32, sound: impl Fn(usize) -> bool) -> Result<(), FsError> {
+        let base = self.part_base[object as usize] as usize;
+        for p in 0..self.object(object).parts.len() {
+            let state = if sound(p) { Ok(()) } else { Err(()) };
+            self.parts[base + p].set_verified(state);
+        }
+        Ok(())
+    }
+
+    /// Logs (once) an error about object `object` as a whole, found by
+    /// `--verify`.
+    fn fail_object(&self, object: u32, e: &Error) {
+        let key = self.part_base[object as usize];
+        self.failures.report((key, "verify object"), || {
+            let o = self.object(object);
+            format!("{}: {:?}: verify: {e}", self.model.root().name(), o.name)
+        });
     }
 
     /// The bytes work on `object` holds with all its decoded parts in
@@ -341,5 +357,30 @@ impl Tree {
             )));
         }
         Ok(need)
+    }
+}
+
+/// A mount's verification: errors go to the log, and the job stops when no
+/// request waits for it any more.
+struct Watched<'a> {
+    tree: &'a Tree,
+    cancel: &'a Cancel<'a>,
+}
+
+impl read::Watch for Watched<'_> {
+    fn read(&mut self, _: u64) -> crate::error::Result<()> {
+        self.cancel.keep_going()
+    }
+
+    fn failed(&mut self, at: read::Place, e: &Error) {
+        match at {
+            read::Place::Part(o, p) => {
+                let key = self.tree.part_base[o] + p as u32;
+                let (obj, part) = self.tree.part(o as u32, p as u32);
+                self.tree.fail((key, "verify"), obj, part, e);
+            }
+            read::Place::Object(o) => self.tree.fail_object(o as u32, e),
+            read::Place::Model => {}
+        }
     }
 }
