@@ -9,6 +9,7 @@
 //! names, [`hf`]) is the exception: all its files are opened and validated
 //! at open, and a part's `blob.shard` names its file.
 
+pub mod folder;
 pub mod hf;
 mod input;
 mod tensor;
@@ -43,6 +44,11 @@ pub struct Model {
     trust_shards: bool,
     /// The computed views of its tensors, made on first use.
     computed: tensor::ComputedCell,
+    /// The folder whose other files come with the model, and the model's
+    /// own files in it ([`folder`]); `None` for a model of one file.
+    folder_of: Option<(PathBuf, Vec<String>)>,
+    /// That folder, scanned on first use.
+    folder: OnceLock<std::result::Result<folder::Folder, String>>,
 }
 
 /// What a model keeps of a safetensors file besides its objects: the
@@ -75,9 +81,60 @@ impl Model {
     }
 
     /// Opens `path`, resolving the named shards to the given files first.
-    /// A local folder stands for the model file in it (see [`hf`]).
+    /// A local folder stands for the model file in it (see [`hf`]); its
+    /// other files come with the model ([`Model::folder`]), as those of
+    /// the folder of an index or of a `model.safetensors` do.
     pub fn open_with(path: &Path, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
-        let path = hf::resolve_dir(path)?;
+        let file = hf::resolve_dir(path)?;
+        let mut model = Model::open_file(&file, overrides)?;
+        model.folder_of = model.folder_of(path, &file);
+        Ok(model)
+    }
+
+    /// The folder whose other files come with the model opened from
+    /// `given` (resolved to the file `file`), and the model's own files in
+    /// it: a local folder given; else the folder of a local index or of a
+    /// file named `model.safetensors`.
+    fn folder_of(&self, given: &Path, file: &Path) -> Option<(PathBuf, Vec<String>)> {
+        if crate::store::remote::url_of(file).is_some() {
+            return None;
+        }
+        let name = file.file_name()?.to_str()?.to_string();
+        let dir = if given.is_dir() {
+            given.to_path_buf()
+        } else if self.is_checkpoint() || name == hf::SINGLE_FILE {
+            match file.parent() {
+                Some(p) if p.as_os_str().is_empty() => PathBuf::from("."),
+                Some(p) => p.to_path_buf(),
+                None => return None,
+            }
+        } else {
+            return None;
+        };
+        let mut own = vec![name];
+        own.extend(self.files.iter().map(|(n, _)| n.clone()));
+        Some((dir, own))
+    }
+
+    /// The other files of the folder the model came from (see
+    /// [`Model::open_with`]), scanned on first use; `None` for a model of
+    /// one file.
+    pub fn folder(&self) -> Result<Option<&folder::Folder>> {
+        let Some((dir, own)) = &self.folder_of else {
+            return Ok(None);
+        };
+        let scanned = self
+            .folder
+            .get_or_init(|| folder::Folder::scan(dir, own).map_err(|e| e.to_string()));
+        match scanned {
+            Ok(f) => Ok(Some(f)),
+            Err(e) => Err(Error::Usage(format!("the model's folder: {e}"))),
+        }
+    }
+
+    /// Opens the model file `path` (not a folder).
+    fn open_file(path: &Path, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
+        let path = path.to_path_buf();
         let root = Store::open(&path)?;
         // Enough of the beginning to tell the format (and name a foreign one).
         let head = root.slice(0, root.len().min(64))?;
@@ -125,6 +182,8 @@ impl Model {
             proofs: (0..n).map(|_| OnceLock::new()).collect(),
             trust_shards: false,
             computed: Default::default(),
+            folder_of: None,
+            folder: OnceLock::new(),
         })
     }
 
@@ -185,6 +244,8 @@ impl Model {
             proofs: Vec::new(),
             trust_shards: false,
             computed: Default::default(),
+            folder_of: None,
+            folder: OnceLock::new(),
         }
     }
 

@@ -240,7 +240,7 @@ pub fn opt_text(v: Option<&str>) -> Value<'_> {
 }
 
 /// Everything about the objects as one JSON document.
-pub fn ls_json(model: &Model) -> Result<String> {
+pub fn ls_json(model: &Model, with_files: bool) -> Result<String> {
     let Some(m) = model.manifest() else {
         return Ok(String::new());
     };
@@ -317,10 +317,21 @@ pub fn ls_json(model: &Model) -> Result<String> {
                 .collect(),
         )
     });
+    let folder = if with_files { model.folder()? } else { None };
+    let files = folder.map_or(Value::Null, |f| {
+        let entries = f.files.iter().map(|x| {
+            Value::Map(vec![
+                (text("path"), Value::Text(&x.path)),
+                (text("size"), Value::Uint(x.len)),
+            ])
+        });
+        Value::Array(entries.collect())
+    });
     let doc = Value::Map(vec![
         (text("objects"), Value::Array(objects)),
         (text("attributes"), file_attrs.unwrap_or(Value::Null)),
         (text("shards"), shards),
+        (text("files"), files),
     ]);
     let mut s = String::new();
     json::to_json(&doc, &mut s);

@@ -175,7 +175,7 @@ fn through_model(path: &Path) -> Result<(), String> {
     stage("report::ls_long");
     let _ = ztfs::report::ls_long(&model);
     stage("report::ls_json");
-    let _ = ztfs::report::ls_json(&model);
+    let _ = ztfs::report::ls_json(&model, false);
     let Some(m) = model.manifest() else {
         return Ok(());
     };
@@ -577,7 +577,7 @@ fn huge_decoded_lengths_do_not_overflow_totals() {
         let model = Model::open(&path).unwrap();
         let _ = ztfs::report::summary(model.manifest().unwrap());
         let _ = ztfs::report::ls_long(&model);
-        let _ = ztfs::report::ls_json(&model);
+        let _ = ztfs::report::ls_json(&model, false);
     }
 }
 

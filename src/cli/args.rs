@@ -15,6 +15,16 @@ pub struct ModelArg {
     pub remote: RemoteArgs,
 }
 
+/// Whether a checkpoint folder's other files come with the model.
+#[derive(clap::Args, Debug)]
+pub struct FilesArg {
+    /// Leave out the other files of the model's folder (config.json, the
+    /// tokenizer's files, ...), which come with a model given as a
+    /// folder, an index or a model.safetensors.
+    #[arg(long)]
+    pub no_files: bool,
+}
+
 /// How a model by URL is read: the disk cache of its blocks, and whether
 /// an object without a version may be read. Only on the commands that take
 /// a model.

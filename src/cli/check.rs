@@ -3,7 +3,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use super::args::{parse_shard, ModelArg};
+use super::args::{parse_shard, FilesArg, ModelArg};
 use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::read::{self, Watch};
@@ -28,16 +28,31 @@ pub struct CheckCmd {
     /// beside the root as STEM-NAME.zt, then by size and digest.
     #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
     pub shard: Vec<(String, PathBuf)>,
+    #[command(flatten)]
+    pub files: FilesArg,
 }
 
 impl CheckCmd {
     pub fn run(self) -> Result<()> {
-        check(&self.model.file, self.verify, self.shard)
+        check(
+            &self.model.file,
+            self.verify,
+            self.shard,
+            !self.files.no_files,
+        )
     }
 }
 
-fn check(file: &Path, verify: bool, shard_paths: Vec<(String, PathBuf)>) -> Result<()> {
+fn check(
+    file: &Path,
+    verify: bool,
+    shard_paths: Vec<(String, PathBuf)>,
+    files: bool,
+) -> Result<()> {
     let model = Model::open_with(file, shard_paths)?;
+    if files {
+        note_folder(&model, file)?;
+    }
     let Some(m) = model.manifest() else {
         println!(
             "{}: valid: data shard (no manifest)",
@@ -165,4 +180,23 @@ fn found_how(found: Found) -> &'static str {
         Found::Positional => "beside the root",
         Found::Identity => "by identity (size and digest)",
     }
+}
+
+/// Notes what comes with the model from its folder, and what was left out.
+fn note_folder(model: &Model, file: &Path) -> Result<()> {
+    let Some(folder) = model.folder()? else {
+        return Ok(());
+    };
+    let say = |what: &str| eprintln!("ztfs: {}: note: {what}", crate::store::shown(file));
+    for note in &folder.notes {
+        say(note);
+    }
+    if !folder.is_empty() {
+        say(&format!(
+            "{} other files of the folder ({}) come with the model (--no-files leaves them out)",
+            folder.files.len(),
+            report::human(folder.bytes)
+        ));
+    }
+    Ok(())
 }

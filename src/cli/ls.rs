@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::args::{parse_shard, ModelArg};
+use super::args::{parse_shard, FilesArg, ModelArg};
 use super::stdout_write;
 use crate::error::{Error, Result};
 use crate::model::Model;
@@ -29,6 +29,8 @@ pub struct LsCmd {
     /// Use PATH for shard NAME (repeatable).
     #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
     pub shard: Vec<(String, PathBuf)>,
+    #[command(flatten)]
+    pub files: FilesArg,
 }
 
 impl LsCmd {
@@ -36,7 +38,8 @@ impl LsCmd {
         if self.safetensors {
             return ls_safetensors(&self.model.file, self.shard);
         }
-        ls(&self.model.file, self.long, self.json, self.shard)
+        let files = !self.files.no_files;
+        ls(&self.model.file, self.long, self.json, self.shard, files)
     }
 }
 
@@ -61,16 +64,22 @@ fn ls_safetensors(file: &Path, shard_paths: Vec<(String, PathBuf)>) -> Result<()
     out.flush().map_err(|e| Error::io("stdout", e))
 }
 
-fn ls(file: &Path, long: bool, as_json: bool, shard_paths: Vec<(String, PathBuf)>) -> Result<()> {
+fn ls(
+    file: &Path,
+    long: bool,
+    as_json: bool,
+    shard_paths: Vec<(String, PathBuf)>,
+    files: bool,
+) -> Result<()> {
     let model = Model::open_with(file, shard_paths)?;
     let mut out = std::io::stdout().lock();
-    let text = match model.manifest() {
+    let mut text = match model.manifest() {
         None if as_json => "{\"data_shard\":true,\"objects\":[]}\n".to_string(),
         None => format!(
             "{}: data shard (no manifest): nothing to list\n",
             crate::store::shown(file)
         ),
-        Some(_) if as_json => report::ls_json(&model)? + "\n",
+        Some(_) if as_json => report::ls_json(&model, files)? + "\n",
         Some(_) if long => report::ls_long(&model)?,
         Some(m) => m
             .objects
@@ -78,6 +87,22 @@ fn ls(file: &Path, long: bool, as_json: bool, shard_paths: Vec<(String, PathBuf)
             .map(|o| format!("{}\n", report::display_name(&o.name)))
             .collect(),
     };
+    // The folder's files after the objects, under a line of their own.
+    let folder = if files && !as_json {
+        model.folder()?
+    } else {
+        None
+    };
+    if let Some(f) = folder.filter(|f| !f.files.is_empty()) {
+        text.push_str(&format!("\nfiles of the folder ({}):\n", f.files.len()));
+        for x in &f.files {
+            let path = report::display_name(&x.path);
+            match long {
+                true => text.push_str(&format!("{:>12}  {path}\n", x.len)),
+                false => text.push_str(&format!("{path}\n")),
+            }
+        }
+    }
     stdout_write(&mut out, text.as_bytes())?;
     out.flush().map_err(|e| Error::io("stdout", e))
 }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::args::{parse_mode, parse_shard, parse_size, ModelArg};
+use super::args::{parse_mode, parse_shard, parse_size, FilesArg, ModelArg};
 use crate::error::{Error, Result};
 use crate::mount::{self, MountArgs};
 use crate::tree::clones::{ClonePolicy, Passthrough};
@@ -15,6 +15,8 @@ pub struct MountCmd {
     pub model: ModelArg,
     /// An existing directory to mount on.
     pub mountpoint: PathBuf,
+    #[command(flatten)]
+    pub files: FilesArg,
     /// Stay in the foreground, logging to stderr.
     #[arg(short = 'f', long)]
     pub foreground: bool,
@@ -142,6 +144,7 @@ pub fn run(m: MountCmd) -> Result<()> {
             NpyDtypesArg::Ml => NpyDtypes::Ml,
         },
         safetensors_max: m.safetensors_header_max,
+        files: !m.files.no_files,
         clones: ClonePolicy {
             mode: match m.passthrough {
                 PassthroughArg::Auto => Passthrough::Auto,

@@ -25,6 +25,9 @@ use crate::store::Store;
 pub const INDEX_SUFFIX: &str = ".safetensors.index.json";
 /// How a safetensors file's name ends, for finding it in a folder.
 pub const FILE_SUFFIX: &str = ".safetensors";
+/// The name of a checkpoint of one safetensors file, whose folder's other
+/// files come with it.
+pub const SINGLE_FILE: &str = "model.safetensors";
 
 /// `path` itself, or for a local folder the model file in it: its one
 /// `*.safetensors.index.json`, or with none its one `*.safetensors`. A

@@ -302,6 +302,19 @@ impl Model {
         }
     }
 
+    /// The attributes `model.safetensors`' `__metadata__` carries, as
+    /// deterministic CBOR: a zTensor manifest's; a safetensors file's own
+    /// `__metadata__`, so that a mount serves it back; none for a Hurray
+    /// file or a GGUF file, whose key-values (typed, tokenizer arrays of
+    /// tens of thousands of strings) are in `manifest.json` (and, for
+    /// GGUF, in a packed `.zt`'s attributes).
+    pub fn exported_attributes(&self) -> Result<Option<Vec<u8>>> {
+        match &self.input {
+            Input::Zt(_) | Input::Safetensors(_) => self.file_attributes(),
+            Input::Hurray(_) | Input::Gguf(_) => Ok(None),
+        }
+    }
+
     /// Writes `manifest.json` (and `ztfs manifest`): pretty JSON with a
     /// final newline, from the format's own document; a data shard's is
     /// `null`. A zTensor manifest and a safetensors header are read from

@@ -166,6 +166,11 @@ enum Node {
     },
     /// `model.safetensors.index.json` of a sharded model.
     SafetensorsIndex,
+    /// A file of the model's folder: an index into
+    /// [`Folder::files`](crate::model::folder::Folder).
+    FolderFile {
+        file: u32,
+    },
 }
 
 /// `Node::Npy::part` of an object's view.
@@ -259,6 +264,12 @@ pub struct Tree {
     safetensors_tables: OnceLock<Option<safetensors::Plan>>,
     /// Backing files for passthrough.
     clones: clones::Clones,
+    /// The directories of the model folder's subfolders: (inode, index
+    /// into the folder's `dirs`), ascending.
+    folder_dirs: Vec<(u32, u32)>,
+    /// The folder's root files served under another name than their own
+    /// (one of the tree's own files has it): (file index, name).
+    folder_renamed: Vec<(u32, String)>,
 }
 
 /// Ownership, permissions and times shared by every node.
@@ -339,7 +350,8 @@ impl Tree {
             | Node::Raw { .. }
             | Node::Npy { .. }
             | Node::Safetensors { .. }
-            | Node::SafetensorsIndex => Err(FsError::NotDir),
+            | Node::SafetensorsIndex
+            | Node::FolderFile { .. } => Err(FsError::NotDir),
         }
     }
 
@@ -385,7 +397,8 @@ impl Tree {
             | Node::Raw { .. }
             | Node::Npy { .. }
             | Node::Safetensors { .. }
-            | Node::SafetensorsIndex => (FileKind::File, self.size(&node), b.file_perm, 1),
+            | Node::SafetensorsIndex
+            | Node::FolderFile { .. } => (FileKind::File, self.size(&node), b.file_perm, 1),
         };
         Ok(Attr {
             ino,

@@ -6,8 +6,8 @@
 //! mounts (`stale.rs`), a backing file truncated or replaced under the
 //! mount (`truncation.rs`), `--verify` and degraded families
 //! (`verify.rs`), the command's words (`commands.rs`), Hurray files
-//! (`hurray.rs`), and the exported `.npy` and safetensors files
-//! (`views.rs`).
+//! (`hurray.rs`), the exported `.npy` and safetensors files
+//! (`views.rs`), and a checkpoint folder's other files (`folders.rs`).
 //!
 //! Each test mounts its own temporary directories through
 //! [`common::Mount`], which unmounts on drop even when the test fails. The
@@ -22,6 +22,7 @@ mod gen_manifest;
 
 mod commands;
 mod corpus;
+mod folders;
 mod hurray;
 mod naming;
 mod reads;

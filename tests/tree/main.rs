@@ -5,6 +5,8 @@
 #[allow(dead_code)]
 #[path = "../corpus/builder.rs"]
 mod builder;
+mod exports;
+mod folder;
 mod verify;
 
 use std::collections::BTreeMap;

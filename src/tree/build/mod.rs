@@ -10,6 +10,7 @@
 //! directory's files are the inodes after its own, derived again from the
 //! manifest when asked for, in the order [`Tree::object_files`] gives.
 
+mod folder;
 pub(in crate::tree) mod listing;
 pub mod names;
 
@@ -64,6 +65,8 @@ pub struct Options {
     /// Backing files for kernel passthrough (off by default here; the
     /// command line's default is `auto`).
     pub clones: crate::tree::clones::ClonePolicy,
+    /// Serve the other files of the model's folder ([`Model::folder`]).
+    pub files: bool,
 }
 
 impl Default for Options {
@@ -77,6 +80,7 @@ impl Default for Options {
             npy_dtypes: crate::tree::NpyDtypes::default(),
             safetensors_max: crate::tree::safetensors::HEADER_MAX,
             clones: Default::default(),
+            files: true,
         }
     }
 }
@@ -110,6 +114,9 @@ struct DirBuild {
     /// Objects placed here by their whole name (flat view, or names with an
     /// empty segment in the nested view).
     flat: Vec<u32>,
+    /// Folders of the model's folder placed here, as indexes into
+    /// [`Folder::dirs`](crate::model::folder::Folder), with their names.
+    folder_dirs: Vec<(u32, String)>,
 }
 
 /// Most reads waiting on a remote server at once (their own job threads;
@@ -201,6 +208,8 @@ impl Tree {
             safetensors: None,
             safetensors_tables: OnceLock::new(),
             clones: crate::tree::clones::Clones::new(opts.clones.clone()),
+            folder_dirs: Vec::new(),
+            folder_renamed: Vec::new(),
             opts,
             model,
         };
@@ -211,11 +220,21 @@ impl Tree {
         tree.safetensors = plan.map(crate::tree::safetensors::Plan::without_tables);
         tree.frames =
             crate::tree::frames::FrameCache::new(tree.opts.cache_bytes.saturating_sub(tables));
+        root.folder_dirs = tree.name_folder_root()?;
         let root_files = tree.root_files();
         let fixed: Vec<&str> = root_files.iter().map(|f| &*f.0).collect();
         let files = fixed.len() as u32;
+        // Tensor directories give way to the folder's names.
+        let folder_dirs: Vec<String> = root.folder_dirs.iter().map(|d| d.1.clone()).collect();
+        let mut exact: Vec<&str> = ROOT_RESERVED.exact.to_vec();
+        exact.extend(fixed.iter().copied());
+        exact.extend(folder_dirs.iter().map(String::as_str));
+        let reserved = Reserved {
+            exact: &exact,
+            suffixes: ROOT_RESERVED.suffixes,
+        };
         tree.push_dir(0, None, files, None)?;
-        tree.fill_dir(0, root, &fixed, &ROOT_RESERVED)?;
+        tree.fill_dir(0, root, &fixed, &reserved)?;
         tree.texts = Texts::default();
         tree.dirs.shrink_to_fit();
         tree.children.shrink_to_fit();
@@ -277,6 +296,9 @@ impl Tree {
             let renamed = (!same).then(|| self.texts.get(&component));
             children.push(self.object_dir(d, sub.object, sub.children, renamed)?);
         }
+        for (fd, name) in dir.folder_dirs {
+            children.push(self.folder_dir(d, fd, name)?);
+        }
         children.sort_unstable_by(|&a, &b| {
             self.component(a)
                 .as_bytes()
@@ -329,6 +351,7 @@ impl Tree {
             object: None,
             children,
             flat: Vec::new(),
+            folder_dirs: Vec::new(),
         };
         self.fill_dir(d, dir, &taken, &reserved)?;
         Ok(d)
@@ -360,8 +383,16 @@ impl Tree {
         }
     }
 
-    /// The root's files in inode order.
+    /// The root's files in inode order: the tree's own, then the model
+    /// folder's.
     fn root_files(&self) -> Vec<(FileName, Node)> {
+        let mut files = self.own_root_files();
+        files.extend(self.folder_files(0));
+        files
+    }
+
+    /// The tree's own files at the root, in inode order.
+    fn own_root_files(&self) -> Vec<(FileName, Node)> {
         let mut files = vec![(Cow::Borrowed("manifest.json"), Node::Manifest)];
         if self.digest.is_some() {
             files.push((Cow::Borrowed("digest"), Node::Digest));
@@ -384,6 +415,9 @@ impl Tree {
         if d.ino == crate::tree::ROOT as u32 {
             return self.root_files();
         }
+        if let Some(fd) = self.folder_dir_at(d.ino) {
+            return self.folder_files(fd);
+        }
         d.object().map_or(Vec::new(), |i| self.object_files(i))
     }
 
@@ -391,6 +425,9 @@ impl Tree {
     /// without making the names.
     pub(in crate::tree) fn file_node(&self, d: &Dir, k: u32) -> Option<Node> {
         let Some(i) = d.object() else {
+            if let Some(fd) = self.folder_dir_at(d.ino).filter(|&fd| fd != 0) {
+                return self.folder_file_node(fd, k);
+            }
             return self.root_files().get(k as usize).map(|f| f.1);
         };
         let Some(mut k) = k.checked_sub(1) else {

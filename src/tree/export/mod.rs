@@ -287,7 +287,15 @@ impl Tree {
         }
         let max = self.opts.safetensors_max;
         // Half the header at most, so the tensors find room beside it.
-        let (metadata, notes) = self.safetensors_metadata(&left_out, max / 2);
+        let (metadata, notes) = match self.safetensors_metadata(&left_out, max / 2) {
+            Ok(m) => m,
+            Err(e) => {
+                if log {
+                    log::warn!("no model.safetensors: its metadata: {e}");
+                }
+                return None;
+            }
+        };
         for note in notes.iter().filter(|_| log) {
             log::warn!("model.safetensors: {note}");
         }
@@ -306,10 +314,13 @@ impl Tree {
         }
     }
 
-    /// The first shard's `__metadata__`: `format` `pt` (what transformers
-    /// asks of a PyTorch checkpoint), the file attributes (a text as it
-    /// is, any other value as JSON text), and the objects left out, with
-    /// why, as JSON text. Its text stays within `budget` bytes: the list
+    /// The first shard's `__metadata__`: `format` (the source's own where
+    /// it is a text, else `pt`, what transformers asks of a PyTorch
+    /// checkpoint), the attributes the model exports
+    /// ([`Model::exported_attributes`]: a safetensors source's
+    /// `__metadata__` pairs come back as they were; a text as it is, any
+    /// other value as JSON text), and the objects left out, with why, as
+    /// JSON text. Its text stays within `budget` bytes: the list
     /// of objects is cut (the count is always given), then attributes
     /// that do not fit are left out, counted under
     /// `ztfs.left_out_attributes`; the second value says what was cut.
@@ -317,7 +328,7 @@ impl Tree {
         &self,
         left_out: &[(u32, String)],
         budget: u64,
-    ) -> (String, Vec<String>) {
+    ) -> crate::error::Result<(String, Vec<String>)> {
         let mut notes = Vec::new();
         let list_max = (LEFT_OUT_TEXT_MAX as u64).min(budget / 2);
         let mut list = String::from("{");
@@ -345,8 +356,17 @@ impl Tree {
                 left_out.len()
             ));
         }
+        let attrs = self.model.exported_attributes()?;
+        let entries = match attrs.as_deref().map(cbor::parse) {
+            Some(Ok(Value::Map(entries))) => entries,
+            _ => Vec::new(),
+        };
+        let format = entries.iter().find_map(|(k, v)| match (k, v) {
+            (Value::Text(k), Value::Text(v)) if *k == "format" => Some(v.to_string()),
+            _ => None,
+        });
         let mut s = String::from("{");
-        push_pair(&mut s, "format", "pt");
+        push_pair(&mut s, "format", format.as_deref().unwrap_or("pt"));
         let tail = [
             (LEFT_OUT_KEY.to_string(), list),
             (format!("{LEFT_OUT_KEY}_count"), left_out.len().to_string()),
@@ -358,8 +378,7 @@ impl Tree {
             .sum::<u64>()
             + 64;
         let mut dropped = 0u64;
-        let attrs = self.model.manifest().and_then(|m| m.attributes.as_deref());
-        if let Some(Ok(Value::Map(entries))) = attrs.map(cbor::parse) {
+        {
             for (k, v) in &entries {
                 let Value::Text(k) = k else { continue };
                 if *k == "format" || k.starts_with("ztfs.") {
@@ -395,7 +414,7 @@ impl Tree {
             ));
         }
         s.push('}');
-        (s, notes)
+        Ok((s, notes))
     }
 
     /// The length of safetensors shard `s`, or of the index.
@@ -413,7 +432,8 @@ impl Tree {
             | Node::View { .. }
             | Node::Part { .. }
             | Node::Raw { .. }
-            | Node::Npy { .. } => 0,
+            | Node::Npy { .. }
+            | Node::FolderFile { .. } => 0,
         }
     }
 
@@ -506,7 +526,8 @@ impl Tree {
             | Node::Digest
             | Node::Meta { .. }
             | Node::Part { .. }
-            | Node::Raw { .. } => None,
+            | Node::Raw { .. }
+            | Node::FolderFile { .. } => None,
         }
     }
 
@@ -534,7 +555,8 @@ impl Tree {
             | Node::Raw { .. }
             | Node::Npy { .. }
             | Node::Safetensors { .. }
-            | Node::SafetensorsIndex => None,
+            | Node::SafetensorsIndex
+            | Node::FolderFile { .. } => None,
         }
     }
 }

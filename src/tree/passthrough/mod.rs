@@ -282,7 +282,9 @@ impl Tree {
             | Node::Meta { .. }
             | Node::View { .. }
             | Node::Safetensors { .. }
-            | Node::SafetensorsIndex => return None,
+            | Node::SafetensorsIndex
+            // Served from the folder's file by reads (see docs/folders.md).
+            | Node::FolderFile { .. } => return None,
         };
         let raw = matches!(node, Node::Raw { .. });
         if !raw && !matches!(self.decoder(object, part), Ok(Encoding::Raw)) {

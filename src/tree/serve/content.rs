@@ -74,6 +74,7 @@ impl Tree {
             Node::Raw { object, part } => self.part(object, part).1.blob.length,
             Node::Npy { object, part } => self.npy_size(object, part),
             Node::Safetensors { .. } | Node::SafetensorsIndex => self.safetensors_size(node),
+            Node::FolderFile { file } => self.folder_file(file).map_or(0, |f| f.len),
         }
     }
 
@@ -251,6 +252,7 @@ impl Tree {
             Node::Safetensors { .. } | Node::SafetensorsIndex => {
                 self.read_safetensors(&node, offset, size)
             }
+            Node::FolderFile { file } => self.read_folder_file(file, offset, size),
         };
         data.map(Some)
     }
@@ -400,7 +402,8 @@ impl Tree {
             | Node::View { .. }
             | Node::Raw { .. }
             | Node::Safetensors { .. }
-            | Node::SafetensorsIndex => return,
+            | Node::SafetensorsIndex
+            | Node::FolderFile { .. } => return,
         };
         let key = self.part_base[object as usize] + part;
         let p = self.part(object, part).1;
@@ -497,7 +500,8 @@ impl Tree {
             | Node::Meta { .. }
             | Node::View { .. }
             | Node::Safetensors { .. }
-            | Node::SafetensorsIndex => return Ok(Vec::new()),
+            | Node::SafetensorsIndex
+            | Node::FolderFile { .. } => return Ok(Vec::new()),
         };
         let shape = format!(
             "[{}]",

@@ -82,6 +82,7 @@ impl Tree {
             | Node::Meta { .. }
             | Node::Safetensors { .. }
             | Node::SafetensorsIndex => reply(Ok(mode)),
+            Node::FolderFile { file } => reply(self.open_folder_file(file).map(|()| mode)),
         }
     }
 
@@ -163,7 +164,8 @@ impl Tree {
             | Node::Manifest
             | Node::Digest
             | Node::Meta { .. }
-            | Node::SafetensorsIndex => false,
+            | Node::SafetensorsIndex
+            | Node::FolderFile { .. } => false,
         };
         stored && self.model.is_remote()
     }
@@ -188,7 +190,8 @@ impl Tree {
             | Node::Meta { .. }
             | Node::View { .. }
             | Node::Safetensors { .. }
-            | Node::SafetensorsIndex => false,
+            | Node::SafetensorsIndex
+            | Node::FolderFile { .. } => false,
         }
     }
 

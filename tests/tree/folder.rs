@@ -1,0 +1,142 @@
+//! A checkpoint folder's other files in the tree, without a kernel: byte
+//! for byte at their paths, names that meet the tree's own resolved by the
+//! documented rule, what the scan leaves out, and `--no-files`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ztfs::model::Model;
+use ztfs::tree::{Options, Tree};
+
+use crate::{read_all, walk};
+
+/// A safetensors file of `u8` tensors, with `metadata` (a JSON object's
+/// text) as its `__metadata__`.
+pub fn safetensors_bytes(tensors: &[(&str, &[u8])], metadata: &str) -> Vec<u8> {
+    let mut header = format!("{{\"__metadata__\":{metadata}");
+    let mut at = 0;
+    for (name, bytes) in tensors {
+        let end = at + bytes.len();
+        header.push_str(&format!(
+            ",\"{name}\":{{\"dtype\":\"U8\",\"shape\":[{}],\"data_offsets\":[{at},{end}]}}",
+            bytes.len()
+        ));
+        at = end;
+    }
+    header.push('}');
+    while header.len() % 8 != 0 {
+        header.push(' ');
+    }
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    for (_, bytes) in tensors {
+        out.extend_from_slice(bytes);
+    }
+    out
+}
+
+/// A Hugging Face style folder: the checkpoint, its config and tokenizer,
+/// a subfolder, a file named as the tree's own `manifest.json`, a tensor
+/// named as a file of the folder, and what the scan must leave out.
+pub fn sample_repo(dir: &Path) {
+    let st = safetensors_bytes(
+        &[("w", b"abcd"), ("README.md", b"xy")],
+        r#"{"format":"pt"}"#,
+    );
+    std::fs::write(dir.join("model.safetensors"), st).unwrap();
+    std::fs::write(dir.join("config.json"), r#"{"model_type": "llama"}"#).unwrap();
+    std::fs::write(dir.join("tokenizer.json"), "{\"version\": \"1.0\"}\n").unwrap();
+    std::fs::write(dir.join("README.md"), "# a model\n").unwrap();
+    std::fs::write(dir.join("manifest.json"), "the folder's own\n").unwrap();
+    std::fs::create_dir_all(dir.join("original/deep")).unwrap();
+    std::fs::write(dir.join("original/params.json"), "{}").unwrap();
+    std::fs::write(dir.join("original/deep/x.bin"), [0u8, 1, 2]).unwrap();
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    std::fs::write(dir.join(".git/HEAD"), "ref").unwrap();
+    std::fs::write(dir.join(".gitattributes"), "*.bin lfs\n").unwrap();
+    let outside = dir.parent().unwrap().join("outside-secret");
+    std::fs::write(&outside, "secret").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("leak.txt")).unwrap();
+    std::os::unix::fs::symlink("config.json", dir.join("config-link.json")).unwrap();
+    let fifo = std::ffi::CString::new(dir.join("pipe").to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+}
+
+fn tree_of(path: &Path, files: bool) -> Arc<Tree> {
+    let opts = Options {
+        files,
+        ..Options::default()
+    };
+    Arc::new(Tree::build(Model::open(path).unwrap(), opts).unwrap())
+}
+
+#[test]
+fn a_folders_files_are_served_at_their_paths() {
+    let t = tempfile::tempdir().unwrap();
+    let repo = t.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    sample_repo(&repo);
+    // The folder, its model.safetensors: the same tree.
+    for source in [repo.clone(), repo.join("model.safetensors")] {
+        let tree = tree_of(&source, true);
+        let files = walk(&tree);
+        for (path, want) in [
+            ("/config.json", "config.json"),
+            ("/config-link.json", "config.json"),
+            ("/tokenizer.json", "tokenizer.json"),
+            ("/README.md", "README.md"),
+            ("/.gitattributes", ".gitattributes"),
+            ("/original/params.json", "original/params.json"),
+            ("/original/deep/x.bin", "original/deep/x.bin"),
+            // The tree's own manifest.json keeps its name.
+            ("/%6Danifest.json", "manifest.json"),
+        ] {
+            let ino = *files
+                .get(path)
+                .unwrap_or_else(|| panic!("{path} in {files:?}"));
+            let got = read_all(&tree, ino, 3);
+            assert_eq!(got, std::fs::read(repo.join(want)).unwrap(), "{path}");
+        }
+        let own = read_all(&tree, files["/manifest.json"], 1 << 20);
+        assert!(String::from_utf8(own).unwrap().contains("\"w\""));
+        // The tensor named README.md gives way to the folder's file.
+        assert!(files.contains_key("/%52EADME.md/data"), "{files:?}");
+        assert_eq!(read_all(&tree, files["/w/data"], 7), b"abcd");
+        for absent in ["/model.safetensors.raw", "/.git/HEAD", "/leak.txt", "/pipe"] {
+            assert!(!files.contains_key(absent), "{absent} served");
+        }
+        // model.safetensors is the tree's own, not the folder's file.
+        assert!(files.contains_key("/model.safetensors"));
+        let notes = tree.model().folder().unwrap().unwrap().notes.join("\n");
+        for why in [
+            "\".git\" left out: a hidden folder",
+            "\"leak.txt\" left out: a symlink to outside",
+            "\"pipe\" left out: a FIFO",
+        ] {
+            assert!(notes.contains(why), "{why} in {notes}");
+        }
+    }
+}
+
+#[test]
+fn no_files_and_a_file_not_named_model_safetensors_have_none() {
+    let t = tempfile::tempdir().unwrap();
+    sample_repo(t.path());
+    let only_tree = |files: &std::collections::BTreeMap<String, u64>| {
+        files.keys().all(|p| {
+            p == "/manifest.json"
+                || p == "/model.safetensors"
+                || p.starts_with("/w/")
+                || p.starts_with("/README.md/")
+        })
+    };
+    let tree = tree_of(t.path(), false);
+    assert!(only_tree(&walk(&tree)), "{:?}", walk(&tree));
+    std::fs::rename(
+        t.path().join("model.safetensors"),
+        t.path().join("other.safetensors"),
+    )
+    .unwrap();
+    let tree = tree_of(&t.path().join("other.safetensors"), true);
+    assert!(only_tree(&walk(&tree)), "{:?}", walk(&tree));
+}
