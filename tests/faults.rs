@@ -348,13 +348,21 @@ fn slow_part_open(flags: &[&str]) {
     let g = Guarded::new(&file, flags);
     let slow = g.m.join("slow").join("data");
     for _ in 0..SLOW_READERS {
-        let c = Command::new("cat")
-            .arg(&slow)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start cat");
-        cats.0.push(c);
+        let mut cmd = Command::new("cat");
+        cmd.arg(&slow).stdout(Stdio::null()).stderr(Stdio::null());
+        // A test run started as a shell's background job (`cargo test &`)
+        // inherits SIGINT ignored (POSIX, for asynchronous commands of a
+        // non-interactive shell), and a reader ignoring it would not die
+        // of the SIGINT sent below: give the readers its default action.
+        // SAFETY: signal(2) is async-signal-safe, as pre_exec requires.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        cats.0.push(cmd.spawn().expect("start cat"));
     }
     // Give the readers time to reach the daemon and set it to work (a
     // daemon that fails them at once, or answers them fast, is fine too).
