@@ -47,8 +47,8 @@ pub struct Model {
     /// The folder whose other files come with the model, and the model's
     /// own files in it ([`folder`]); `None` for a model of one file.
     folder_of: Option<(PathBuf, Vec<String>)>,
-    /// That folder, scanned on first use.
-    folder: OnceLock<std::result::Result<folder::Folder, String>>,
+    /// That folder, scanned on first use; or a packed model's files.
+    folder: OnceLock<std::result::Result<Option<folder::Folder>, String>>,
 }
 
 /// What a model keeps of a safetensors file besides its objects: the
@@ -117,17 +117,20 @@ impl Model {
     }
 
     /// The other files of the folder the model came from (see
-    /// [`Model::open_with`]), scanned on first use; `None` for a model of
-    /// one file.
+    /// [`Model::open_with`]), scanned on first use; for a `.zt` that
+    /// `ztfs pack` wrote from a folder, the files it holds (its
+    /// `ztfs.file/1` objects); `None` for a model of one file.
     pub fn folder(&self) -> Result<Option<&folder::Folder>> {
-        let Some((dir, own)) = &self.folder_of else {
-            return Ok(None);
-        };
-        let scanned = self
-            .folder
-            .get_or_init(|| folder::Folder::scan(dir, own).map_err(|e| e.to_string()));
-        match scanned {
-            Ok(f) => Ok(Some(f)),
+        let found = self.folder.get_or_init(|| match &self.folder_of {
+            Some((dir, own)) => folder::Folder::scan(dir, own)
+                .map(Some)
+                .map_err(|e| e.to_string()),
+            None => Ok(self
+                .manifest()
+                .and_then(|m| folder::Folder::of_objects(&m.objects))),
+        });
+        match found {
+            Ok(f) => Ok(f.as_ref()),
             Err(e) => Err(Error::Usage(format!("the model's folder: {e}"))),
         }
     }

@@ -184,6 +184,10 @@ pub fn ls_long(model: &Model) -> Result<String> {
     };
     let mut s = String::new();
     for (i, o) in m.objects.iter().enumerate() {
+        // A packed folder's files are listed as files (`ztfs ls`).
+        if crate::format::profiles::is_file(o) {
+            continue;
+        }
         let size = object_size(model, i, o);
         let shape = format!("{:?}", o.shape);
         let enc = if o.parts.iter().any(|p| p.encoding.is_some()) {

@@ -21,10 +21,14 @@ use std::time::Duration;
 use common::{describe, ls, ztfs, ztfs_ok, Listing};
 
 /// Runs `ztfs pack SRC -o OUT FLAGS...`.
+/// `ztfs pack SRC -o OUT FLAGS --no-files`: these tests are about the
+/// tensors (a source's folder may hold earlier outputs and other corpus
+/// files; a folder's files are tests/tree/folder.rs's).
 fn pack(src: &Path, out: &Path, flags: &[&str]) -> std::process::Output {
     let mut args: Vec<&OsStr> = vec!["pack".as_ref(), src.as_os_str(), "-o".as_ref()];
     args.push(out.as_os_str());
     args.extend(flags.iter().map(OsStr::new));
+    args.push("--no-files".as_ref());
     ztfs(&args)
 }
 

@@ -81,9 +81,9 @@ fn ls(
         ),
         Some(_) if as_json => report::ls_json(&model, files)? + "\n",
         Some(_) if long => report::ls_long(&model)?,
-        Some(m) => m
-            .objects
-            .iter()
+        // A packed folder's files are listed as files, below.
+        Some(m) => (m.objects.iter())
+            .filter(|o| !crate::format::profiles::is_file(o))
             .map(|o| format!("{}\n", report::display_name(&o.name)))
             .collect(),
     };

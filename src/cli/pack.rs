@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::args::{parse_shard, parse_size, AlgoArg, RemoteArgs};
+use super::args::{parse_shard, parse_size, AlgoArg, FilesArg, RemoteArgs};
 use crate::digest::Algo;
 use crate::error::{Error, Result};
 use crate::model::Model;
@@ -49,6 +49,8 @@ pub struct PackCmd {
     pub shard: Vec<(String, PathBuf)>,
     #[command(flatten)]
     pub remote: RemoteArgs,
+    #[command(flatten)]
+    pub files: FilesArg,
 }
 
 /// The signals that stop a pack.
@@ -104,7 +106,7 @@ fn pack_until_signalled(source: Source, output: &Path, opts: &Options) -> Result
 }
 
 /// The model, or the `.npy` files, to pack.
-fn source(input: &[PathBuf], shards: Vec<(String, PathBuf)>) -> Result<Source> {
+fn source(input: &[PathBuf], shards: Vec<(String, PathBuf)>, files: bool) -> Result<Source> {
     // A file named `.npy` has no extension, but is one, to be refused by
     // name rather than sniffed.
     let is_npy = |p: &PathBuf| {
@@ -120,7 +122,7 @@ fn source(input: &[PathBuf], shards: Vec<(String, PathBuf)>) -> Result<Source> {
         return Source::of_npy_files(input);
     }
     match input {
-        [one] => Source::of_model(Model::open_with(one, shards)?),
+        [one] => Source::of_model(Model::open_with(one, shards)?, files),
         _ => Err(Error::Usage(
             "several inputs must all be .npy files (one model file otherwise)".into(),
         )),
@@ -145,7 +147,8 @@ pub fn run(cmd: PackCmd) -> Result<()> {
             cmd.output.display()
         )));
     }
-    let source = source(&cmd.input, cmd.shard)?;
+    let mut source = source(&cmd.input, cmd.shard, !cmd.files.no_files)?;
+    source.leave_out_output(&cmd.output);
     let s = pack_until_signalled(source, &cmd.output, &opts)?;
     let mut notes = Vec::new();
     if s.shared > 0 {

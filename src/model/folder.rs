@@ -96,15 +96,84 @@ pub struct FolderFile {
     pub path: String,
     /// Its length at the scan: the length served.
     pub len: u64,
+    /// Where its bytes are.
+    pub source: FileSource,
+}
+
+/// Where a [`FolderFile`]'s bytes are.
+#[derive(Debug)]
+pub enum FileSource {
+    /// A file on disk.
+    Disk(DiskFile),
+    /// Object `i` of the model: a `ztfs.file/1` object of a `.zt` that
+    /// `ztfs pack` wrote from a folder.
+    Object(u32),
+}
+
+/// A file on disk, as the scan found it.
+#[derive(Debug)]
+pub struct DiskFile {
     /// What is opened: the file, or a symlink's target.
     target: PathBuf,
     /// (device, inode) of what the scan found.
     id: (u64, u64),
+    /// Its length at the scan.
+    len: u64,
     /// Opened on first use.
     file: OnceLock<std::result::Result<File, String>>,
 }
 
 impl FolderFile {
+    /// The model's object holding its bytes, for a packed file.
+    pub fn object(&self) -> Option<u32> {
+        match self.source {
+            FileSource::Object(i) => Some(i),
+            FileSource::Disk(_) => None,
+        }
+    }
+
+    /// The file on disk, for a file of a folder.
+    pub fn disk(&self) -> Option<&DiskFile> {
+        match &self.source {
+            FileSource::Disk(d) => Some(d),
+            FileSource::Object(_) => None,
+        }
+    }
+
+    /// The file, opened on first use and checked to be the one the scan
+    /// found (a packed file has none: its bytes are the model's).
+    pub fn file(&self) -> Result<&File> {
+        match &self.source {
+            FileSource::Disk(d) => d.file(),
+            FileSource::Object(i) => Err(Error::Unsupported(format!(
+                "{:?} is object {i} of the model, read through the model",
+                self.path
+            ))),
+        }
+    }
+
+    /// Up to `size` bytes at `offset`, short at the end (its length at
+    /// the scan).
+    pub fn read_at(&self, offset: u64, size: u32) -> Result<Vec<u8>> {
+        let end = offset.saturating_add(u64::from(size)).min(self.len);
+        if offset >= end {
+            return Ok(Vec::new());
+        }
+        let mut buf = vec![0; (end - offset) as usize];
+        let f = self.file()?;
+        let target = self.disk().map_or(Path::new(""), |d| &d.target);
+        f.read_exact_at(&mut buf, offset)
+            .map_err(|e| Error::io(target.display().to_string(), e))?;
+        Ok(buf)
+    }
+}
+
+impl DiskFile {
+    /// The path opened: the file, or a symlink's target.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
     /// The file, opened on first use and checked to be the one the scan
     /// found.
     pub fn file(&self) -> Result<&File> {
@@ -118,9 +187,11 @@ impl FolderFile {
     }
 
     fn open_same(&self) -> std::result::Result<File, String> {
+        // O_NONBLOCK: a FIFO put in the file's place since the scan would
+        // otherwise hold the open until a writer comes.
         let f = OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(&self.target)
             .map_err(|e| e.to_string())?;
         let m = f.metadata().map_err(|e| e.to_string())?;
@@ -135,20 +206,6 @@ impl FolderFile {
             ));
         }
         Ok(f)
-    }
-
-    /// Up to `size` bytes at `offset`, short at the end (its length at
-    /// the scan).
-    pub fn read_at(&self, offset: u64, size: u32) -> Result<Vec<u8>> {
-        let end = offset.saturating_add(u64::from(size)).min(self.len);
-        if offset >= end {
-            return Ok(Vec::new());
-        }
-        let mut buf = vec![0; (end - offset) as usize];
-        let f = self.file()?;
-        f.read_exact_at(&mut buf, offset)
-            .map_err(|e| Error::io(self.target.display().to_string(), e))?;
-        Ok(buf)
     }
 }
 
@@ -224,9 +281,12 @@ impl Folder {
                             name,
                             path: rel,
                             len: meta.len(),
-                            target,
-                            id: (meta.dev(), meta.ino()),
-                            file: OnceLock::new(),
+                            source: FileSource::Disk(DiskFile {
+                                target,
+                                id: (meta.dev(), meta.ino()),
+                                len: meta.len(),
+                                file: OnceLock::new(),
+                            }),
                         });
                     }
                     Err(why) => f.note(&rel, &why),
@@ -252,6 +312,82 @@ impl Folder {
             f.dirs[d as usize].dirs = first_dir..f.dirs.len() as u32;
         }
         Ok(f)
+    }
+
+    /// The files of a packed model: its `ztfs.file/1` objects, at the
+    /// paths their names give; `None` when it has none. A name that is
+    /// both a file and a folder keeps the folder, with a note.
+    pub fn of_objects(objects: &[crate::format::Object]) -> Option<Folder> {
+        #[derive(Default)]
+        struct Level {
+            files: Vec<(String, u64, u32)>,
+            dirs: std::collections::BTreeMap<String, Level>,
+        }
+        let mut top = Level::default();
+        let mut any = false;
+        for (i, o) in objects.iter().enumerate() {
+            if !crate::format::profiles::is_file(o) {
+                continue;
+            }
+            any = true;
+            let mut at = &mut top;
+            let mut components: Vec<&str> = o.name.split('/').collect();
+            let name = components.pop().unwrap_or_default();
+            for c in components {
+                at = at.dirs.entry(c.to_string()).or_default();
+            }
+            let len = o.shape.first().copied().unwrap_or(0);
+            at.files.push((name.to_string(), len, i as u32));
+        }
+        if !any {
+            return None;
+        }
+        let mut f = Folder {
+            root: PathBuf::new(),
+            dirs: vec![FolderDir::root()],
+            files: Vec::new(),
+            notes: Vec::new(),
+            bytes: 0,
+        };
+        let mut queue = VecDeque::from([(0u32, top)]);
+        while let Some((d, mut level)) = queue.pop_front() {
+            level
+                .files
+                .sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            let first_file = f.files.len() as u32;
+            for (name, len, i) in level.files {
+                let path = f.rel(d, std::ffi::OsStr::new(&name));
+                if level.dirs.contains_key(&name) {
+                    f.note(&path, "both a file and a folder: the folder is served");
+                    continue;
+                }
+                f.bytes = f.bytes.saturating_add(len);
+                let source = FileSource::Object(i);
+                f.files.push(FolderFile {
+                    dir: d,
+                    name,
+                    path,
+                    len,
+                    source,
+                });
+            }
+            f.dirs[d as usize].files = first_file..f.files.len() as u32;
+            let first_dir = f.dirs.len() as u32;
+            for (name, sub) in level.dirs {
+                let at = f.dirs.len() as u32;
+                let path = f.rel(d, std::ffi::OsStr::new(&name));
+                f.dirs.push(FolderDir {
+                    parent: d,
+                    name,
+                    path,
+                    files: 0..0,
+                    dirs: 0..0,
+                });
+                queue.push_back((at, sub));
+            }
+            f.dirs[d as usize].dirs = first_dir..f.dirs.len() as u32;
+        }
+        Some(f)
     }
 
     /// The path from the root of `name` in folder `d`.
@@ -422,9 +558,19 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         std::fs::write(t.path().join("a.txt"), "hello").unwrap();
         std::fs::write(t.path().join("b.txt"), "other").unwrap();
+        std::fs::write(t.path().join("c.txt"), "third").unwrap();
         let f = Folder::scan(t.path(), &[]).unwrap();
         std::fs::rename(t.path().join("b.txt"), t.path().join("a.txt")).unwrap();
         let e = f.files[0].read_at(0, 5).unwrap_err().to_string();
+        assert!(e.contains("no longer the file"), "{e}");
+        // A FIFO in a file's place fails at once, without waiting for a
+        // writer.
+        std::fs::remove_file(t.path().join("c.txt")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(t.path().join("c.txt"))
+            .status();
+        assert!(made.unwrap().success());
+        let e = f.files[2].read_at(0, 5).unwrap_err().to_string();
         assert!(e.contains("no longer the file"), "{e}");
     }
 

@@ -5,6 +5,11 @@
 //! A model whose format places each tensor's row-major data (a Hurray
 //! file) is packed as dense objects of that data (`tensors.rs`).
 //!
+//! A model given as a checkpoint's folder (or its index, or its
+//! `model.safetensors`) brings the folder's other files
+//! ([`Model::folder`]), each packed as a `ztfs.file/1` object named by its
+//! path (docs/folders.md); a `.zt` packed so carries them on.
+//!
 //! File attributes: a zTensor model's own; a safetensors file's
 //! `__metadata__` (text values; a sharded checkpoint's first file's, by
 //! name); a GGUF file's key-values, typed (as the
@@ -31,6 +36,12 @@ enum Kind {
     Model {
         model: Box<Model>,
         tensors: Option<super::tensors::Objects>,
+        /// The folder's files on disk, as objects, with their files;
+        /// sorted by name.
+        files: Vec<(Object, Store)>,
+        /// Whether a packed model's own files (its `ztfs.file/1`
+        /// objects) are packed again.
+        keep_files: bool,
     },
     /// `.npy` files, each an object named by its file's stem, with its
     /// file; sorted by name.
@@ -44,8 +55,9 @@ const VIEW_CHUNK: u64 = 8 << 20;
 pub const FILE_CHUNK: u64 = 8 << 20;
 
 impl Source {
-    /// The model to pack.
-    pub fn of_model(model: Model) -> Result<Source> {
+    /// The model to pack, with the files of its folder unless `files` is
+    /// false (`--no-files`).
+    pub fn of_model(model: Model, with_files: bool) -> Result<Source> {
         if model.manifest().is_none() {
             return Err(Error::Usage(
                 "a data shard has no objects to pack: give its model's root file".into(),
@@ -54,12 +66,60 @@ impl Source {
         let tensors = (model.packs_tensor_data())
             .then(|| super::tensors::objects(&model))
             .transpose()?;
+        let files = match with_files {
+            true => folder_objects(&model)?,
+            false => Vec::new(),
+        };
+        let taken = |name: &str| {
+            let m = model.manifest().expect("checked above");
+            m.objects.iter().any(|o| &*o.name == name)
+        };
+        if let Some((o, _)) = files.iter().find(|(o, _)| taken(&o.name)) {
+            return Err(Error::Usage(format!(
+                "the folder's file {:?} has the name of an object of the model; pack with --no-files, or rename the file",
+                o.name
+            )));
+        }
         Ok(Source {
             kind: Kind::Model {
                 model: Box::new(model),
                 tensors,
+                files,
+                keep_files: with_files,
             },
         })
+    }
+
+    /// Leaves out of the folder's files the output `path` and its data
+    /// shards (`STEM-*.zt` beside it), when they lie in the folder: a
+    /// folder packed into itself again must not take its last output in.
+    pub fn leave_out_output(&mut self, path: &std::path::Path) {
+        let Kind::Model { files, .. } = &mut self.kind else {
+            return;
+        };
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return;
+        };
+        let dir = match dir.as_os_str().is_empty() {
+            true => std::path::Path::new("."),
+            false => dir,
+        };
+        let Ok(dir) = std::fs::canonicalize(dir) else {
+            return;
+        };
+        let name = name.to_string_lossy();
+        let stem = name.strip_suffix(".zt").unwrap_or(&name).to_string();
+        let ours = |target: &std::path::Path| {
+            let Some(n) = target.file_name().map(|n| n.to_string_lossy()) else {
+                return false;
+            };
+            let family = n.starts_with(&format!("{stem}-")) && n.ends_with(".zt");
+            target.parent() == Some(dir.as_path()) && (n == name || family)
+        };
+        files.retain(|(_, store)| {
+            let target = std::fs::canonicalize(store.path()).unwrap_or_default();
+            !ours(&target)
+        });
     }
 
     /// `.npy` files, each an object named by its file's stem (`w.npy` is
@@ -110,11 +170,23 @@ impl Source {
     pub fn objects_in_canonical_order(&self) -> Vec<&Object> {
         let mut objects: Vec<&Object> = match &self.kind {
             Kind::Model {
-                tensors: Some(h), ..
-            } => h.objects.iter().collect(),
-            Kind::Model { model, .. } => {
+                tensors: Some(h),
+                files,
+                ..
+            } => (h.objects.iter())
+                .chain(files.iter().map(|(o, _)| o))
+                .collect(),
+            Kind::Model {
+                model,
+                files,
+                keep_files,
+                ..
+            } => {
                 let m = model.manifest().expect("checked at open");
-                m.objects.iter().collect()
+                let kept = |o: &&Object| *keep_files || !crate::format::profiles::is_file(o);
+                (m.objects.iter().filter(kept))
+                    .chain(files.iter().map(|(o, _)| o))
+                    .collect()
             }
             Kind::Npy(files) => files.iter().map(|(o, _)| o).collect(),
         };
@@ -125,8 +197,8 @@ impl Source {
     /// The stored bytes of `part` of `object`.
     fn blob(&self, object: &Object, part: &Part) -> Result<Blob<'_>> {
         match &self.kind {
-            Kind::Model { model, .. } => model.blob(part),
-            Kind::Npy(files) => {
+            Kind::Model { model, files, .. } if !is_folder_file(files, object) => model.blob(part),
+            Kind::Model { files, .. } | Kind::Npy(files) => {
                 let i = files
                     .binary_search_by(|(o, _)| o.name.as_bytes().cmp(object.name.as_bytes()))
                     .map_err(|_| Error::NotFound(format!("object {:?}", object.name)))?;
@@ -145,6 +217,7 @@ impl Source {
             Kind::Model {
                 model,
                 tensors: Some(h),
+                ..
             } => match model.tensor_data(*h.computed.get(&object.name)?) {
                 TensorData::Computed { view, .. } => Some((view, model.root())),
                 TensorData::ByLayout | TensorData::Stored { .. } | TensorData::Absent(_) => None,
@@ -303,4 +376,47 @@ fn npy_object_name(path: &std::path::Path) -> Result<String> {
         )));
     }
     Ok(name.to_string())
+}
+
+/// True when `object` is one of `files` (the folder's files on disk).
+fn is_folder_file(files: &[(Object, Store)], object: &Object) -> bool {
+    (files.binary_search_by(|(o, _)| o.name.as_bytes().cmp(object.name.as_bytes()))).is_ok()
+}
+
+/// The files of `model`'s folder on disk, each as a `ztfs.file/1` object
+/// of one raw `u8` part `data` (the whole file), with the file opened;
+/// sorted by name. A packed model's own files are among its objects
+/// already.
+fn folder_objects(model: &Model) -> Result<Vec<(Object, Store)>> {
+    let Some(folder) = model.folder()? else {
+        return Ok(Vec::new());
+    };
+    let mut texts = Texts::default();
+    let mut out = Vec::new();
+    for f in &folder.files {
+        let Some(disk) = f.disk() else { continue };
+        let store = Store::open(disk.target())?;
+        if store.len() != f.len {
+            return Err(Error::Unsupported(format!(
+                "the folder's file {:?} changed while it was read ({} bytes, {} before)",
+                f.path,
+                store.len(),
+                f.len
+            )));
+        }
+        let ty = ElementType {
+            dtype: crate::format::types::DType::U8,
+            logical: None,
+        };
+        let object = Object {
+            name: f.path.as_str().into(),
+            shape: texts.shape(&[f.len]),
+            layout: texts.get(crate::format::profiles::FILE),
+            attributes: None,
+            parts: smallvec::smallvec![Part::raw(texts.get("data"), ty, 0, f.len)],
+        };
+        out.push((object, store));
+    }
+    out.sort_by(|a, b| a.0.name.as_bytes().cmp(b.0.name.as_bytes()));
+    Ok(out)
 }

@@ -140,3 +140,101 @@ fn no_files_and_a_file_not_named_model_safetensors_have_none() {
     let tree = tree_of(&t.path().join("other.safetensors"), true);
     assert!(only_tree(&walk(&tree)), "{:?}", walk(&tree));
 }
+
+/// Packs `source` (with its folder's files unless `files` is false) to
+/// `out`, as `ztfs pack` does, returning the file's bytes.
+fn pack(source: &Path, out: &Path, files: bool) -> Vec<u8> {
+    let model = Model::open(source).unwrap();
+    let mut src = ztfs::pack::Source::of_model(model, files).unwrap();
+    src.leave_out_output(out);
+    ztfs::pack::pack(&src, out, &ztfs::pack::Options::default(), &mut |_| Ok(())).unwrap();
+    std::fs::read(out).unwrap()
+}
+
+/// `ztfs pack` of a folder carries its files: a mount of the `.zt` serves
+/// them at the same paths byte for byte, `check --verify` checks their
+/// digests, the same folder packs to the same bytes, and the `.zt` packs
+/// again with them; `--no-files` leaves them out.
+#[test]
+fn a_packed_folder_carries_its_files() {
+    let t = tempfile::tempdir().unwrap();
+    let repo = t.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    sample_repo(&repo);
+    let zt = t.path().join("m.zt");
+    // A file named as a tensor cannot be an object beside it.
+    let model = Model::open(&repo).unwrap();
+    let e = ztfs::pack::Source::of_model(model, true)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("\"README.md\" has the name of an object"), "{e}");
+    std::fs::remove_file(repo.join("README.md")).unwrap();
+    let bytes = pack(&repo, &zt, true);
+    assert_eq!(
+        pack(&repo, &t.path().join("again.zt"), true),
+        bytes,
+        "deterministic"
+    );
+    // Packed into itself, twice: the output is not taken in.
+    for _ in 0..2 {
+        assert_eq!(
+            pack(&repo, &repo.join("self.zt"), true),
+            bytes,
+            "into itself"
+        );
+    }
+    std::fs::remove_file(repo.join("self.zt")).unwrap();
+    let from_disk = walk(&tree_of(&repo, true));
+    let tree = tree_of(&zt, true);
+    let packed = walk(&tree);
+    // The same paths, but the digest a .zt has.
+    let paths = |files: &std::collections::BTreeMap<String, u64>| -> Vec<String> {
+        files.keys().filter(|p| *p != "/digest").cloned().collect()
+    };
+    assert!(packed.contains_key("/digest"));
+    assert_eq!(paths(&packed), paths(&from_disk));
+    for (path, want) in [
+        ("/config.json", "config.json"),
+        ("/config-link.json", "config.json"),
+        ("/%6Danifest.json", "manifest.json"),
+        ("/original/deep/x.bin", "original/deep/x.bin"),
+    ] {
+        let got = read_all(&tree, packed[path], 5);
+        assert_eq!(got, std::fs::read(repo.join(want)).unwrap(), "{path}");
+    }
+    let model = tree.model();
+    let mut quiet = Quiet;
+    let report = ztfs::read::verify_model(model, &[], &mut quiet).unwrap();
+    assert_eq!(
+        report.verified,
+        2 + 7,
+        "two tensors and seven files, each digest checked"
+    );
+    // Packed again, the files stay; without them, the tensors alone.
+    assert_eq!(pack(&zt, &t.path().join("re.zt"), true), bytes);
+    let bare = pack(&repo, &t.path().join("bare.zt"), false);
+    assert_eq!(pack(&zt, &t.path().join("bare2.zt"), false), bare);
+    let mut names: Vec<String> = (Model::open(&t.path().join("bare.zt"))
+        .unwrap()
+        .manifest()
+        .unwrap()
+        .objects
+        .iter())
+    .map(|o| o.name.to_string())
+    .collect();
+    names.sort();
+    assert_eq!(names, ["README.md", "w"]);
+}
+
+/// A verification that says nothing.
+struct Quiet;
+
+impl ztfs::read::Watch for Quiet {
+    fn read(&mut self, _: u64) -> ztfs::error::Result<()> {
+        Ok(())
+    }
+    fn failed(&mut self, at: ztfs::read::Place, e: &ztfs::error::Error) {
+        panic!("{at:?}: {e}");
+    }
+}

@@ -7,6 +7,8 @@
   gguf.py       GGUF key-values of every type, pack and convert
   checkpoint.py  a Hugging Face sharded checkpoint (folder, index), as the
                 package writes its files read as one model
+  folder.py     a checkpoint folder with its other files: the package reads
+                tensors and files back; --no-files is the package's ingest
   npy.py        np.save arrays of every dtype zTensor has, packed together;
                 the ones ztfs refuses
   this module   the suite's order; edge cases (an empty __metadata__, one
@@ -31,6 +33,7 @@ from .common import (check_packed, diff_tensors, first_diff, one_part, pack, st_
                           zt_objects)
 from .corpus import CONVERT_REFUSES, REFUSED, manifest_diff, run_corpus
 from .checkpoint import run_checkpoint
+from .folder import run_folder
 from .gguf import run_gguf_kv
 from .npy import run_npy
 from .options import run_options, write_source
@@ -139,11 +142,12 @@ def run_pack(args, z: Ztfs, res: Results, tmpdir: str) -> None:
              ("gguf key-values", lambda: run_gguf_kv(z, res, os.path.join(tmp, "gguf"))),
              (".npy files", lambda: run_npy(z, res, os.path.join(tmp, "npy"))),
              ("sharded checkpoint", lambda: run_checkpoint(z, res, os.path.join(tmp, "hf"))),
+             ("folder with files", lambda: run_folder(z, res, os.path.join(tmp, "folder"))),
              ("mount", lambda: check_mount(z, res, os.path.join(tmp, "mount")))]
     if not args.skip_corpus:
         steps.insert(0, ("corpus", lambda: run_corpus(args.corpus, z, res,
                                                       os.path.join(tmp, "corpus"))))
-    for sub in ("corpus", "options", "edge", "gguf", "mount"):
+    for sub in ("corpus", "options", "edge", "gguf", "mount", "folder"):
         os.makedirs(os.path.join(tmp, sub), exist_ok=True)
     for label, step in steps:
         print(f"\n== pack: {label}", flush=True)

@@ -13,6 +13,7 @@
 //! | `zt.sparse_csr/1`, `zt.sparse_coo/1` | parametric | [`sparse`] |
 //! | `zt.quant_group/1`, `zt.mx/1` | parametric | [`quant`] |
 //! | `gguf.<type>/1` | opaque | [`gguf`] |
+//! | `ztfs.file/1` | ztfs's own: a file of a model's folder | [`check_file`] |
 //!
 //! Every violation is a [`Rule::LayoutRule`] rejection, except the dense size
 //! equation ([`Rule::DenseSize`]) and a CSR `indptr` size that overflows u64
@@ -70,6 +71,9 @@ pub const SPARSE_COO: &str = "zt.sparse_coo/1";
 pub const QUANT_GROUP: &str = "zt.quant_group/1";
 /// OCP microscaling (notes §3.5).
 pub const MX: &str = "zt.mx/1";
+/// A file of a model's folder, packed by `ztfs pack` (docs/folders.md):
+/// ztfs's own profile, in its own namespace (§5.2).
+pub const FILE: &str = "ztfs.file/1";
 
 /// The layout an object declares, as far as this reader knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +93,8 @@ pub enum Layout {
         /// The lowercase ggml type name, e.g. `q4_k`.
         ggml_type: String,
     },
+    /// `ztfs.file/1`: a file of the model's folder ([`check_file`]).
+    File,
     /// `hurray:<layout>`: a tensor of a Hurray file, whose rules were
     /// checked by the Hurray reader (`crate::format::hurray`); its parts
     /// are its `data` range and its buffers, plain bytes.
@@ -108,6 +114,7 @@ impl Layout {
             SPARSE_COO => Layout::SparseCoo,
             QUANT_GROUP => Layout::QuantGroup,
             MX => Layout::Mx,
+            FILE => Layout::File,
             _ if id.starts_with(crate::format::hurray::objects::LAYOUT_PREFIX) => Layout::Hurray,
             _ => match id.strip_prefix("gguf.").and_then(|t| t.strip_suffix("/1")) {
                 Some(t) if GGML_TYPES.contains(&t) => Layout::Gguf {
@@ -137,8 +144,71 @@ pub fn check_metadata(o: &Object) -> Result<()> {
         Layout::QuantGroup => parse_quant_group(o).map(drop),
         Layout::Mx => parse_mx(o).map(drop),
         Layout::Gguf { .. } => parse_gguf(o).map(drop),
+        Layout::File => check_file(o),
         Layout::Hurray | Layout::Unknown => Ok(()),
     }
+}
+
+/// True for a file of a model's folder, packed (a `ztfs.file/1`
+/// object): served at its path, listed as a file, no tensor.
+pub fn is_file(o: &Object) -> bool {
+    Layout::of(&o.layout) == Layout::File
+}
+
+/// The rules of `ztfs.file/1`, a file of a model's folder: the object's
+/// name is the file's path in the folder, `/`-separated components of 1
+/// to 255 bytes other than `.` and `..` (each becomes a file name in a
+/// mount); its shape is `[n]`; its one part `data` is `u8` of no logical
+/// type and decodes to `n` bytes. A reader that does not know the profile
+/// sees an object of one `u8` part: the file's bytes.
+pub fn check_file(o: &Object) -> Result<()> {
+    let [p] = o.parts.as_slice() else {
+        return Err(violation(
+            o,
+            format!(
+                "must have exactly one part named \"data\", has {:?}",
+                part_names(o)
+            ),
+        ));
+    };
+    if p.name != "data" {
+        return Err(violation(
+            o,
+            format!(
+                "must have exactly one part named \"data\", has {:?}",
+                part_names(o)
+            ),
+        ));
+    }
+    if p.ty.dtype != DType::U8 || p.ty.logical.is_some() {
+        return Err(violation(
+            o,
+            "its part \"data\" must be u8 with no logical type",
+        ));
+    }
+    let &[n] = &**o.shape else {
+        return Err(violation(
+            o,
+            format!("its shape must be [length], is {:?}", o.shape),
+        ));
+    };
+    if p.decoded_size() != n {
+        return Err(violation(
+            o,
+            format!(
+                "its shape says {n} bytes, its part decodes to {}",
+                p.decoded_size()
+            ),
+        ));
+    }
+    let bad = |c: &str| c.is_empty() || c == "." || c == ".." || c.len() > 255;
+    if o.name.split('/').any(bad) {
+        return Err(violation(
+            o,
+            "its name must be a relative path whose components are 1 to 255 bytes, not . or ..",
+        ));
+    }
+    Ok(())
 }
 
 /// The dense rules (§5.1): exactly one part, named `data` (`LayoutRule`),

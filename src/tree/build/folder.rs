@@ -139,7 +139,7 @@ impl Tree {
                     Some((_, served)) => served.clone(),
                     None => folder.files[i as usize].name.clone(),
                 };
-                (Cow::Owned(name), Node::FolderFile { file: i })
+                (Cow::Owned(name), file_node(folder, i))
             })
             .collect()
     }
@@ -148,7 +148,17 @@ impl Tree {
     pub(in crate::tree) fn folder_file_node(&self, fd: u32, k: u32) -> Option<Node> {
         let range = self.folder()?.dirs[fd as usize].files.clone();
         let file = range.start.checked_add(k).filter(|f| *f < range.end)?;
-        Some(Node::FolderFile { file })
+        Some(file_node(self.folder()?, file))
+    }
+}
+
+/// The node serving file `i` of `folder`: a file on disk, or the part of
+/// the object holding a packed file (served as any part is: from the map,
+/// checked under `--verify`, by range from a URL).
+fn file_node(folder: &Folder, i: u32) -> Node {
+    match folder.files[i as usize].object() {
+        Some(object) => Node::Part { object, part: 0 },
+        None => Node::FolderFile { file: i },
     }
 }
 

@@ -178,6 +178,10 @@ impl Tree {
         } = PartIndex::of(objects, model.input());
         let mut root = DirBuild::default();
         for (i, o) in objects.iter().enumerate() {
+            // A packed folder's files are served at their paths.
+            if crate::format::profiles::is_file(o) {
+                continue;
+            }
             place(&mut root, &o.name, i as u32, opts.arrangement);
         }
         // Hurray, safetensors and GGUF files have no content digest.

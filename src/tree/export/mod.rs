@@ -243,6 +243,9 @@ impl Tree {
         if &*o.name == "__metadata__" {
             return Err("its name is the safetensors header's metadata key".into());
         }
+        if crate::format::profiles::is_file(o) {
+            return Err(FILE_NOT_TENSOR.into());
+        }
         let (_, elem, len) = self.tensor_file(i)?;
         // A file of the model must be readable whole: a tensor whose shard
         // is missing would fail every read of its range (and a loader that
@@ -276,6 +279,10 @@ impl Tree {
         let mut tensors = Vec::new();
         let mut left_out = Vec::new();
         for i in 0..n {
+            // A packed folder's files are no tensors: not even left out.
+            if crate::format::profiles::is_file(self.object(i)) {
+                continue;
+            }
             match self.safetensors_of(i) {
                 Ok((dtype, len)) => tensors.push(Candidate {
                     object: i,
@@ -577,3 +584,6 @@ fn escaped_len(s: &str) -> u64 {
     json::push_string(&mut out, s);
     out.len() as u64 - 2
 }
+
+/// Why a packed folder's file is not in `model.safetensors`.
+const FILE_NOT_TENSOR: &str = "it is a file of the model's folder, served at its path";
