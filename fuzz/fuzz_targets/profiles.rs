@@ -87,6 +87,13 @@ fn check_accepted(o: &Object) {
         Layout::Gguf { .. } => {
             profiles::parse_gguf(o).expect("parse agrees with check");
         }
+        Layout::File => {
+            // An accepted file object is one u8 part of its shape's length,
+            // at a path whose every component can be a file name.
+            assert_eq!((o.parts.len(), &o.shape[..]), (1, &[size("data")][..]));
+            let bad = |c: &str| c.is_empty() || c == "." || c == ".." || c.len() > 255;
+            assert!(!o.name.split('/').any(bad), "{:?}", o.name);
+        }
         // Only the Hurray reader makes these objects.
         Layout::Hurray | Layout::Unknown => {}
     }
