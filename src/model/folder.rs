@@ -27,7 +27,7 @@
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::ops::Range;
-use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -117,8 +117,6 @@ pub struct DiskFile {
     target: PathBuf,
     /// (device, inode) of what the scan found.
     id: (u64, u64),
-    /// Its length at the scan.
-    len: u64,
     /// Opened on first use.
     file: OnceLock<std::result::Result<File, String>>,
 }
@@ -144,7 +142,7 @@ impl FolderFile {
     /// found (a packed file has none: its bytes are the model's).
     pub fn file(&self) -> Result<&File> {
         match &self.source {
-            FileSource::Disk(d) => d.file(),
+            FileSource::Disk(d) => d.file(self.len),
             FileSource::Object(i) => Err(Error::Unsupported(format!(
                 "{:?} is object {i} of the model, read through the model",
                 self.path
@@ -175,9 +173,9 @@ impl DiskFile {
     }
 
     /// The file, opened on first use and checked to be the one the scan
-    /// found.
-    pub fn file(&self) -> Result<&File> {
-        let opened = self.file.get_or_init(|| self.open_same());
+    /// found, at least `len` bytes long (its length at the scan).
+    fn file(&self, len: u64) -> Result<&File> {
+        let opened = self.file.get_or_init(|| self.open_same(len));
         opened.as_ref().map_err(|why| {
             Error::io(
                 self.target.display().to_string(),
@@ -186,7 +184,7 @@ impl DiskFile {
         })
     }
 
-    fn open_same(&self) -> std::result::Result<File, String> {
+    fn open_same(&self, len: u64) -> std::result::Result<File, String> {
         // O_NONBLOCK: a FIFO put in the file's place since the scan would
         // otherwise hold the open until a writer comes.
         let f = OpenOptions::new()
@@ -198,11 +196,10 @@ impl DiskFile {
         if !m.is_file() || (m.dev(), m.ino()) != self.id {
             return Err("no longer the file that was there at mount".into());
         }
-        if m.len() < self.len {
+        if m.len() < len {
             return Err(format!(
-                "now {} bytes, shorter than the {} at mount",
-                m.len(),
-                self.len
+                "now {} bytes, shorter than the {len} at mount",
+                m.len()
             ));
         }
         Ok(f)
@@ -271,7 +268,7 @@ impl Folder {
                     }
                     continue;
                 } else {
-                    Err(describe(&kind).to_string())
+                    Err(describe(&kind))
                 };
                 match found {
                     Ok((target, meta)) => {
@@ -284,7 +281,6 @@ impl Folder {
                             source: FileSource::Disk(DiskFile {
                                 target,
                                 id: (meta.dev(), meta.ino()),
-                                len: meta.len(),
                                 file: OnceLock::new(),
                             }),
                         });
@@ -482,19 +478,9 @@ fn follow(
     Ok((target, meta))
 }
 
-/// What a file type is, for a note.
-fn describe(kind: &std::fs::FileType) -> &'static str {
-    if kind.is_dir() {
-        "a folder"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_block_device() || kind.is_char_device() {
-        "a device"
-    } else {
-        "not a regular file"
-    }
+/// What a file type is, for a note: "a FIFO", "a directory", ...
+fn describe(kind: &std::fs::FileType) -> String {
+    format!("a {}", crate::store::kind_of(kind))
 }
 
 #[cfg(test)]
@@ -541,9 +527,9 @@ mod tests {
         assert_eq!(f.dirs[1].files, 3..4);
         let notes = f.notes.join("\n");
         for left_out in [
-            "\".git\"",
-            "\"out\"",
-            "\"dirlink\"",
+            "\".git\" left out: a hidden folder",
+            "\"out\" left out: a symlink to outside the folder",
+            "\"dirlink\" left out: a symlink to a directory",
             "\"pipe\" left out: a FIFO",
         ] {
             assert!(notes.contains(left_out), "{left_out} in {notes}");

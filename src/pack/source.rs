@@ -70,11 +70,15 @@ impl Source {
             true => folder_objects(&model)?,
             false => Vec::new(),
         };
-        let taken = |name: &str| {
-            let m = model.manifest().expect("checked above");
-            m.objects.iter().any(|o| &*o.name == name)
+        // One set of the model's names, not a pass over a million objects
+        // for each file.
+        let taken: std::collections::HashSet<&str> = match files.is_empty() {
+            true => Default::default(),
+            false => (model.manifest().expect("checked above").objects.iter())
+                .map(|o| &*o.name)
+                .collect(),
         };
-        if let Some((o, _)) = files.iter().find(|(o, _)| taken(&o.name)) {
+        if let Some((o, _)) = files.iter().find(|(o, _)| taken.contains(&*o.name)) {
             return Err(Error::Usage(format!(
                 "the folder's file {:?} has the name of an object of the model; pack with --no-files, or rename the file",
                 o.name

@@ -62,6 +62,14 @@ pub fn sample_repo(dir: &Path) {
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
 }
 
+/// [`sample_repo`] in a new folder `repo` of `parent`.
+fn repo_in(parent: &Path) -> std::path::PathBuf {
+    let repo = parent.join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    sample_repo(&repo);
+    repo
+}
+
 fn tree_of(path: &Path, files: bool) -> Arc<Tree> {
     let opts = Options {
         files,
@@ -73,9 +81,7 @@ fn tree_of(path: &Path, files: bool) -> Arc<Tree> {
 #[test]
 fn a_folders_files_are_served_at_their_paths() {
     let t = tempfile::tempdir().unwrap();
-    let repo = t.path().join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    sample_repo(&repo);
+    let repo = repo_in(t.path());
     // The folder, its model.safetensors: the same tree.
     for source in [repo.clone(), repo.join("model.safetensors")] {
         let tree = tree_of(&source, true);
@@ -158,9 +164,7 @@ fn pack(source: &Path, out: &Path, files: bool) -> Vec<u8> {
 #[test]
 fn a_packed_folder_carries_its_files() {
     let t = tempfile::tempdir().unwrap();
-    let repo = t.path().join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    sample_repo(&repo);
+    let repo = repo_in(t.path());
     let zt = t.path().join("m.zt");
     // A file named as a tensor cannot be an object beside it.
     let model = Model::open(&repo).unwrap();

@@ -155,6 +155,33 @@ fn check_tree(path: &Path, arrangement: Arrangement) {
     );
 }
 
+/// The tree of the zTensor file `bytes` (kept in the temporary directory
+/// returned) with `model.safetensors` headers limited to `max` bytes, and
+/// its `model.safetensors` header, checked to be within the limit.
+fn model_safetensors_within(
+    bytes: Vec<u8>,
+    max: u64,
+) -> (
+    tempfile::TempDir,
+    Arc<Tree>,
+    ztfs::format::safetensors::Header,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.zt");
+    std::fs::write(&path, bytes).unwrap();
+    let opts = Options {
+        safetensors_max: max,
+        ..Options::default()
+    };
+    let tree = Arc::new(Tree::build(Model::open(&path).unwrap(), opts).unwrap());
+    let ino = tree.lookup(ROOT, b"model.safetensors").unwrap().ino;
+    let file = read_all(&tree, ino, 1 << 16);
+    let len = u64::from_le_bytes(file[..8].try_into().unwrap());
+    assert!(len <= max, "header of {len} bytes, limit {max}");
+    let header = ztfs::format::safetensors::read_header(&file).unwrap();
+    (dir, tree, header)
+}
+
 /// The object whose `meta.json` is `ino`: its name is the first key.
 fn object_of_meta(tree: &Arc<Tree>, ino: u64) -> Option<usize> {
     let meta = String::from_utf8(read_all(tree, ino, 100)).unwrap();
@@ -359,19 +386,7 @@ fn model_safetensors_header_stays_within_the_limit() {
             .set("small", "kept");
         let root = builder::root(objects).set("attributes", attrs);
         let bytes = fb.finish(&root.sorted().encode());
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m.zt");
-        std::fs::write(&path, bytes).unwrap();
-        let opts = Options {
-            safetensors_max: MAX,
-            ..Options::default()
-        };
-        let tree = Arc::new(Tree::build(Model::open(&path).unwrap(), opts).unwrap());
-        let ino = tree.lookup(ROOT, b"model.safetensors").unwrap().ino;
-        let file = read_all(&tree, ino, 1 << 16);
-        let len = u64::from_le_bytes(file[..8].try_into().unwrap());
-        assert!(len <= MAX, "header of {len} bytes, limit {MAX}");
-        let header = ztfs::format::safetensors::read_header(&file).unwrap();
+        let (_dir, tree, header) = model_safetensors_within(bytes, MAX);
         assert_eq!(header.tensors.len(), usize::from(served));
         let meta: BTreeMap<String, String> = header.metadata.unwrap().into_iter().collect();
         assert_eq!(meta["small"], "kept");
@@ -397,19 +412,7 @@ fn model_safetensors_left_out_list_is_cut_to_the_limit() {
         objects = objects.set(name.as_str(), builder::object(&[8], "acme.thing/1", parts));
     }
     let bytes = fb.finish(&builder::root(objects).sorted().encode());
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("m.zt");
-    std::fs::write(&path, bytes).unwrap();
-    let opts = Options {
-        safetensors_max: MAX,
-        ..Options::default()
-    };
-    let tree = Arc::new(Tree::build(Model::open(&path).unwrap(), opts).unwrap());
-    let ino = tree.lookup(ROOT, b"model.safetensors").unwrap().ino;
-    let file = read_all(&tree, ino, 1 << 16);
-    let len = u64::from_le_bytes(file[..8].try_into().unwrap());
-    assert!(len <= MAX, "header of {len} bytes, limit {MAX}");
-    let header = ztfs::format::safetensors::read_header(&file).unwrap();
+    let (_dir, tree, header) = model_safetensors_within(bytes, MAX);
     assert_eq!(header.tensors.len(), 1);
     let meta: BTreeMap<String, String> = header.metadata.unwrap().into_iter().collect();
     assert_eq!(meta["ztfs.left_out_count"], N.to_string());
