@@ -223,8 +223,15 @@ impl Folder {
         };
         let mut queue = VecDeque::from([(0u32, canon, 0usize)]);
         while let Some((d, dir, depth)) = queue.pop_front() {
-            let entries = match sorted_entries(&dir) {
-                Ok(e) => e,
+            // Past the limit nothing is taken, so a folder of millions of
+            // names is not read whole first.
+            let room = MAX_ENTRIES.saturating_sub(f.files.len() + f.dirs.len());
+            let entries = match sorted_entries(&dir, room) {
+                Ok(Some(e)) => e,
+                Ok(None) => {
+                    let why = format!("more than {MAX_ENTRIES} files and folders");
+                    return Ok(f.none_taken(why));
+                }
                 Err(e) if d == 0 => return Err(io(e)),
                 Err(e) => {
                     f.note(
@@ -434,15 +441,19 @@ impl Folder {
     }
 }
 
-/// The names in `dir`, sorted by bytes.
-fn sorted_entries(dir: &Path) -> std::io::Result<Vec<std::ffi::OsString>> {
+/// The names in `dir`, sorted by bytes; `None` when there are more than
+/// `max` (the reading stops there).
+fn sorted_entries(dir: &Path, max: usize) -> std::io::Result<Option<Vec<std::ffi::OsString>>> {
     use std::os::unix::ffi::OsStrExt;
     let mut names = Vec::new();
     for e in std::fs::read_dir(dir)? {
+        if names.len() == max {
+            return Ok(None);
+        }
         names.push(e?.file_name());
     }
     names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-    Ok(names)
+    Ok(Some(names))
 }
 
 /// Where a symlink in folder `canon` may lead: inside it, and for a
