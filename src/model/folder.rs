@@ -20,16 +20,26 @@
 //!   folder that large is not a model repository, most likely a mistake),
 //!   and a note says why.
 //!
+//! The walk is by descriptors, never by path: each folder is read through
+//! a descriptor opened one component at a time from the folder given,
+//! without following a symlink, and each entry is looked at relative to
+//! its folder's descriptor. So a subfolder swapped for a symlink to
+//! `/etc` while the scan runs, or later, brings nothing from outside in.
 //! Each file's identity (device, inode, length) is taken by the scan; the
-//! file is opened on its first read, without following a symlink, and
-//! refused if it is no longer the same file or is now shorter.
+//! file is opened on its first read the same way, and refused if it is no
+//! longer the same file or is now shorter.
 
 use std::collections::VecDeque;
-use std::fs::{File, OpenOptions};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::ops::Range;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use crate::error::{Error, Result};
 
@@ -113,12 +123,29 @@ pub enum FileSource {
 /// A file on disk, as the scan found it.
 #[derive(Debug)]
 pub struct DiskFile {
-    /// What is opened: the file, or a symlink's target.
-    target: PathBuf,
+    /// The directory its path starts from.
+    base: Arc<Base>,
+    /// Its path under `base`, normal components only, walked without
+    /// following a symlink: the file, or a symlink's target.
+    rel: PathBuf,
+    /// Its path as shown in messages.
+    shown: PathBuf,
     /// (device, inode) of what the scan found.
     id: (u64, u64),
     /// Opened on first use.
     file: OnceLock<std::result::Result<File, String>>,
+}
+
+/// The directory a folder's files are opened from, held open.
+#[derive(Debug)]
+struct Base {
+    fd: OwnedFd,
+    /// The folder's path under `fd`: empty, or `snapshots/REV` when the
+    /// folder is a snapshot of the Hugging Face cache and `fd` its repo.
+    root: PathBuf,
+    /// Where under `fd` a symlink may lead: the folder, and for a cache
+    /// snapshot the repo's `blobs`.
+    allowed: Vec<PathBuf>,
 }
 
 impl FolderFile {
@@ -159,39 +186,34 @@ impl FolderFile {
         }
         let mut buf = vec![0; (end - offset) as usize];
         let f = self.file()?;
-        let target = self.disk().map_or(Path::new(""), |d| &d.target);
+        let shown = self.disk().map_or(Path::new(""), |d| &d.shown);
         f.read_exact_at(&mut buf, offset)
-            .map_err(|e| Error::io(target.display().to_string(), e))?;
+            .map_err(|e| Error::io(shown.display().to_string(), e))?;
         Ok(buf)
     }
 }
 
 impl DiskFile {
-    /// The path opened: the file, or a symlink's target.
-    pub fn target(&self) -> &Path {
-        &self.target
+    /// Its path as shown in messages: the file, or a symlink's target.
+    pub fn shown(&self) -> &Path {
+        &self.shown
     }
 
     /// The file, opened on first use and checked to be the one the scan
     /// found, at least `len` bytes long (its length at the scan).
-    fn file(&self, len: u64) -> Result<&File> {
+    pub fn file(&self, len: u64) -> Result<&File> {
         let opened = self.file.get_or_init(|| self.open_same(len));
         opened.as_ref().map_err(|why| {
             Error::io(
-                self.target.display().to_string(),
+                self.shown.display().to_string(),
                 std::io::Error::other(why.clone()),
             )
         })
     }
 
     fn open_same(&self, len: u64) -> std::result::Result<File, String> {
-        // O_NONBLOCK: a FIFO put in the file's place since the scan would
-        // otherwise hold the open until a writer comes.
-        let f = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(&self.target)
-            .map_err(|e| e.to_string())?;
+        let f =
+            File::from(open_beneath(&self.base.fd, &self.rel, false).map_err(|e| e.to_string())?);
         let m = f.metadata().map_err(|e| e.to_string())?;
         if !m.is_file() || (m.dev(), m.ino()) != self.id {
             return Err("no longer the file that was there at mount".into());
@@ -206,14 +228,52 @@ impl DiskFile {
     }
 }
 
+/// Opens `rel` (normal components only) under `base`, one component at a
+/// time, following no symlink: a symlink anywhere on the way fails
+/// (`ELOOP` or `ENOTDIR`). A directory when `dir`. O_NONBLOCK: a FIFO put
+/// in a file's place fails at the type check instead of waiting for a
+/// writer.
+fn open_beneath(base: &OwnedFd, rel: &Path, dir: bool) -> std::io::Result<OwnedFd> {
+    let flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+    let names: Vec<&OsStr> = rel
+        .components()
+        .map(|c| match c {
+            Component::Normal(n) => Ok(n),
+            _ => Err(std::io::Error::other(format!(
+                "{rel:?} is not a plain relative path"
+            ))),
+        })
+        .collect::<std::io::Result<_>>()?;
+    let mut at: Option<OwnedFd> = None;
+    for (i, name) in names.iter().enumerate() {
+        let last = i + 1 == names.len();
+        let flags = if last && !dir {
+            flags
+        } else {
+            flags | OFlags::DIRECTORY
+        };
+        let from = at.as_ref().map_or(base.as_fd(), |f| f.as_fd());
+        at = Some(rustix::fs::openat(from, *name, flags, Mode::empty())?);
+    }
+    match at {
+        Some(fd) => Ok(fd),
+        None => Ok(rustix::fs::openat(
+            base,
+            ".",
+            flags | OFlags::DIRECTORY,
+            Mode::empty(),
+        )?),
+    }
+}
+
 impl Folder {
     /// Scans `root`, leaving out the files of its own level named in
     /// `exclude` (the model's own files). Fails only when `root` itself
     /// cannot be read.
     pub fn scan(root: &Path, exclude: &[String]) -> Result<Folder> {
         let io = |e| Error::io(root.display().to_string(), e);
-        let canon = std::fs::canonicalize(root).map_err(io)?;
-        let inside = allowed_targets(&canon);
+        let base = Arc::new(Base::of(root).map_err(io)?);
         let mut f = Folder {
             root: root.to_path_buf(),
             dirs: vec![FolderDir::root()],
@@ -221,14 +281,16 @@ impl Folder {
             notes: Vec::new(),
             bytes: 0,
         };
-        let mut queue = VecDeque::from([(0u32, canon, 0usize)]);
+        let mut queue = VecDeque::from([(0u32, base.root.clone(), 0usize)]);
         while let Some((d, dir, depth)) = queue.pop_front() {
             // Past the limit nothing is taken, so a folder of millions of
             // names is not read whole first.
             let room = MAX_ENTRIES.saturating_sub(f.files.len() + f.dirs.len());
-            let entries = match sorted_entries(&dir, room) {
-                Ok(Some(e)) => e,
-                Ok(None) => {
+            let (dir_fd, entries) = match open_beneath(&base.fd, &dir, true)
+                .and_then(|fd| sorted_entries(&fd, room).map(|e| (fd, e)))
+            {
+                Ok((fd, Some(e))) => (fd, e),
+                Ok((_, None)) => {
                     let why = format!("more than {MAX_ENTRIES} files and folders");
                     return Ok(f.none_taken(why));
                 }
@@ -252,42 +314,51 @@ impl Folder {
                 if d == 0 && exclude.contains(&name) {
                     continue;
                 }
-                let path = dir.join(&name);
-                let meta = match std::fs::symlink_metadata(&path) {
-                    Ok(m) => m,
-                    Err(e) => {
-                        f.note(&rel, &format!("cannot be read: {e}"));
+                let stat =
+                    match rustix::fs::statat(&dir_fd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(m) => m,
+                        Err(e) => {
+                            f.note(
+                                &rel,
+                                &format!("cannot be read: {}", std::io::Error::from(e)),
+                            );
+                            continue;
+                        }
+                    };
+                let kind = FileType::from_raw_mode(stat.st_mode);
+                let found = match kind {
+                    FileType::RegularFile => Ok(Found {
+                        rel: dir.join(&name),
+                        id: (stat.st_dev, stat.st_ino),
+                        len: stat.st_size as u64,
+                    }),
+                    FileType::Symlink => base.follow(&dir_fd, &dir, &name),
+                    FileType::Directory => {
+                        if name.starts_with('.') {
+                            f.note(&rel, "a hidden folder");
+                        } else if depth + 1 > MAX_DEPTH {
+                            f.note(&rel, &format!("deeper than {MAX_DEPTH} levels"));
+                        } else {
+                            subdirs.push(name);
+                        }
                         continue;
                     }
-                };
-                let kind = meta.file_type();
-                let found = if kind.is_file() {
-                    Ok((path, meta))
-                } else if kind.is_symlink() {
-                    follow(&path, &inside)
-                } else if kind.is_dir() {
-                    if name.starts_with('.') {
-                        f.note(&rel, "a hidden folder");
-                    } else if depth + 1 > MAX_DEPTH {
-                        f.note(&rel, &format!("deeper than {MAX_DEPTH} levels"));
-                    } else {
-                        subdirs.push((name, path));
-                    }
-                    continue;
-                } else {
-                    Err(describe(&kind))
+                    _ => Err(describe(stat.st_mode)),
                 };
                 match found {
-                    Ok((target, meta)) => {
-                        f.bytes = f.bytes.saturating_add(meta.len());
+                    Ok(found) => {
+                        f.bytes = f.bytes.saturating_add(found.len);
+                        let shown = base.shown(root, &found.rel);
                         f.files.push(FolderFile {
                             dir: d,
                             name,
                             path: rel,
-                            len: meta.len(),
+                            len: found.len,
                             source: FileSource::Disk(DiskFile {
-                                target,
-                                id: (meta.dev(), meta.ino()),
+                                base: base.clone(),
+                                rel: found.rel,
+                                shown,
+                                id: found.id,
                                 file: OnceLock::new(),
                             }),
                         });
@@ -300,9 +371,10 @@ impl Folder {
             }
             f.dirs[d as usize].files = first_file..f.files.len() as u32;
             let first_dir = f.dirs.len() as u32;
-            for (name, path) in subdirs {
+            for name in subdirs {
                 let at = f.dirs.len() as u32;
-                let rel = f.rel(d, std::ffi::OsStr::new(&name));
+                let rel = f.rel(d, OsStr::new(&name));
+                queue.push_back((at, dir.join(&name), depth + 1));
                 f.dirs.push(FolderDir {
                     parent: d,
                     name,
@@ -310,7 +382,6 @@ impl Folder {
                     files: 0..0,
                     dirs: 0..0,
                 });
-                queue.push_back((at, path, depth + 1));
             }
             f.dirs[d as usize].dirs = first_dir..f.dirs.len() as u32;
         }
@@ -441,57 +512,142 @@ impl Folder {
     }
 }
 
-/// The names in `dir`, sorted by bytes; `None` when there are more than
-/// `max` (the reading stops there).
-fn sorted_entries(dir: &Path, max: usize) -> std::io::Result<Option<Vec<std::ffi::OsString>>> {
-    use std::os::unix::ffi::OsStrExt;
+/// A file the scan takes: its path under the base, identity and length.
+struct Found {
+    rel: PathBuf,
+    id: (u64, u64),
+    len: u64,
+}
+
+impl Base {
+    /// The base for folder `root`: the folder itself, or for a snapshot
+    /// of the Hugging Face cache (`.../snapshots/REV`, whose files are
+    /// symlinks to `../../blobs/HASH`) the cache's repo folder, when it
+    /// holds `blobs` and the snapshot is the folder given.
+    fn of(root: &Path) -> std::io::Result<Base> {
+        let dir = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::open(root, dir, Mode::empty())?;
+        let plain = |fd| Base {
+            fd,
+            root: PathBuf::new(),
+            allowed: vec![PathBuf::new()],
+        };
+        let canon = std::fs::canonicalize(root)?;
+        let (Some(rev), Some(snapshots)) = (canon.file_name(), canon.parent()) else {
+            return Ok(plain(fd));
+        };
+        let repo = snapshots.parent();
+        if snapshots.file_name() != Some(OsStr::new("snapshots")) || repo.is_none() {
+            return Ok(plain(fd));
+        }
+        let Ok(repo_fd) = rustix::fs::open(repo.unwrap_or(Path::new("/")), dir, Mode::empty())
+        else {
+            return Ok(plain(fd));
+        };
+        let root_rel = Path::new("snapshots").join(rev);
+        let same = |a: &OwnedFd, b: &OwnedFd| {
+            let (a, b) = (rustix::fs::fstat(a), rustix::fs::fstat(b));
+            matches!((a, b), (Ok(a), Ok(b)) if (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino))
+        };
+        let is_snapshot = open_beneath(&repo_fd, &root_rel, true).is_ok_and(|s| same(&s, &fd));
+        let has_blobs = open_beneath(&repo_fd, Path::new("blobs"), true).is_ok();
+        if !is_snapshot || !has_blobs {
+            return Ok(plain(fd));
+        }
+        Ok(Base {
+            fd: repo_fd,
+            allowed: vec![root_rel.clone(), PathBuf::from("blobs")],
+            root: root_rel,
+        })
+    }
+
+    /// The regular file the symlink `name` in folder `dir` (its path
+    /// under the base, open as `dir_fd`) leads to; else why not. The
+    /// target is read as text and resolved by its components (`..` steps
+    /// back one), and must lead, with no further symlink, to a file under
+    /// one of the allowed folders.
+    fn follow(
+        &self,
+        dir_fd: &OwnedFd,
+        dir: &Path,
+        name: &str,
+    ) -> std::result::Result<Found, String> {
+        let target = rustix::fs::readlinkat(dir_fd, name, Vec::new()).map_err(|e| {
+            format!(
+                "a symlink that cannot be read ({})",
+                std::io::Error::from(e)
+            )
+        })?;
+        let target = Path::new(OsStr::from_bytes(target.as_bytes()));
+        let outside = || "a symlink to outside the folder".to_string();
+        let mut rel = dir.to_path_buf();
+        for c in target.components() {
+            match c {
+                Component::Normal(n) => rel.push(n),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if !rel.pop() {
+                        return Err(outside());
+                    }
+                }
+                Component::RootDir | Component::Prefix(_) => return Err(outside()),
+            }
+        }
+        if !self.allowed.iter().any(|a| rel.starts_with(a)) {
+            return Err(outside());
+        }
+        let fd = open_beneath(&self.fd, &rel, false).map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) | Some(libc::ENOTDIR) => {
+                "a symlink through another symlink (not followed)".to_string()
+            }
+            Some(libc::ENOENT) => "a symlink that leads nowhere".to_string(),
+            _ => format!("a symlink whose target cannot be opened ({e})"),
+        })?;
+        let stat = rustix::fs::fstat(&fd).map_err(|e| std::io::Error::from(e).to_string())?;
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => Ok(Found {
+                rel,
+                id: (stat.st_dev, stat.st_ino),
+                len: stat.st_size as u64,
+            }),
+            _ => Err(format!("a symlink to {}", describe(stat.st_mode))),
+        }
+    }
+
+    /// How the file at `rel` under the base is named in messages: from
+    /// `root` as given when it is in the folder, else (a cache blob) from
+    /// the folder's repo.
+    fn shown(&self, root: &Path, rel: &Path) -> PathBuf {
+        match rel.strip_prefix(&self.root) {
+            Ok(inside) => root.join(inside),
+            Err(_) => root.join("../..").join(rel),
+        }
+    }
+}
+
+/// What a file of `mode` is, for a note: "a FIFO", "a directory", ...
+fn describe(mode: u32) -> String {
+    format!("a {}", crate::store::kind_of(mode))
+}
+
+/// The names in the folder open as `dir`, sorted by bytes; `None` when
+/// there are more than `max` (the reading stops there).
+fn sorted_entries(dir: &OwnedFd, max: usize) -> std::io::Result<Option<Vec<OsString>>> {
     let mut names = Vec::new();
-    for e in std::fs::read_dir(dir)? {
+    let mut entries = rustix::fs::Dir::read_from(dir)?;
+    while let Some(e) = entries.read() {
+        let e = e?;
+        let name = e.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
         if names.len() == max {
             return Ok(None);
         }
-        names.push(e?.file_name());
+        names.push(OsStr::from_bytes(name).to_os_string());
     }
     names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     Ok(Some(names))
-}
-
-/// Where a symlink in folder `canon` may lead: inside it, and for a
-/// snapshot of the Hugging Face cache (`.../snapshots/REV`) inside the
-/// repo's `blobs/`.
-fn allowed_targets(canon: &Path) -> Vec<PathBuf> {
-    let mut out = vec![canon.to_path_buf()];
-    let snapshots = canon.parent();
-    if snapshots.is_some_and(|s| s.file_name().is_some_and(|n| n == "snapshots")) {
-        let blobs = snapshots.and_then(Path::parent).map(|r| r.join("blobs"));
-        if let Some(b) = blobs.and_then(|b| std::fs::canonicalize(b).ok()) {
-            out.push(b);
-        }
-    }
-    out
-}
-
-/// The regular file the symlink `path` leads to, when it is inside one of
-/// `inside`; else why not.
-fn follow(
-    path: &Path,
-    inside: &[PathBuf],
-) -> std::result::Result<(PathBuf, std::fs::Metadata), String> {
-    let target =
-        std::fs::canonicalize(path).map_err(|e| format!("a symlink that leads nowhere ({e})"))?;
-    if !inside.iter().any(|dir| target.starts_with(dir)) {
-        return Err("a symlink to outside the folder".into());
-    }
-    let meta = std::fs::metadata(&target).map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err(format!("a symlink to {}", describe(&meta.file_type())));
-    }
-    Ok((target, meta))
-}
-
-/// What a file type is, for a note: "a FIFO", "a directory", ...
-fn describe(kind: &std::fs::FileType) -> String {
-    format!("a {}", crate::store::kind_of(kind))
 }
 
 #[cfg(test)]
@@ -584,5 +740,73 @@ mod tests {
             "{:?}",
             f.notes
         );
+    }
+
+    #[test]
+    fn a_folder_swapped_for_a_symlink_after_the_scan_brings_nothing_in() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("repo");
+        std::fs::create_dir_all(root.join("tok")).unwrap();
+        std::fs::create_dir_all(t.path().join("elsewhere")).unwrap();
+        std::fs::write(root.join("tok/vocab.txt"), "abc").unwrap();
+        // The same file (a hard link) reached through a swapped folder: a
+        // walk by path would find the identity it expects and serve it.
+        std::fs::hard_link(
+            root.join("tok/vocab.txt"),
+            t.path().join("elsewhere/vocab.txt"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("tok/vocab.txt", root.join("two")).unwrap();
+        std::os::unix::fs::symlink("two", root.join("one")).unwrap();
+        let f = Folder::scan(&root, &[]).unwrap();
+        assert_eq!(names(&f), ["two", "tok/vocab.txt"]);
+        let notes = f.notes.join("\n");
+        assert!(
+            notes.contains("\"one\" left out: a symlink through another symlink"),
+            "{notes}"
+        );
+        std::fs::rename(root.join("tok"), t.path().join("old")).unwrap();
+        std::os::unix::fs::symlink("../elsewhere", root.join("tok")).unwrap();
+        for file in &f.files {
+            let e = file.read_at(0, 3).unwrap_err().to_string();
+            assert!(
+                e.contains("symbolic links") || e.contains("Not a directory"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_hugging_face_cache_snapshot_reaches_its_blobs_and_nothing_else() {
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path().join("models--org--name");
+        let snap = repo.join("snapshots/0123abcd");
+        std::fs::create_dir_all(snap.join("tok")).unwrap();
+        std::fs::create_dir_all(repo.join("blobs")).unwrap();
+        std::fs::create_dir_all(repo.join("refs")).unwrap();
+        std::fs::write(repo.join("blobs/aaa"), "{}").unwrap();
+        std::fs::write(repo.join("blobs/bbb"), "vocab").unwrap();
+        std::fs::write(repo.join("refs/main"), "0123abcd").unwrap();
+        std::os::unix::fs::symlink("../../blobs/aaa", snap.join("config.json")).unwrap();
+        std::os::unix::fs::symlink("../../../blobs/bbb", snap.join("tok/vocab.txt")).unwrap();
+        std::os::unix::fs::symlink("../../refs/main", snap.join("ref")).unwrap();
+        std::os::unix::fs::symlink("../../../../secret", snap.join("up")).unwrap();
+        std::fs::write(t.path().join("secret"), "s").unwrap();
+        let f = Folder::scan(&snap, &[]).unwrap();
+        assert_eq!(names(&f), ["config.json", "tok/vocab.txt"]);
+        assert_eq!(f.files[0].read_at(0, 10).unwrap(), b"{}");
+        assert_eq!(f.files[1].read_at(0, 10).unwrap(), b"vocab");
+        let notes = f.notes.join("\n");
+        for left_out in [
+            "\"ref\" left out: a symlink to outside",
+            "\"up\" left out: a symlink to outside",
+        ] {
+            assert!(notes.contains(left_out), "{left_out} in {notes}");
+        }
+        // Outside a cache (no `blobs` beside `snapshots`), the same links
+        // lead outside the folder.
+        std::fs::rename(repo.join("blobs"), repo.join("blobs.old")).unwrap();
+        let f = Folder::scan(&snap, &[]).unwrap();
+        assert!(f.files.is_empty(), "{:?}", names(&f));
     }
 }

@@ -433,7 +433,7 @@ fn check_replaceable(path: &Path) -> Result<()> {
         Ok(m) if !m.file_type().is_file() => Err(Error::Usage(format!(
             "{}: exists and is not a regular file (a {}); ztfs pack writes a new file and renames it into place, so give the path of a file",
             path.display(),
-            crate::store::kind_of(&m.file_type())
+            crate::store::kind_of(std::os::unix::fs::MetadataExt::mode(&m))
         ))),
         _ => Ok(()),
     }

@@ -399,7 +399,9 @@ fn folder_objects(model: &Model) -> Result<Vec<(Object, Store)>> {
     let mut out = Vec::new();
     for f in &folder.files {
         let Some(disk) = f.disk() else { continue };
-        let store = Store::open(disk.target())?;
+        let file = disk.file(f.len)?.try_clone();
+        let file = file.map_err(|e| Error::io(disk.shown().display().to_string(), e))?;
+        let store = Store::of_file(disk.shown(), file)?;
         if store.len() != f.len {
             return Err(Error::Unsupported(format!(
                 "the folder's file {:?} changed while it was read ({} bytes, {} before)",

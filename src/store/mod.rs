@@ -25,28 +25,23 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 
 use memmap2::Mmap;
 
 use crate::error::{Error, Result};
 
-/// What a file that is not a regular file is, for messages.
-pub fn kind_of(t: &std::fs::FileType) -> &'static str {
-    if t.is_symlink() {
-        "symbolic link"
-    } else if t.is_dir() {
-        "directory"
-    } else if t.is_fifo() {
-        "FIFO"
-    } else if t.is_socket() {
-        "socket"
-    } else if t.is_char_device() {
-        "character device"
-    } else if t.is_block_device() {
-        "block device"
-    } else {
-        "special file"
+/// What a file of this mode (`st_mode`) is, for messages.
+pub fn kind_of(mode: u32) -> &'static str {
+    match mode & libc::S_IFMT {
+        libc::S_IFREG => "regular file",
+        libc::S_IFLNK => "symbolic link",
+        libc::S_IFDIR => "directory",
+        libc::S_IFIFO => "FIFO",
+        libc::S_IFSOCK => "socket",
+        libc::S_IFCHR => "character device",
+        libc::S_IFBLK => "block device",
+        _ => "special file",
     }
 }
 
@@ -93,14 +88,17 @@ impl Store {
             .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(path)
             .map_err(|e| Error::io(ctx(), e))?;
+        Store::of_file(path, file)
+    }
+
+    /// The open `file`, named `path` in messages, mapped.
+    pub fn of_file(path: &Path, file: File) -> Result<Store> {
+        let ctx = || format!("{}", path.display());
         let meta = file.metadata().map_err(|e| Error::io(ctx(), e))?;
         if !meta.is_file() {
             return Err(Error::at(
                 ctx(),
-                Error::Usage(format!(
-                    "not a regular file (a {})",
-                    kind_of(&meta.file_type())
-                )),
+                Error::Usage(format!("not a regular file (a {})", kind_of(meta.mode()))),
             ));
         }
         let bytes = if meta.len() == 0 {
