@@ -145,6 +145,7 @@ pub fn run(m: MountCmd) -> Result<()> {
         },
         safetensors_max: m.safetensors_header_max,
         files: !m.files.no_files,
+        safetensors_exact: false,
         clones: ClonePolicy {
             mode: match m.passthrough {
                 PassthroughArg::Auto => Passthrough::Auto,

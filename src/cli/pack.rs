@@ -10,7 +10,7 @@ use super::args::{parse_shard, parse_size, AlgoArg, FilesArg, RemoteArgs};
 use crate::digest::Algo;
 use crate::error::{Error, Result};
 use crate::model::Model;
-use crate::pack::{self, Options, Source, Summary};
+use crate::pack::{self, to_folder, Options, Source, Summary};
 use crate::report::{self, Progress};
 
 /// Options of `ztfs pack`.
@@ -23,8 +23,19 @@ pub struct PackCmd {
     pub input: Vec<PathBuf>,
     /// The zTensor file to write (replaced if it exists). Its shards, with
     /// --shard-size, go beside it as STEM-NNNNN-of-NNNNN.zt.
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: PathBuf,
+    #[arg(
+        short = 'o',
+        long,
+        value_name = "FILE",
+        required_unless_present = "to_folder"
+    )]
+    pub output: Option<PathBuf>,
+    /// Write the model as a Hugging Face folder instead: its folder's
+    /// files at their paths and its tensors as model.safetensors (or
+    /// shards and an index), with the model's __metadata__ as it was. DIR
+    /// must be new or empty; it appears whole or not at all.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "zstd", "shard_size", "digest", "align", "frame_size"])]
+    pub to_folder: Option<PathBuf>,
     /// The digest of every part (and shard). Canonical form needs xxh3.
     #[arg(long, value_enum, default_value_t = AlgoArg::Xxh3)]
     pub digest: AlgoArg,
@@ -60,27 +71,18 @@ const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 /// temporary files are removed under it (it may be waiting on a server).
 const STOP_GRACE: Duration = Duration::from_secs(2);
 
-/// Packs on a worker thread while this one waits for a stop signal; a
-/// signal stops the pack and removes its temporary files, so nothing is
-/// left behind.
-fn pack_until_signalled(source: Source, output: &Path, opts: &Options) -> Result<Summary> {
+/// Runs `work` on a worker thread while this one waits for a stop
+/// signal; a signal stops the work (`work`'s step sees the flag) and
+/// `abandon` removes what it wrote, so nothing is left behind.
+fn until_signalled<T: Send + 'static>(
+    work: impl FnOnce(&AtomicBool) -> Result<T> + Send + 'static,
+    abandon: impl FnOnce(),
+) -> Result<T> {
     crate::sys::block_signals(&STOP_SIGNALS).map_err(|e| Error::io("signal mask", e))?;
     let stop = Arc::new(AtomicBool::new(false));
     let worker = {
-        let (stop, output, opts) = (stop.clone(), output.to_path_buf(), opts.clone());
-        std::thread::spawn(move || {
-            let terminal = std::io::stderr().is_terminal();
-            let mut progress = Progress::doing("packing", source.decoded_bytes(), terminal);
-            let r = pack::pack(&source, &output, &opts, &mut |n| {
-                if stop.load(Relaxed) {
-                    return Err(Error::Interrupted);
-                }
-                progress.add(n);
-                Ok(())
-            });
-            progress.clear();
-            r
-        })
+        let stop = stop.clone();
+        std::thread::spawn(move || work(&stop))
     };
     let mut signalled = None;
     let mut waited = Duration::ZERO;
@@ -95,7 +97,7 @@ fn pack_until_signalled(source: Source, output: &Path, opts: &Options) -> Result
         }
     }
     if let Some(sig) = signalled {
-        pack::abandon();
+        abandon();
         return Err(Error::Usage(format!(
             "interrupted by signal {sig}: nothing was written"
         )));
@@ -103,6 +105,79 @@ fn pack_until_signalled(source: Source, output: &Path, opts: &Options) -> Result
     worker
         .join()
         .unwrap_or_else(|_| Err(Error::Usage("the pack failed".into())))
+}
+
+/// Packs `source` to `output`, with a progress line on a terminal.
+fn pack_until_signalled(source: Source, output: &Path, opts: &Options) -> Result<Summary> {
+    let (output, opts) = (output.to_path_buf(), opts.clone());
+    let work = move |stop: &AtomicBool| {
+        let terminal = std::io::stderr().is_terminal();
+        let mut progress = Progress::doing("packing", source.decoded_bytes(), terminal);
+        let r = pack::pack(&source, &output, &opts, &mut |n| {
+            if stop.load(Relaxed) {
+                return Err(Error::Interrupted);
+            }
+            progress.add(n);
+            Ok(())
+        });
+        progress.clear();
+        r
+    };
+    until_signalled(work, pack::abandon)
+}
+
+/// `ztfs pack MODEL --to-folder DIR`: writes the folder, then says what
+/// it wrote.
+fn to_folder(cmd: &PackCmd, dir: &Path) -> Result<()> {
+    let [input] = &cmd.input[..] else {
+        return Err(Error::Usage("--to-folder takes one model".into()));
+    };
+    if crate::store::remote::url_of(dir).is_some() {
+        return Err(Error::Usage(format!(
+            "{}: --to-folder writes a local folder only",
+            dir.display()
+        )));
+    }
+    let files = !cmd.files.no_files;
+    let model = Model::open_with(input, cmd.shard.clone())?;
+    let tree = to_folder::tree_of(model, files)?;
+    let staging = to_folder::staging_for(dir)?;
+    let staged = staging.path().to_path_buf();
+    let total = to_folder::export_bytes(&tree);
+    let dest = dir.to_path_buf();
+    let work = move |stop: &AtomicBool| {
+        let terminal = std::io::stderr().is_terminal();
+        let mut progress = Progress::doing("writing", total, terminal);
+        let r = to_folder::to_folder(&tree, staging, &dest, &mut |n| {
+            if stop.load(Relaxed) {
+                return Err(Error::Interrupted);
+            }
+            progress.add(n);
+            Ok(())
+        });
+        progress.clear();
+        r
+    };
+    let w = until_signalled(work, || drop(std::fs::remove_dir_all(&staged)))?;
+    for (name, why) in &w.left_out {
+        eprintln!("ztfs: {name:?} is not in the safetensors files: {why}");
+    }
+    let weights = match w.safetensors.len() {
+        0 => "no tensors".to_string(),
+        1 => w.safetensors[0].clone(),
+        n => format!("{} shards and {}", n - 1, crate::tree::safetensors::INDEX),
+    };
+    println!(
+        "{}: {} files of the folder, {weights}, {} in all{}",
+        dir.display(),
+        w.files,
+        report::human(w.bytes),
+        match w.left_out.len() {
+            0 => String::new(),
+            n => format!(" ({n} objects left out: see above)"),
+        }
+    );
+    Ok(())
 }
 
 /// The model, or the `.npy` files, to pack.
@@ -131,6 +206,13 @@ fn source(input: &[PathBuf], shards: Vec<(String, PathBuf)>, files: bool) -> Res
 
 /// Runs `ztfs pack`: writes the file, then says what it wrote.
 pub fn run(cmd: PackCmd) -> Result<()> {
+    if let Some(dir) = &cmd.to_folder {
+        return to_folder(&cmd, dir);
+    }
+    let output = cmd
+        .output
+        .clone()
+        .ok_or_else(|| Error::Usage("-o FILE is needed".into()))?;
     let opts = Options {
         digest: match cmd.digest {
             AlgoArg::Xxh3 => Algo::Xxh3,
@@ -141,15 +223,15 @@ pub fn run(cmd: PackCmd) -> Result<()> {
         shard_size: cmd.shard_size,
         align: cmd.align,
     };
-    if crate::store::remote::url_of(&cmd.output).is_some() {
+    if crate::store::remote::url_of(&output).is_some() {
         return Err(Error::Usage(format!(
             "{}: ztfs pack writes local files only",
-            cmd.output.display()
+            output.display()
         )));
     }
     let mut source = source(&cmd.input, cmd.shard, !cmd.files.no_files)?;
-    source.leave_out_output(&cmd.output);
-    let s = pack_until_signalled(source, &cmd.output, &opts)?;
+    source.leave_out_output(&output);
+    let s = pack_until_signalled(source, &output, &opts)?;
     let mut notes = Vec::new();
     if s.shared > 0 {
         notes.push(format!("{} sharing an earlier part's blob", s.shared));
@@ -176,7 +258,7 @@ pub fn run(cmd: PackCmd) -> Result<()> {
     };
     println!(
         "{}: {}, {}{notes}, {} decoded, {form}{shards}",
-        cmd.output.display(),
+        output.display(),
         plural(s.objects, "object"),
         plural(s.parts, "part"),
         report::human(s.decoded_bytes),

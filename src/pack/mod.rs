@@ -33,6 +33,7 @@ mod publish;
 mod seekable;
 mod source;
 mod tensors;
+pub mod to_folder;
 mod watch;
 
 use crate::digest::{Algo, Hasher};

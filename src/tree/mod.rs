@@ -14,7 +14,7 @@ mod passthrough;
 mod serve;
 
 pub use build::names;
-pub use export::safetensors;
+pub use export::{safetensors, FILE_NOT_TENSOR};
 pub use passthrough::{clones, registry};
 
 use build::listing;

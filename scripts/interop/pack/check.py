@@ -34,6 +34,7 @@ from .common import (check_packed, diff_tensors, first_diff, one_part, pack, st_
 from .corpus import CONVERT_REFUSES, REFUSED, manifest_diff, run_corpus
 from .checkpoint import run_checkpoint
 from .folder import run_folder
+from .to_folder import run_to_folder
 from .gguf import run_gguf_kv
 from .npy import run_npy
 from .options import run_options, write_source
@@ -143,11 +144,12 @@ def run_pack(args, z: Ztfs, res: Results, tmpdir: str) -> None:
              (".npy files", lambda: run_npy(z, res, os.path.join(tmp, "npy"))),
              ("sharded checkpoint", lambda: run_checkpoint(z, res, os.path.join(tmp, "hf"))),
              ("folder with files", lambda: run_folder(z, res, os.path.join(tmp, "folder"))),
+             ("--to-folder", lambda: run_to_folder(z, res, os.path.join(tmp, "to-folder"))),
              ("mount", lambda: check_mount(z, res, os.path.join(tmp, "mount")))]
     if not args.skip_corpus:
         steps.insert(0, ("corpus", lambda: run_corpus(args.corpus, z, res,
                                                       os.path.join(tmp, "corpus"))))
-    for sub in ("corpus", "options", "edge", "gguf", "mount", "folder"):
+    for sub in ("corpus", "options", "edge", "gguf", "mount", "folder", "to-folder"):
         os.makedirs(os.path.join(tmp, sub), exist_ok=True)
     for label, step in steps:
         print(f"\n== pack: {label}", flush=True)

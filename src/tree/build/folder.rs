@@ -152,6 +152,29 @@ impl Tree {
     }
 }
 
+impl Tree {
+    /// Every file of the model's folder as the tree serves it: its path in
+    /// the folder and its inode (`ztfs pack --to-folder`).
+    pub fn folder_file_inodes(&self) -> Vec<(String, crate::tree::Ino)> {
+        let Some(folder) = self.folder() else {
+            return Vec::new();
+        };
+        let root = (crate::tree::ROOT, 0u32);
+        let dirs =
+            std::iter::once(root).chain(self.folder_dirs.iter().map(|&(i, d)| (i.into(), d)));
+        let mut out = Vec::new();
+        for (ino, fd) in dirs {
+            let first = folder.dirs[fd as usize].files.start as usize;
+            for (k, (name, _)) in self.folder_files(fd).iter().enumerate() {
+                if let Ok(attr) = self.lookup(ino, name.as_bytes()) {
+                    out.push((folder.files[first + k].path.clone(), attr.ino));
+                }
+            }
+        }
+        out
+    }
+}
+
 /// The node serving file `i` of `folder`: a file on disk, or the part of
 /// the object holding a packed file (served as any part is: from the map,
 /// checked under `--verify`, by range from a URL).

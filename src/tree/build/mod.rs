@@ -67,6 +67,11 @@ pub struct Options {
     pub clones: crate::tree::clones::ClonePolicy,
     /// Serve the other files of the model's folder ([`Model::folder`]).
     pub files: bool,
+    /// `model.safetensors`' `__metadata__` is the model's exported
+    /// attributes with nothing added while no object is left out (`ztfs
+    /// pack --to-folder`, which writes the original folder again); a mount
+    /// adds `format` (which transformers asks for) and the left-out list.
+    pub safetensors_exact: bool,
 }
 
 impl Default for Options {
@@ -81,6 +86,7 @@ impl Default for Options {
             safetensors_max: crate::tree::safetensors::HEADER_MAX,
             clones: Default::default(),
             files: true,
+            safetensors_exact: false,
         }
     }
 }

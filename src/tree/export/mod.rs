@@ -173,6 +173,19 @@ impl Tree {
             .collect()
     }
 
+    /// The names of the model's safetensors files at the root: its shards
+    /// in order, then the index when sharded; none when it has none.
+    pub fn safetensors_files(&self) -> Vec<String> {
+        let Some(plan) = &self.safetensors else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = (0..plan.shards.len()).map(|s| plan.shard_name(s)).collect();
+        if plan.shards.len() > 1 {
+            names.push(crate::tree::safetensors::INDEX.to_string());
+        }
+        names
+    }
+
     /// What `model.safetensors`' `__metadata__` leaves out to keep its
     /// header within the limit.
     pub fn safetensors_notes(&self) -> &[String] {
@@ -307,7 +320,7 @@ impl Tree {
             log::warn!("model.safetensors: {note}");
         }
         let describe = |o: u32| self.name_and_shape(o);
-        match Plan::new(&tensors, &describe, &metadata, max) {
+        match Plan::new(&tensors, &describe, metadata.as_deref(), max) {
             Ok(mut plan) => {
                 plan.notes = notes;
                 Some(plan)
@@ -331,11 +344,18 @@ impl Tree {
     /// of objects is cut (the count is always given), then attributes
     /// that do not fit are left out, counted under
     /// `ztfs.left_out_attributes`; the second value says what was cut.
+    ///
+    /// With [`Options::safetensors_exact`] nothing is added to the
+    /// attributes when no object is left out: no `format` the model did
+    /// not have, no empty list, and no `__metadata__` at all for a model
+    /// without attributes (`None`).
+    ///
+    /// [`Options::safetensors_exact`]: crate::tree::Options::safetensors_exact
     fn safetensors_metadata(
         &self,
         left_out: &[(u32, String)],
         budget: u64,
-    ) -> crate::error::Result<(String, Vec<String>)> {
+    ) -> crate::error::Result<(Option<String>, Vec<String>)> {
         let mut notes = Vec::new();
         let list_max = (LEFT_OUT_TEXT_MAX as u64).min(budget / 2);
         let mut list = String::from("{");
@@ -372,12 +392,23 @@ impl Tree {
             (Value::Text(k), Value::Text(v)) if *k == "format" => Some(v.to_string()),
             _ => None,
         });
+        let exact = self.opts.safetensors_exact && left_out.is_empty();
+        if exact && entries.is_empty() {
+            return Ok((None, notes));
+        }
         let mut s = String::from("{");
-        push_pair(&mut s, "format", format.as_deref().unwrap_or("pt"));
-        let tail = [
-            (LEFT_OUT_KEY.to_string(), list),
-            (format!("{LEFT_OUT_KEY}_count"), left_out.len().to_string()),
-        ];
+        match format.as_deref() {
+            Some(f) => push_pair(&mut s, "format", f),
+            None if !exact => push_pair(&mut s, "format", "pt"),
+            None => {}
+        }
+        let tail = match exact {
+            true => Vec::new(),
+            false => vec![
+                (LEFT_OUT_KEY.to_string(), list),
+                (format!("{LEFT_OUT_KEY}_count"), left_out.len().to_string()),
+            ],
+        };
         // Room kept for the pairs after the attributes.
         let reserve: u64 = tail
             .iter()
@@ -421,7 +452,7 @@ impl Tree {
             ));
         }
         s.push('}');
-        Ok((s, notes))
+        Ok((Some(s), notes))
     }
 
     /// The length of safetensors shard `s`, or of the index.
@@ -586,4 +617,4 @@ fn escaped_len(s: &str) -> u64 {
 }
 
 /// Why a packed folder's file is not in `model.safetensors`.
-const FILE_NOT_TENSOR: &str = "it is a file of the model's folder, served at its path";
+pub const FILE_NOT_TENSOR: &str = "it is a file of the model's folder, served at its path";

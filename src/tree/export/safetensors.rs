@@ -148,6 +148,9 @@ pub struct Shard {
     first_object: Option<u32>,
     /// The length prefix, the header text and its padding.
     header: Pieced,
+    /// True when the header has no `__metadata__`: its first entry then
+    /// starts the object, without a comma.
+    bare: bool,
 }
 
 impl Shard {
@@ -234,12 +237,13 @@ pub struct Plan {
 impl Plan {
     /// Places `tensors` (in this order) into as few shards as the header
     /// limit `max` allows; the first shard's `__metadata__` is `metadata`
-    /// (a JSON object's text), the others' `{"format":"pt"}`. Fails when
+    /// (a JSON object's text; none for `None`), the others'
+    /// `{"format":"pt"}`. Fails when
     /// one tensor's entry alone does not fit.
     pub fn new(
         tensors: &[Candidate],
         describe: Describe<'_>,
-        metadata: &str,
+        metadata: Option<&str>,
         max: u64,
     ) -> Result<Plan, String> {
         let mut shards: Vec<Shard> = Vec::new();
@@ -255,12 +259,12 @@ impl Plan {
                 start: cur.data,
                 end: cur.data.saturating_add(c.len),
             };
-            render_entry(&mut entry, describe, &t);
+            render_entry(&mut entry, describe, &t, cur.bare && cur.placed.is_empty());
             if !cur.placed.is_empty() && !fits(cur.text + entry.len() as u64, max) {
                 shards.push(cur.finish());
-                cur = Building::new(r#"{"format":"pt"}"#);
+                cur = Building::new(Some(r#"{"format":"pt"}"#));
                 (t.start, t.end) = (0, c.len);
-                render_entry(&mut entry, describe, &t);
+                render_entry(&mut entry, describe, &t, false);
             }
             if !fits(cur.text + entry.len() as u64, max) {
                 let (name, _) = describe(c.object);
@@ -343,7 +347,7 @@ impl Plan {
         let data = shard.data_start();
         if offset < data.min(end) {
             let render = |i: usize, out: &mut Vec<u8>| {
-                render_entry(out, describe, &shard.tensor(i));
+                render_entry(out, describe, &shard.tensor(i), shard.bare && i == 0);
             };
             out.push(Segment::Text(shard.header.read(
                 offset,
@@ -447,14 +451,22 @@ struct Building {
     text: u64,
     /// Data bytes so far.
     data: u64,
+    /// No `__metadata__`.
+    bare: bool,
 }
 
 impl Building {
-    fn new(metadata: &str) -> Building {
+    fn new(metadata: Option<&str>) -> Building {
         let mut head = vec![0; 8];
-        head.extend_from_slice(br#"{"__metadata__":"#);
-        head.extend_from_slice(metadata.as_bytes());
+        match metadata {
+            Some(m) => {
+                head.extend_from_slice(br#"{"__metadata__":"#);
+                head.extend_from_slice(m.as_bytes());
+            }
+            None => head.push(b'{'),
+        }
         Building {
+            bare: metadata.is_none(),
             text: head.len() as u64,
             head,
             placed: Vec::new(),
@@ -494,16 +506,20 @@ impl Building {
                 tail: b"}".to_vec(),
                 len,
             },
+            bare: self.bare,
         }
     }
 }
 
 /// `,"name":{"dtype":..,"shape":[..],"data_offsets":[s,e]}` into `out`
-/// (cleared first).
-fn render_entry(out: &mut Vec<u8>, describe: Describe<'_>, t: &Tensor) {
+/// (cleared first); without the comma when it is the `first` entry of a
+/// header without `__metadata__`.
+fn render_entry(out: &mut Vec<u8>, describe: Describe<'_>, t: &Tensor, first: bool) {
     let (name, shape) = describe(t.object);
     let mut s = String::with_capacity(name.len() + 80);
-    s.push(',');
+    if !first {
+        s.push(',');
+    }
     push_string(&mut s, name);
     s.push_str(r#":{"dtype":""#);
     s.push_str(t.dtype());
