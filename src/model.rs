@@ -11,6 +11,8 @@
 
 pub mod folder;
 pub mod hf;
+#[cfg(feature = "remote")]
+mod hub;
 mod input;
 mod tensor;
 
@@ -46,9 +48,23 @@ pub struct Model {
     computed: tensor::ComputedCell,
     /// The folder whose other files come with the model, and the model's
     /// own files in it ([`folder`]); `None` for a model of one file.
-    folder_of: Option<(PathBuf, Vec<String>)>,
+    folder_of: Option<FolderOf>,
     /// That folder, scanned on first use; or a packed model's files.
     folder: OnceLock<std::result::Result<Option<folder::Folder>, String>>,
+}
+
+/// Where a model's folder is.
+enum FolderOf {
+    /// A local folder, and the model's own files in it.
+    Local(PathBuf, Vec<String>),
+    /// A folder of a Hub repository at a commit (its path in the
+    /// repository, empty for the root), and the model's own files in it.
+    #[cfg(feature = "remote")]
+    Hub(
+        Box<crate::store::remote::hub::Snapshot>,
+        String,
+        Vec<String>,
+    ),
 }
 
 /// What a model keeps of a safetensors file besides its objects: the
@@ -85,9 +101,20 @@ impl Model {
     /// other files come with the model ([`Model::folder`]), as those of
     /// the folder of an index or of a `model.safetensors` do.
     pub fn open_with(path: &Path, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
+        if let Some(text) = path.to_str().filter(|t| t.starts_with("hf://")) {
+            #[cfg(feature = "remote")]
+            return hub::open(text, overrides);
+            #[cfg(not(feature = "remote"))]
+            return Err(Error::at(
+                text,
+                Error::Usage("this ztfs was built without the `remote` feature".into()),
+            ));
+        }
         let file = hf::resolve_dir(path)?;
         let mut model = Model::open_file(&file, overrides)?;
-        model.folder_of = model.folder_of(path, &file);
+        model.folder_of = model
+            .folder_of(path, &file)
+            .map(|(d, own)| FolderOf::Local(d, own));
         Ok(model)
     }
 
@@ -122,9 +149,11 @@ impl Model {
     /// `ztfs.file/1` objects); `None` for a model of one file.
     pub fn folder(&self) -> Result<Option<&folder::Folder>> {
         let found = self.folder.get_or_init(|| match &self.folder_of {
-            Some((dir, own)) => folder::Folder::scan(dir, own)
+            Some(FolderOf::Local(dir, own)) => folder::Folder::scan(dir, own)
                 .map(Some)
                 .map_err(|e| e.to_string()),
+            #[cfg(feature = "remote")]
+            Some(FolderOf::Hub(snap, dir, own)) => Ok(Some(hub::folder(snap, dir, own))),
             None => Ok(self
                 .manifest()
                 .and_then(|m| folder::Folder::of_objects(&m.objects))),

@@ -42,6 +42,7 @@ use std::sync::{Arc, OnceLock};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use crate::error::{Error, Result};
+use crate::store::Store;
 
 /// Most files and folders taken from one folder.
 pub const MAX_ENTRIES: usize = 10_000;
@@ -118,6 +119,63 @@ pub enum FileSource {
     /// Object `i` of the model: a `ztfs.file/1` object of a `.zt` that
     /// `ztfs pack` wrote from a folder.
     Object(u32),
+    /// A file read through a [`Store`]: a Hub repository's, by URL, or
+    /// its blob in the local Hugging Face cache.
+    Store(StoreFile),
+}
+
+/// A file read through a [`Store`], opened on first use.
+pub struct StoreFile {
+    /// Its URL, or a local path.
+    location: PathBuf,
+    store: OnceLock<std::result::Result<Store, String>>,
+}
+
+impl std::fmt::Debug for StoreFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StoreFile({})", crate::store::shown(&self.location))
+    }
+}
+
+impl StoreFile {
+    /// The file at `location` (a URL or a local path), not yet opened.
+    pub fn new(location: PathBuf) -> StoreFile {
+        StoreFile {
+            location,
+            store: OnceLock::new(),
+        }
+    }
+
+    /// Where it is read from.
+    pub fn location(&self) -> &Path {
+        &self.location
+    }
+
+    /// True when its reads are requests to a server.
+    pub fn is_remote(&self) -> bool {
+        crate::store::url_of(&self.location).is_some()
+    }
+
+    /// The store, opened on first use (one request for a URL) and checked
+    /// to be `len` bytes long, the length listed.
+    pub fn store(&self, len: u64) -> Result<&Store> {
+        let opened = self.store.get_or_init(|| {
+            let store = Store::open(&self.location).map_err(|e| e.to_string())?;
+            match store.len() == len {
+                true => Ok(store),
+                false => Err(format!(
+                    "{} bytes, not the {len} the repository's listing gave",
+                    store.len()
+                )),
+            }
+        });
+        opened.as_ref().map_err(|why| {
+            Error::io(
+                crate::store::shown(&self.location),
+                std::io::Error::other(why.clone()),
+            )
+        })
+    }
 }
 
 /// A file on disk, as the scan found it.
@@ -153,7 +211,7 @@ impl FolderFile {
     pub fn object(&self) -> Option<u32> {
         match self.source {
             FileSource::Object(i) => Some(i),
-            FileSource::Disk(_) => None,
+            FileSource::Disk(_) | FileSource::Store(_) => None,
         }
     }
 
@@ -161,35 +219,48 @@ impl FolderFile {
     pub fn disk(&self) -> Option<&DiskFile> {
         match &self.source {
             FileSource::Disk(d) => Some(d),
-            FileSource::Object(_) => None,
+            FileSource::Object(_) | FileSource::Store(_) => None,
         }
     }
 
-    /// The file, opened on first use and checked to be the one the scan
-    /// found (a packed file has none: its bytes are the model's).
-    pub fn file(&self) -> Result<&File> {
+    /// True when reading it makes requests to a server.
+    pub fn is_remote(&self) -> bool {
+        matches!(&self.source, FileSource::Store(s) if s.is_remote())
+    }
+
+    /// Opens it (once): a file on disk checked to be the one the scan
+    /// found, a store checked to be of the length listed; a packed file
+    /// is the model's, open already.
+    pub fn open(&self) -> Result<()> {
         match &self.source {
-            FileSource::Disk(d) => d.file(self.len),
-            FileSource::Object(i) => Err(Error::Unsupported(format!(
-                "{:?} is object {i} of the model, read through the model",
-                self.path
-            ))),
+            FileSource::Disk(d) => d.file(self.len).map(drop),
+            FileSource::Store(s) => s.store(self.len).map(drop),
+            FileSource::Object(_) => Ok(()),
         }
     }
 
     /// Up to `size` bytes at `offset`, short at the end (its length at
-    /// the scan).
+    /// the scan or in the listing).
     pub fn read_at(&self, offset: u64, size: u32) -> Result<Vec<u8>> {
         let end = offset.saturating_add(u64::from(size)).min(self.len);
         if offset >= end {
             return Ok(Vec::new());
         }
-        let mut buf = vec![0; (end - offset) as usize];
-        let f = self.file()?;
-        let shown = self.disk().map_or(Path::new(""), |d| &d.shown);
-        f.read_exact_at(&mut buf, offset)
-            .map_err(|e| Error::io(shown.display().to_string(), e))?;
-        Ok(buf)
+        match &self.source {
+            FileSource::Disk(d) => {
+                let mut buf = vec![0; (end - offset) as usize];
+                (d.file(self.len)?.read_exact_at(&mut buf, offset))
+                    .map_err(|e| Error::io(d.shown.display().to_string(), e))?;
+                Ok(buf)
+            }
+            FileSource::Store(s) => {
+                Ok(s.store(self.len)?.slice(offset, end - offset)?.into_owned())
+            }
+            FileSource::Object(i) => Err(Error::Unsupported(format!(
+                "{:?} is object {i} of the model, read through the model",
+                self.path
+            ))),
+        }
     }
 }
 
@@ -389,54 +460,63 @@ impl Folder {
     }
 
     /// The files of a packed model: its `ztfs.file/1` objects, at the
-    /// paths their names give; `None` when it has none. A name that is
-    /// both a file and a folder keeps the folder, with a note.
+    /// paths their names give; `None` when it has none.
     pub fn of_objects(objects: &[crate::format::Object]) -> Option<Folder> {
+        let files: Vec<(String, u64, FileSource)> = (objects.iter().enumerate())
+            .filter(|(_, o)| crate::format::profiles::is_file(o))
+            .map(|(i, o)| {
+                let len = o.shape.first().copied().unwrap_or(0);
+                (o.name.to_string(), len, FileSource::Object(i as u32))
+            })
+            .collect();
+        (!files.is_empty()).then(|| Folder::of_paths(PathBuf::new(), files))
+    }
+
+    /// The folder of `files` (path, length, source), each path
+    /// `/`-separated. A path with an empty, `.` or `..` component is left
+    /// out, and so is a name that is both a file and a folder (the folder
+    /// is kept), with a note; past a limit none is taken.
+    pub fn of_paths(root: PathBuf, files: Vec<(String, u64, FileSource)>) -> Folder {
         #[derive(Default)]
         struct Level {
-            files: Vec<(String, u64, u32)>,
+            files: Vec<(String, u64, FileSource)>,
             dirs: std::collections::BTreeMap<String, Level>,
         }
-        let mut top = Level::default();
-        let mut any = false;
-        for (i, o) in objects.iter().enumerate() {
-            if !crate::format::profiles::is_file(o) {
-                continue;
-            }
-            any = true;
-            let mut at = &mut top;
-            let mut components: Vec<&str> = o.name.split('/').collect();
-            let name = components.pop().unwrap_or_default();
-            for c in components {
-                at = at.dirs.entry(c.to_string()).or_default();
-            }
-            let len = o.shape.first().copied().unwrap_or(0);
-            at.files.push((name.to_string(), len, i as u32));
-        }
-        if !any {
-            return None;
-        }
         let mut f = Folder {
-            root: PathBuf::new(),
+            root,
             dirs: vec![FolderDir::root()],
             files: Vec::new(),
             notes: Vec::new(),
             bytes: 0,
         };
+        let mut top = Level::default();
+        for (path, len, source) in files {
+            let mut components: Vec<&str> = path.split('/').collect();
+            let plain = |c: &&str| !c.is_empty() && *c != "." && *c != ".." && c.len() <= 255;
+            if !components.iter().all(plain) {
+                f.note(&path, "its path has an empty, '.' or '..' component");
+                continue;
+            }
+            let name = components.pop().unwrap_or_default().to_string();
+            let mut at = &mut top;
+            for c in components {
+                at = at.dirs.entry(c.to_string()).or_default();
+            }
+            at.files.push((name, len, source));
+        }
         let mut queue = VecDeque::from([(0u32, top)]);
         while let Some((d, mut level)) = queue.pop_front() {
             level
                 .files
                 .sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
             let first_file = f.files.len() as u32;
-            for (name, len, i) in level.files {
-                let path = f.rel(d, std::ffi::OsStr::new(&name));
+            for (name, len, source) in level.files {
+                let path = f.rel(d, OsStr::new(&name));
                 if level.dirs.contains_key(&name) {
                     f.note(&path, "both a file and a folder: the folder is served");
                     continue;
                 }
                 f.bytes = f.bytes.saturating_add(len);
-                let source = FileSource::Object(i);
                 f.files.push(FolderFile {
                     dir: d,
                     name,
@@ -449,7 +529,7 @@ impl Folder {
             let first_dir = f.dirs.len() as u32;
             for (name, sub) in level.dirs {
                 let at = f.dirs.len() as u32;
-                let path = f.rel(d, std::ffi::OsStr::new(&name));
+                let path = f.rel(d, OsStr::new(&name));
                 f.dirs.push(FolderDir {
                     parent: d,
                     name,
@@ -460,8 +540,11 @@ impl Folder {
                 queue.push_back((at, sub));
             }
             f.dirs[d as usize].dirs = first_dir..f.dirs.len() as u32;
+            if let Some(why) = f.too_large(0) {
+                return f.none_taken(why);
+            }
         }
-        Some(f)
+        f
     }
 
     /// The path from the root of `name` in folder `d`.

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::format::text::Texts;
 use crate::format::types::ElementType;
 use crate::format::{npy, Object, Part};
+use crate::model::folder::FileSource;
 use crate::model::{Model, TensorData};
 use crate::read::PartCheck;
 use crate::store::{Blob, Store};
@@ -387,7 +388,7 @@ fn is_folder_file(files: &[(Object, Store)], object: &Object) -> bool {
     (files.binary_search_by(|(o, _)| o.name.as_bytes().cmp(object.name.as_bytes()))).is_ok()
 }
 
-/// The files of `model`'s folder on disk, each as a `ztfs.file/1` object
+/// The files of `model`'s folder (on disk, or a Hub repository's), each as a `ztfs.file/1` object
 /// of one raw `u8` part `data` (the whole file), with the file opened;
 /// sorted by name. A packed model's own files are among its objects
 /// already.
@@ -398,10 +399,16 @@ fn folder_objects(model: &Model) -> Result<Vec<(Object, Store)>> {
     let mut texts = Texts::default();
     let mut out = Vec::new();
     for f in &folder.files {
-        let Some(disk) = f.disk() else { continue };
-        let file = disk.file(f.len)?.try_clone();
-        let file = file.map_err(|e| Error::io(disk.shown().display().to_string(), e))?;
-        let store = Store::of_file(disk.shown(), file)?;
+        let store = match &f.source {
+            FileSource::Disk(disk) => {
+                let file = disk.file(f.len)?.try_clone();
+                let file = file.map_err(|e| Error::io(disk.shown().display().to_string(), e))?;
+                Store::of_file(disk.shown(), file)?
+            }
+            FileSource::Store(s) => Store::open(s.location())?,
+            // A packed model's files are among its objects already.
+            FileSource::Object(_) => continue,
+        };
         if store.len() != f.len {
             return Err(Error::Unsupported(format!(
                 "the folder's file {:?} changed while it was read ({} bytes, {} before)",

@@ -458,7 +458,7 @@ pub fn beside(path: &Path, name: &str) -> PathBuf {
 /// `name` as one URL path segment: percent-encoded by the `url` crate's
 /// rule for a segment (controls, space, `"#%/<>?\`{}` and non-ASCII).
 #[cfg(feature = "remote")]
-fn path_segment(name: &str) -> String {
+pub(crate) fn path_segment(name: &str) -> String {
     let mut u = url::Url::parse("http://h/").expect("a URL");
     u.path_segments_mut().expect("a base").pop().push(name);
     u.path()[1..].to_string()
@@ -466,7 +466,7 @@ fn path_segment(name: &str) -> String {
 
 /// Without the `remote` feature a URL is refused when opened.
 #[cfg(not(feature = "remote"))]
-fn path_segment(name: &str) -> String {
+pub(crate) fn path_segment(name: &str) -> String {
     name.to_string()
 }
 

@@ -209,10 +209,28 @@ pub(super) fn shared_client(server: &Server) -> object_store::Result<Arc<dyn Obj
 
 /// A client for `server`, with ztfs's timeouts and retries.
 fn connect(server: &Server) -> object_store::Result<Arc<dyn ObjectStore>> {
-    let options = ClientOptions::new()
+    let mut options = ClientOptions::new()
         .with_timeout(TIMEOUT)
         .with_connect_timeout(CONNECT_TIMEOUT)
         .with_allow_http(true);
+    // The Hub's token, on the requests to its endpoint only (reqwest
+    // drops it on a redirect to another host: the LFS storage's URL is
+    // signed).
+    let token = match server {
+        Server::Http(base) => super::hub::token_for(base),
+        Server::S3(_) => None,
+    };
+    if let Some(token) = token {
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| object_store::Error::Generic {
+                store: "hf",
+                source: "the token is not a valid header value".into(),
+            })?;
+        value.set_sensitive(true);
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+        options = options.with_default_headers(headers);
+    }
     let retry = RetryConfig {
         backoff: BackoffConfig::default(),
         max_retries: RETRIES,

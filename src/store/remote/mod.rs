@@ -28,6 +28,7 @@
 mod ahead;
 mod client;
 mod grid;
+pub mod hub;
 #[cfg(test)]
 mod tests;
 

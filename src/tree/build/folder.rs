@@ -194,15 +194,19 @@ impl Tree {
         self.folder()?.files.get(file as usize)
     }
 
+    /// True when file `file` of the folder is read from a server: its
+    /// open and reads are jobs.
+    pub(in crate::tree) fn folder_file_is_remote(&self, file: u32) -> bool {
+        self.folder_file(file).is_some_and(|f| f.is_remote())
+    }
+
     /// Opens file `file` of the folder (once, checking it is the file the
     /// scan found); a failure is logged once and is EIO.
     pub(in crate::tree) fn open_folder_file(&self, file: u32) -> Result<(), crate::tree::FsError> {
         let f = self
             .folder_file(file)
             .ok_or(crate::tree::FsError::NotFound)?;
-        f.file()
-            .map(drop)
-            .map_err(|e| self.fail_folder_file(file, &e))
+        f.open().map_err(|e| self.fail_folder_file(file, &e))
     }
 
     /// A range of file `file` of the folder.

@@ -47,6 +47,9 @@ pub enum JobKey {
     Clone(u64),
     /// Read a range of an inode of a remote model (inode, offset, size).
     Read(u64, u64, u32),
+    /// Open a file of the model's folder read from a server (one
+    /// request).
+    OpenFolderFile(u32),
 }
 
 /// Where a request's answer goes once the work has ended.

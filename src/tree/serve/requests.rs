@@ -82,6 +82,12 @@ impl Tree {
             | Node::Meta { .. }
             | Node::Safetensors { .. }
             | Node::SafetensorsIndex => reply(Ok(mode)),
+            Node::FolderFile { file } if self.folder_file_is_remote(file) => {
+                let done = Box::new(move |r: Result<(), FsError>| reply(r.map(|()| mode)));
+                let tree = self.clone();
+                let work: Work = Arc::new(move |_: &Cancel| tree.open_folder_file(file));
+                (self.fetch_jobs).submit(JobKey::OpenFolderFile(file), tid, done, work);
+            }
             Node::FolderFile { file } => reply(self.open_folder_file(file).map(|()| mode)),
         }
     }
@@ -154,6 +160,9 @@ impl Tree {
     /// True when a read of `node` may wait on a remote server: a file made
     /// of stored bytes, in a model read by range requests.
     fn fetches(&self, node: Node) -> bool {
+        if let Node::FolderFile { file } = node {
+            return self.folder_file_is_remote(file);
+        }
         let stored = match node {
             Node::Raw { .. }
             | Node::Part { .. }
