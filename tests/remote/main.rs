@@ -16,6 +16,7 @@ mod common;
 mod hurray_writer;
 
 mod faults;
+mod hub;
 mod nginx;
 mod reads;
 mod s3;

@@ -1,0 +1,298 @@
+//! Models in Hugging Face Hub repositories (`hf://`), against the Hub
+//! emulator the tests start (tests/common/hub.rs), with real repositories
+//! (a Llama config, a trained BPE tokenizer, safetensors weights) and the
+//! real `huggingface_hub` as the oracle: a mount serves every file
+//! `snapshot_download` gets, byte for byte, and the checkpoint's tensors
+//! as the source wrote them; a push during a mount changes nothing it
+//! serves; tokens, missing repositories and revisions are said in one
+//! line; the local Hugging Face cache is read without a request.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use common::hub::{make_repo, snapshot_download, Hub};
+use common::{ztfs_env, Mount};
+
+const TOKEN: &str = "hf_ztfsTestTokenNeverShown0123";
+
+/// Every regular file under `dir`, by `/`-separated path.
+fn files_under(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            // metadata follows the cache's symlinks to their blobs.
+            let m = std::fs::metadata(&p).unwrap();
+            if m.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Every tensor of the safetensors files among `files`: name to (dtype,
+/// shape, bytes).
+fn tensors_of(
+    files: &BTreeMap<String, Vec<u8>>,
+) -> BTreeMap<String, (String, Vec<usize>, Vec<u8>)> {
+    let mut out = BTreeMap::new();
+    for (path, bytes) in files.iter().filter(|(p, _)| p.ends_with(".safetensors")) {
+        let st =
+            safetensors::SafeTensors::deserialize(bytes).unwrap_or_else(|e| panic!("{path}: {e}"));
+        for (name, t) in st.tensors() {
+            let dtype = format!("{:?}", t.dtype());
+            out.insert(name, (dtype, t.shape().to_vec(), t.data().to_vec()));
+        }
+    }
+    out
+}
+
+/// The environment of a client of `hub` with its own empty `HF_HOME`.
+fn env_of(hub: &Hub, hf_home: &Path) -> Vec<(&'static str, String)> {
+    let mut env = hub.env();
+    env.push(("HF_HOME", hf_home.display().to_string()));
+    env.push(("HF_TOKEN", String::new()));
+    env
+}
+
+/// A small repository with 3 shards, added to `hub` as `org/tiny` at
+/// `main` and tag `v1`; the source folder and the commit.
+fn tiny_repo(hub: &Hub, t: &Path) -> (PathBuf, String) {
+    let src = t.join("src");
+    make_repo(&src, &["--tensors", "24", "--shards", "3", "--seed", "1"]);
+    let sha = hub.add("models", "org/tiny", &src, &["main", "v1"]);
+    (src, sha)
+}
+
+#[test]
+fn a_repository_mounts_as_snapshot_download_sees_it() {
+    let hub = Hub::start(None);
+    let t = tempfile::tempdir().unwrap();
+    let (src, sha) = tiny_repo(&hub, t.path());
+    let downloaded = files_under(&snapshot_download(
+        &hub,
+        "org/tiny",
+        "main",
+        &t.path().join("dl"),
+    ));
+    let empty_home = t.path().join("home");
+    let env = env_of(&hub, &empty_home);
+    for url in [
+        "hf://org/tiny",
+        "hf://org/tiny@v1",
+        &format!("hf://org/tiny@{sha}"),
+    ] {
+        let m = Mount::with_env(Path::new(url), &[], &env);
+        let weights: Vec<&String> = downloaded
+            .keys()
+            .filter(|p| p.ends_with(".safetensors") || p.ends_with(".index.json"))
+            .collect();
+        assert_eq!(weights.len(), 4, "{weights:?}");
+        for (path, want) in downloaded.iter().filter(|(p, _)| !weights.contains(p)) {
+            let got = std::fs::read(m.join(path)).unwrap_or_else(|e| panic!("{url} {path}: {e}"));
+            assert!(
+                got == *want,
+                "{url}: {path} differs from snapshot_download's"
+            );
+        }
+        let served = files_under(m.path());
+        let mut in_mount = BTreeMap::new();
+        in_mount.insert(
+            "model.safetensors".to_string(),
+            served["model.safetensors"].clone(),
+        );
+        assert_eq!(
+            tensors_of(&in_mount),
+            tensors_of(&files_under(&src)),
+            "{url}"
+        );
+    }
+    // The commands take the URL too.
+    let out = ztfs_env(&["ls", "hf://org/tiny"], &env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains("config.json") && listing.contains("tokenizer.json"),
+        "{listing}"
+    );
+    let out = ztfs_env(&["check", "--verify", "hf://org/tiny"], &env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let packed = t.path().join("tiny.zt");
+    let out = ztfs_env(
+        &["pack", "hf://org/tiny", "-o", packed.to_str().unwrap()],
+        &env,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let back = t.path().join("back");
+    let out = ztfs_env(
+        &[
+            "pack",
+            packed.to_str().unwrap(),
+            "--to-folder",
+            back.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let back = files_under(&back);
+    for (path, want) in downloaded
+        .iter()
+        .filter(|(p, _)| !p.ends_with(".safetensors") && !p.ends_with(".index.json"))
+    {
+        assert!(
+            back.get(path) == Some(want),
+            "{path} of the packed repository"
+        );
+    }
+    assert_eq!(tensors_of(&back), tensors_of(&files_under(&src)));
+}
+
+#[test]
+fn a_push_during_a_mount_changes_nothing_it_serves() {
+    let hub = Hub::start(None);
+    let t = tempfile::tempdir().unwrap();
+    let (src, _) = tiny_repo(&hub, t.path());
+    let env = env_of(&hub, &t.path().join("home"));
+    let m = Mount::with_env(Path::new("hf://org/tiny"), &[], &env);
+    let new = t.path().join("new");
+    make_repo(&new, &["--tensors", "24", "--shards", "3", "--seed", "2"]);
+    std::fs::write(new.join("README.md"), "pushed later\n").unwrap();
+    hub.add("models", "org/tiny", &new, &["main"]);
+    // Files first opened after the push are those of the mount's commit.
+    let readme = std::fs::read(m.join("README.md")).unwrap();
+    assert_eq!(readme, std::fs::read(src.join("README.md")).unwrap());
+    let st = std::fs::read(m.join("model.safetensors")).unwrap();
+    let mut one = BTreeMap::new();
+    one.insert("model.safetensors".to_string(), st);
+    assert_eq!(tensors_of(&one), tensors_of(&files_under(&src)));
+    // A new mount sees the new commit.
+    let m2 = Mount::with_env(Path::new("hf://org/tiny"), &[], &env);
+    assert_eq!(
+        std::fs::read(m2.join("README.md")).unwrap(),
+        b"pushed later\n"
+    );
+}
+
+#[test]
+fn tokens_missing_repositories_and_revisions_are_said_in_one_line() {
+    let hub = Hub::start(Some(TOKEN));
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    make_repo(&src, &[]);
+    hub.add("models", "org/private", &src, &["main"]);
+    hub.mark("models", "org/private", "private");
+    hub.add("models", "org/gated", &src, &["main"]);
+    hub.mark("models", "org/gated", "gated");
+    hub.add("models", "org/open", &src, &["main"]);
+    let home = t.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let env = env_of(&hub, &home);
+    let with_token = |token: &str| {
+        let mut e = env.clone();
+        e.retain(|(k, _)| *k != "HF_TOKEN");
+        e.push(("HF_TOKEN", token.to_string()));
+        e
+    };
+    let refused = |url: &str, env: &[(&str, String)], says: &[&str]| {
+        let out = ztfs_env(&["ls", url], env);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "{url} was not refused");
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "{url}: more than one line: {err}"
+        );
+        for s in says {
+            assert!(err.contains(s), "{url}: {s:?} not in {err}");
+        }
+        assert!(!err.contains(TOKEN), "{url}: the token is shown: {err}");
+    };
+    refused(
+        "hf://org/private",
+        &env,
+        &["org/private", "not found", "HF_TOKEN"],
+    );
+    refused(
+        "hf://org/private",
+        &with_token("hf_wrong"),
+        &["not found", "no access"],
+    );
+    refused("hf://org/gated", &env, &["org/gated", "gated", "HF_TOKEN"]);
+    refused("hf://org/nothere", &env, &["org/nothere", "not found"]);
+    refused(
+        "hf://org/open@nobranch",
+        &env,
+        &["\"nobranch\"", "not found"],
+    );
+    refused("hf://org/open/no/such/path", &env, &["no file or folder"]);
+    // With the token, from HF_TOKEN or from the token file.
+    let m = Mount::with_env(Path::new("hf://org/private"), &[], &with_token(TOKEN));
+    assert_eq!(
+        std::fs::read(m.join("config.json")).unwrap(),
+        std::fs::read(src.join("config.json")).unwrap()
+    );
+    assert!(!m.log().contains(TOKEN), "the token is in the daemon's log");
+    drop(m);
+    std::fs::write(home.join("token"), format!("{TOKEN}\n")).unwrap();
+    let out = ztfs_env(&["ls", "hf://org/gated"], &env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!hub.log().contains(TOKEN), "the emulator logged the token");
+}
+
+#[test]
+fn the_local_cache_is_read_without_a_request() {
+    let hub = Hub::start(None);
+    let t = tempfile::tempdir().unwrap();
+    let (src, _) = tiny_repo(&hub, t.path());
+    let home = t.path().join("home");
+    snapshot_download(&hub, "org/tiny", "main", &home);
+    let env = env_of(&hub, &home);
+    hub.post("/_emulator/reset", "{}");
+    let m = Mount::with_env(Path::new("hf://org/tiny"), &[], &env);
+    for name in ["config.json", "tokenizer.json", "README.md"] {
+        assert_eq!(
+            std::fs::read(m.join(name)).unwrap(),
+            std::fs::read(src.join(name)).unwrap()
+        );
+    }
+    let _ = std::fs::read(m.join("model.safetensors")).unwrap();
+    let counts = hub.get("/_emulator/requests");
+    let counts = common::json::Json::parse(&counts);
+    let get = |k: &str| match &counts[k] {
+        common::json::Json::Null => 0,
+        v => v.uint(),
+    };
+    assert_eq!(
+        get("resolve") + get("storage"),
+        0,
+        "requests for cached files: {counts:?}"
+    );
+    assert!(get("api-revision") + get("api-tree") >= 2, "{counts:?}");
+}
