@@ -296,3 +296,39 @@ fn the_local_cache_is_read_without_a_request() {
     );
     assert!(get("api-revision") + get("api-tree") >= 2, "{counts:?}");
 }
+
+/// The acceptance check with the real tools (`scripts/hub/acceptance.py`):
+/// transformers' `AutoConfig` and `AutoTokenizer.from_pretrained` of the
+/// mount equal those of the source folder, and safetensors reads every
+/// tensor of the mount's `model.safetensors` equal to the source's, for
+/// the three routes: the folder, its packed `.zt`, the repository by
+/// `hf://`.
+#[test]
+fn from_pretrained_reads_a_mount_of_the_folder_of_its_zt_and_of_the_repository() {
+    let hub = Hub::start(None);
+    let t = tempfile::tempdir().unwrap();
+    let (src, _) = tiny_repo(&hub, t.path());
+    let env = env_of(&hub, &t.path().join("home"));
+    let packed = t.path().join("tiny.zt");
+    let out = ztfs_env(&["pack", src.to_str().unwrap(), "-o", packed.to_str().unwrap()], &env);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/hub/acceptance.py");
+    for source in [src.clone(), packed, PathBuf::from("hf://org/tiny")] {
+        let m = Mount::with_env(&source, &[], &env);
+        let out = std::process::Command::new(common::venv::python())
+            .arg(&script)
+            .arg(m.path())
+            .arg(&src)
+            .env("HF_HUB_OFFLINE", "1")
+            .env("HF_HOME", t.path().join("home"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}{}",
+            source.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
