@@ -37,6 +37,11 @@ impl Hub {
     /// Starts an emulator; repositories marked private or gated need
     /// `token`.
     pub fn start(token: Option<&str>) -> Hub {
+        Hub::start_with(token, None)
+    }
+
+    /// [`Hub::start`], its tree listings in pages of `page_size` entries.
+    pub fn start_with(token: Option<&str>, page_size: Option<usize>) -> Hub {
         let dir = tempfile::Builder::new()
             .prefix("ztfs-hub-")
             .tempdir()
@@ -50,6 +55,9 @@ impl Hub {
             .args(["--host", "127.0.0.1", "--port", "0"]);
         if let Some(t) = token {
             cmd.args(["--token", t]);
+        }
+        if let Some(n) = page_size {
+            cmd.args(["--page-size", &n.to_string()]);
         }
         let log = std::fs::File::create(dir.path().join("emulator.log")).expect("its log");
         let mut child = cmd

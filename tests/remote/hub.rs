@@ -310,8 +310,20 @@ fn from_pretrained_reads_a_mount_of_the_folder_of_its_zt_and_of_the_repository()
     let (src, _) = tiny_repo(&hub, t.path());
     let env = env_of(&hub, &t.path().join("home"));
     let packed = t.path().join("tiny.zt");
-    let out = ztfs_env(&["pack", src.to_str().unwrap(), "-o", packed.to_str().unwrap()], &env);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = ztfs_env(
+        &[
+            "pack",
+            src.to_str().unwrap(),
+            "-o",
+            packed.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/hub/acceptance.py");
     for source in [src.clone(), packed, PathBuf::from("hf://org/tiny")] {
         let m = Mount::with_env(&source, &[], &env);
@@ -331,4 +343,126 @@ fn from_pretrained_reads_a_mount_of_the_folder_of_its_zt_and_of_the_repository()
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// The other shapes of a repository: a dataset (`datasets/`), a model in
+/// a subfolder named by the URL, a `.gguf`-less folder refused with what
+/// it holds, listings in pages, an index that names a file outside the
+/// repository, and the API's transient failures tried again.
+#[test]
+fn datasets_subfolders_pages_retries_and_hostile_indexes() {
+    let hub = Hub::start_with(None, Some(3));
+    let t = tempfile::tempdir().unwrap();
+    let env = env_of(&hub, &t.path().join("home"));
+    let src = t.path().join("src");
+    make_repo(&src.join("weights"), &["--tensors", "6", "--shards", "1"]);
+    std::fs::write(src.join("notes.txt"), "top\n").unwrap();
+    hub.add("datasets", "org/data", &src, &["main"]);
+    // The subfolder named: its model.safetensors and its own files; pages
+    // of 3 entries make the listing 5 pages or more.
+    let m = Mount::with_env(Path::new("hf://datasets/org/data/weights"), &[], &env);
+    assert_eq!(
+        std::fs::read(m.join("config.json")).unwrap(),
+        std::fs::read(src.join("weights/config.json")).unwrap()
+    );
+    assert!(
+        !m.join("notes.txt").exists(),
+        "a file outside the folder named is served"
+    );
+    drop(m);
+    let out = ztfs_env(&["ls", "hf://datasets/org/data"], &env);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("holds no model file"),
+        "{err}"
+    );
+    let counts = common::json::Json::parse(&hub.get("/_emulator/requests"));
+    assert!(
+        counts["api-tree"].uint() >= 5,
+        "the listing was not paged: {counts:?}"
+    );
+    // An index naming a file outside its folder is refused, in one line.
+    let bad = t.path().join("bad");
+    make_repo(&bad, &["--tensors", "4", "--shards", "2"]);
+    let index = bad.join("model.safetensors.index.json");
+    let text = std::fs::read_to_string(&index).unwrap();
+    let text = text.replace(
+        "\"model-00002-of-00002.safetensors\"",
+        "\"../model-00002-of-00002.safetensors\"",
+    );
+    std::fs::write(&index, text).unwrap();
+    hub.add("models", "org/bad", &bad, &["main"]);
+    let out = ztfs_env(&["ls", "hf://org/bad"], &env);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "an index naming ../ was accepted");
+    assert!(err.contains("../model-00002-of-00002.safetensors"), "{err}");
+    // Two 503s from the API are tried again; a Hub that keeps failing is
+    // said once it has been tried a few times.
+    hub.post(
+        "/_emulator/fail",
+        r#"{"prefix": "/api/", "status": 503, "count": 2}"#,
+    );
+    let out = ztfs_env(&["ls", "hf://datasets/org/data/weights"], &env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    hub.post(
+        "/_emulator/fail",
+        r#"{"prefix": "/api/", "status": 503, "count": 100}"#,
+    );
+    let out = ztfs_env(&["ls", "hf://datasets/org/data/weights"], &env);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("503"), "{err}");
+}
+
+/// `--cache-dir` keeps what a read of an `hf://` file fetched: a second
+/// command reads it from the disk, with fewer requests than the same read
+/// without the cache makes (measured in the same run).
+#[test]
+fn the_disk_cache_serves_hub_files_again() {
+    let hub = Hub::start(None);
+    let t = tempfile::tempdir().unwrap();
+    // One file of several MiB: its first tensor lies outside the last MiB
+    // that the open reads.
+    let src = t.path().join("src");
+    make_repo(&src, &["--tensors", "80", "--shards", "1"]);
+    hub.add("models", "org/big", &src, &["main"]);
+    let bytes = std::fs::read(src.join("model.safetensors")).unwrap();
+    assert!(
+        bytes.len() > 3 << 20,
+        "the repository is too small for this test"
+    );
+    let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let name = meta.offset_keys()[0].clone();
+    let env = env_of(&hub, &t.path().join("home"));
+    let cache = t.path().join("cache");
+    let storage_requests = |flags: &[&str]| {
+        hub.post("/_emulator/reset", "{}");
+        let mut args = vec!["cat"];
+        args.extend_from_slice(flags);
+        args.extend(["hf://org/big", name.as_str(), "data"]);
+        let out = ztfs_env(&args, &env);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let want = tensors_of(&files_under(&src));
+        assert_eq!(out.stdout, want[&name].2);
+        let counts = common::json::Json::parse(&hub.get("/_emulator/requests"));
+        match &counts["storage"] {
+            common::json::Json::Null => 0,
+            v => v.uint(),
+        }
+    };
+    let cached = ["--cache-dir", cache.to_str().unwrap()];
+    let without = storage_requests(&[]);
+    storage_requests(&cached);
+    let warm = storage_requests(&cached);
+    assert!(
+        warm < without,
+        "with the disk cache warm, {warm} storage requests; without it, {without}"
+    );
 }

@@ -25,6 +25,10 @@ const MAX_ANSWER: usize = 32 << 20;
 /// Most pages of a listing.
 const MAX_PAGES: usize = 100;
 const TIMEOUT: Duration = Duration::from_secs(30);
+/// Tries of an API request that failed on the way or with a 5xx or 429.
+const TRIES: u32 = 4;
+/// The longest pause between two tries.
+const MAX_PAUSE: Duration = Duration::from_secs(5);
 /// The public Hub.
 pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 
@@ -309,6 +313,25 @@ fn client() -> Result<reqwest::Client> {
         .map_err(|e| Error::Usage(format!("the Hub's client: {e}")))
 }
 
+/// An API answer.
+struct Answer {
+    status: reqwest::StatusCode,
+    /// `X-Error-Code`.
+    code: Option<String>,
+    link: Option<String>,
+    /// `Retry-After`, in seconds.
+    retry_after: Option<u64>,
+    body: Vec<u8>,
+}
+
+/// What a failed try was, for the log.
+fn describe(answer: &std::result::Result<Answer, String>) -> String {
+    match answer {
+        Ok(a) => a.status.to_string(),
+        Err(e) => e.clone(),
+    }
+}
+
 struct Api {
     client: reqwest::Client,
     token: Option<String>,
@@ -321,55 +344,90 @@ impl Api {
         Error::at(self.shown.clone(), Error::Unsupported(why.to_string()))
     }
 
-    /// GETs `url` and parses its JSON; also the next page's URL.
+    /// GETs `url` and parses its JSON; also the next page's URL. A
+    /// connection error, a 5xx or a 429 is tried again, [`TRIES`] times in
+    /// all, after a pause that doubles (or the `Retry-After` the server
+    /// asks, up to [`MAX_PAUSE`]).
     fn get_json(&self, url: &str, hub: &HubUrl) -> Result<(serde_json::Value, Option<String>)> {
-        let rt = super::client::runtime()?;
-        let (status, code, link, body) = rt
-            .block_on(async {
-                let mut req = self.client.get(url).header("accept", "application/json");
-                if let Some(t) = &self.token {
-                    let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {t}"))
-                        .map_err(|_| "the token is not a valid header value".to_string())?;
-                    value.set_sensitive(true);
-                    req = req.header(reqwest::header::AUTHORIZATION, value);
-                }
-                let mut r = req.send().await.map_err(|e| without_url(&e))?;
-                let header = |k: &str| {
-                    (r.headers().get(k))
-                        .and_then(|v| v.to_str().ok())
-                        .map(str::to_string)
-                };
-                let (code, link) = (header("x-error-code"), header("link"));
-                let status = r.status();
-                let limit = if status.is_success() {
-                    MAX_ANSWER
-                } else {
-                    4096
-                };
-                let mut body = Vec::new();
-                while let Some(chunk) = r.chunk().await.map_err(|e| without_url(&e))? {
-                    if body.len() + chunk.len() > limit {
-                        if status.is_success() {
-                            return Err(format!("an answer of more than {MAX_ANSWER} bytes"));
-                        }
-                        break;
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                Ok((status, code, link, body))
-            })
-            .map_err(|e: String| {
-                Error::at(
-                    self.shown.clone(),
-                    Error::Unsupported(format!("the Hub: {e}")),
-                )
-            })?;
-        if !status.is_success() {
-            return Err(self.refused(status.as_u16(), code.as_deref(), &body, hub));
+        let mut pause = Duration::from_millis(250);
+        let mut tries = 0;
+        let answer = loop {
+            tries += 1;
+            let answer = self.get_once(url);
+            let again = match &answer {
+                Ok(a) => a.status.is_server_error() || a.status.as_u16() == 429,
+                Err(_) => true,
+            };
+            if !again || tries == TRIES {
+                break answer.map_err(|e| {
+                    Error::at(
+                        self.shown.clone(),
+                        Error::Unsupported(format!("the Hub: {e}")),
+                    )
+                })?;
+            }
+            let asked = answer.as_ref().ok().and_then(|a| a.retry_after);
+            let wait = asked.map_or(pause, Duration::from_secs).min(MAX_PAUSE);
+            log::debug!(
+                "{}: the Hub's API failed ({}), again in {wait:?}",
+                self.shown,
+                describe(&answer)
+            );
+            std::thread::sleep(wait);
+            pause *= 2;
+        };
+        if !answer.status.is_success() {
+            let (status, code) = (answer.status.as_u16(), answer.code.as_deref());
+            return Err(self.refused(status, code, &answer.body, hub));
         }
-        let value = serde_json::from_slice(&body)
+        let value = serde_json::from_slice(&answer.body)
             .map_err(|e| self.bad(&format!("the Hub's answer is not JSON ({e})")))?;
-        Ok((value, link.and_then(|l| next_link(&l))))
+        Ok((value, answer.link.and_then(|l| next_link(&l))))
+    }
+
+    /// One GET: its status, `X-Error-Code`, `Link` and body (bounded).
+    fn get_once(&self, url: &str) -> std::result::Result<Answer, String> {
+        let rt = super::client::runtime().map_err(|e| e.to_string())?;
+        rt.block_on(async {
+            let mut req = self.client.get(url).header("accept", "application/json");
+            if let Some(t) = &self.token {
+                let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {t}"))
+                    .map_err(|_| "the token is not a valid header value".to_string())?;
+                value.set_sensitive(true);
+                req = req.header(reqwest::header::AUTHORIZATION, value);
+            }
+            let mut r = req.send().await.map_err(|e| without_url(&e))?;
+            let header = |k: &str| {
+                (r.headers().get(k))
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string)
+            };
+            let (code, link) = (header("x-error-code"), header("link"));
+            let retry_after = header("retry-after").and_then(|s| s.trim().parse().ok());
+            let status = r.status();
+            let limit = if status.is_success() {
+                MAX_ANSWER
+            } else {
+                4096
+            };
+            let mut body = Vec::new();
+            while let Some(chunk) = r.chunk().await.map_err(|e| without_url(&e))? {
+                if body.len() + chunk.len() > limit {
+                    if status.is_success() {
+                        return Err(format!("an answer of more than {MAX_ANSWER} bytes"));
+                    }
+                    break;
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(Answer {
+                status,
+                code,
+                link,
+                retry_after,
+                body,
+            })
+        })
     }
 
     /// The error for an answer of `status` (the Hub's `X-Error-Code`).
