@@ -146,6 +146,7 @@ pub fn run(m: MountCmd) -> Result<()> {
         safetensors_max: m.safetensors_header_max,
         files: !m.files.no_files,
         safetensors_exact: false,
+        safetensors_shard_bytes: None,
         clones: ClonePolicy {
             mode: match m.passthrough {
                 PassthroughArg::Auto => Passthrough::Auto,

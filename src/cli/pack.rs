@@ -33,8 +33,10 @@ pub struct PackCmd {
     /// Write the model as a Hugging Face folder instead: its folder's
     /// files at their paths and its tensors as model.safetensors (or
     /// shards and an index), with the model's __metadata__ as it was. DIR
-    /// must be new or empty; it appears whole or not at all.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "zstd", "shard_size", "digest", "align", "frame_size"])]
+    /// must be new or empty; it appears whole or not at all. With
+    /// --shard-size, model-0000i-of-0000n.safetensors shards of at most
+    /// SIZE of tensors each and their index, as save_pretrained writes.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "zstd", "digest", "align", "frame_size"])]
     pub to_folder: Option<PathBuf>,
     /// The digest of every part (and shard). Canonical form needs xxh3.
     #[arg(long, value_enum, default_value_t = AlgoArg::Xxh3)]
@@ -140,7 +142,7 @@ fn to_folder(cmd: &PackCmd, dir: &Path) -> Result<()> {
     }
     let files = !cmd.files.no_files;
     let model = Model::open_with(input, cmd.shard.clone())?;
-    let tree = to_folder::tree_of(model, files)?;
+    let tree = to_folder::tree_of(model, files, cmd.shard_size)?;
     let staging = to_folder::staging_for(dir)?;
     let staged = staging.path().to_path_buf();
     let total = to_folder::export_bytes(&tree);

@@ -67,12 +67,14 @@ pub fn export_bytes(tree: &Tree) -> u64 {
 }
 
 /// The tree `--to-folder` reads: every part verified before it is
-/// served, the safetensors metadata exact.
-pub fn tree_of(model: Model, files: bool) -> Result<Arc<Tree>> {
+/// served, the safetensors metadata exact, shards of at most
+/// `shard_bytes` of tensors when given.
+pub fn tree_of(model: Model, files: bool, shard_bytes: Option<u64>) -> Result<Arc<Tree>> {
     let opts = Options {
         verify: true,
         files,
         safetensors_exact: true,
+        safetensors_shard_bytes: shard_bytes,
         ..Options::default()
     };
     Ok(Arc::new(Tree::build(model, opts)?))

@@ -9,6 +9,7 @@ none). Also from the folder itself, from a sharded checkpoint (one
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -103,6 +104,32 @@ def run_to_folder(z: Ztfs, res: Results, tmp: str) -> None:
             tensors, _ = st_tensors(os.path.join(out, "model.safetensors"))
             problems = diff_tensors(source, tensors)
             res.check(not problems, where, "tensors: " + "; ".join(problems[:4]))
+            cases += 1
+        # With --shard-size, shards and their index as save_pretrained
+        # writes them; every tensor in the file the index names.
+        out_sh = os.path.join(tmp, "out-resharded")
+        rc, _, err = z.run("pack", [packed], ("--to-folder", out_sh, "--shard-size", "2K"))
+        if res.check(rc == 0, where, f"--shard-size 2K exited {rc}: {short(err)}"):
+            got = sorted(written_files(out_sh))
+            with open(os.path.join(out_sh, "model.safetensors.index.json")) as f:
+                index = json.load(f)
+            names = sorted(set(index["weight_map"].values()))
+            n = len(names)
+            want = [f"model-{i:05d}-of-{n:05d}.safetensors" for i in range(1, n + 1)]
+            res.check(n > 1 and names == want, where, f"the index names {names}")
+            res.check(got == sorted([*names, "model.safetensors.index.json"]), where,
+                      f"--shard-size 2K wrote {got}")
+            tensors = {}
+            for n in names:
+                ts = st_tensors(os.path.join(out_sh, n))[0] if os.path.exists(os.path.join(out_sh, n)) else {}
+                size = sum(len(t.data) for t in ts.values())
+                res.check(size <= 2048 or len(ts) == 1, where, f"{n} holds {size} bytes of tensors")
+                for t in ts:
+                    res.check(index["weight_map"].get(t) == n, where,
+                              f"the index puts {t!r} in {index['weight_map'].get(t)!r}, it is in {n}")
+                tensors.update(ts)
+            problems = diff_tensors(source, tensors)
+            res.check(not problems, where, "resharded tensors: " + "; ".join(problems[:4]))
             cases += 1
         # A folder that is not empty is refused, and left as it was.
         rc, _, err = to_folder(z, packed, out)

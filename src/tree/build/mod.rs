@@ -72,6 +72,10 @@ pub struct Options {
     /// pack --to-folder`, which writes the original folder again); a mount
     /// adds `format` (which transformers asks for) and the left-out list.
     pub safetensors_exact: bool,
+    /// Most bytes of tensors in one safetensors shard (`ztfs pack
+    /// --to-folder --shard-size`); `None`: shards only past the header
+    /// limit.
+    pub safetensors_shard_bytes: Option<u64>,
 }
 
 impl Default for Options {
@@ -87,6 +91,7 @@ impl Default for Options {
             clones: Default::default(),
             files: true,
             safetensors_exact: false,
+            safetensors_shard_bytes: None,
         }
     }
 }

@@ -320,7 +320,8 @@ impl Tree {
             log::warn!("model.safetensors: {note}");
         }
         let describe = |o: u32| self.name_and_shape(o);
-        match Plan::new(&tensors, &describe, metadata.as_deref(), max) {
+        let shard_bytes = self.opts.safetensors_shard_bytes;
+        match Plan::new(&tensors, &describe, metadata.as_deref(), max, shard_bytes) {
             Ok(mut plan) => {
                 plan.notes = notes;
                 Some(plan)

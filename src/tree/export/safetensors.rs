@@ -236,15 +236,18 @@ pub struct Plan {
 
 impl Plan {
     /// Places `tensors` (in this order) into as few shards as the header
-    /// limit `max` allows; the first shard's `__metadata__` is `metadata`
-    /// (a JSON object's text; none for `None`), the others'
-    /// `{"format":"pt"}`. Fails when
+    /// limit `max` allows, and with `shard_bytes` of at most that many
+    /// bytes of tensors each (a larger tensor gets a shard of its own, as
+    /// `save_pretrained`'s `max_shard_size` does); the first shard's
+    /// `__metadata__` is `metadata` (a JSON object's text; none for
+    /// `None`), the others' `{"format":"pt"}`. Fails when
     /// one tensor's entry alone does not fit.
     pub fn new(
         tensors: &[Candidate],
         describe: Describe<'_>,
         metadata: Option<&str>,
         max: u64,
+        shard_bytes: Option<u64>,
     ) -> Result<Plan, String> {
         let mut shards: Vec<Shard> = Vec::new();
         let mut cur = Building::new(metadata);
@@ -260,7 +263,8 @@ impl Plan {
                 end: cur.data.saturating_add(c.len),
             };
             render_entry(&mut entry, describe, &t, cur.bare && cur.placed.is_empty());
-            if !cur.placed.is_empty() && !fits(cur.text + entry.len() as u64, max) {
+            let full = shard_bytes.is_some_and(|b| cur.data.saturating_add(c.len) > b);
+            if !cur.placed.is_empty() && (full || !fits(cur.text + entry.len() as u64, max)) {
                 shards.push(cur.finish());
                 cur = Building::new(Some(r#"{"format":"pt"}"#));
                 (t.start, t.end) = (0, c.len);

@@ -46,6 +46,7 @@ impl Model {
             &describe,
             Some(r#"{"format":"pt","a":"b"}"#),
             max,
+            None,
         )
         .unwrap()
     }
@@ -181,14 +182,14 @@ fn a_long_header_is_sharded_with_an_index() {
 fn an_entry_that_cannot_fit_fails_the_plan() {
     let m = Model::new(2, 5000);
     let describe = |o: u32| (m.names[o as usize].as_str(), &m.shapes[o as usize][..]);
-    assert!(Plan::new(&m.candidates(), &describe, Some("{}"), 4096).is_err());
+    assert!(Plan::new(&m.candidates(), &describe, Some("{}"), 4096, None).is_err());
 }
 
 #[test]
 fn metadata_alone_past_the_limit_is_refused_with_no_tensor() {
     let describe = |_: u32| ("", &[][..]);
     let metadata = format!(r#"{{"a":"{}"}}"#, "x".repeat(5000));
-    assert!(Plan::new(&[], &describe, Some(&metadata), 4096).is_err());
-    let plan = Plan::new(&[], &describe, Some(r#"{"a":"b"}"#), 4096).unwrap();
+    assert!(Plan::new(&[], &describe, Some(&metadata), 4096, None).is_err());
+    let plan = Plan::new(&[], &describe, Some(r#"{"a":"b"}"#), 4096, None).unwrap();
     assert!(plan.shards[0].data_start() - 8 <= 4096);
 }
