@@ -466,3 +466,56 @@ fn the_disk_cache_serves_hub_files_again() {
         "with the disk cache warm, {warm} storage requests; without it, {without}"
     );
 }
+
+/// A repository whose model is a `.zt`, a `.gguf` or a `.hrry` file found
+/// alone in its folder, or named by the URL's path: the file's tree and
+/// the folder's other files.
+#[test]
+fn a_zt_gguf_or_hurray_file_is_the_model_found_alone_or_named() {
+    let hub = Hub::start(None);
+    let t = tempfile::tempdir().unwrap();
+    let env = env_of(&hub, &t.path().join("home"));
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let src = t.path().join("src");
+    std::fs::create_dir_all(src.join("more")).unwrap();
+    std::fs::copy(
+        corpus.join("samples/tiny-llama.zt"),
+        src.join("tiny-llama.zt"),
+    )
+    .unwrap();
+    std::fs::copy(
+        corpus.join("samples/tiny-llama.hrry"),
+        src.join("more/tiny-llama.hrry"),
+    )
+    .unwrap();
+    std::fs::write(src.join("README.md"), "a zt repo\n").unwrap();
+    hub.add("models", "org/zt", &src, &["main"]);
+    let local = ztfs_env(
+        &["ls", corpus.join("samples/tiny-llama.zt").to_str().unwrap()],
+        &env,
+    );
+    let by_hub = ztfs_env(&["ls", "hf://org/zt"], &env);
+    assert!(
+        by_hub.status.success(),
+        "{}",
+        String::from_utf8_lossy(&by_hub.stderr)
+    );
+    let (local, by_hub) = (
+        String::from_utf8_lossy(&local.stdout),
+        String::from_utf8_lossy(&by_hub.stdout),
+    );
+    assert!(
+        by_hub.starts_with(local.trim_end()),
+        "hf:// lists {by_hub}\nthe file lists {local}"
+    );
+    assert!(
+        by_hub.contains("README.md") && by_hub.contains("more/tiny-llama.hrry"),
+        "{by_hub}"
+    );
+    let m = Mount::with_env(Path::new("hf://org/zt/more/tiny-llama.hrry"), &[], &env);
+    let local = Mount::new(&corpus.join("samples/tiny-llama.hrry"), &[]);
+    assert_eq!(
+        std::fs::read(m.join("manifest.json")).unwrap(),
+        std::fs::read(local.join("manifest.json")).unwrap()
+    );
+}
