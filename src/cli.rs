@@ -57,6 +57,7 @@ pub enum Command {
     /// bytes. Written under a temporary name and renamed when complete.
     Pack(pack::PackCmd),
     /// Unmount a ztfs mount, including a stale one whose daemon has died.
+    #[command(visible_alias = "umount")]
     Unmount {
         /// The mount point.
         mountpoint: std::path::PathBuf,
@@ -113,6 +114,12 @@ pub fn run(cli: Cli) -> Result<()> {
     // requests).
     if !matches!(cli.command, Command::Mount(_)) {
         if let Ok(spec) = std::env::var("ZTFS_LOG") {
+            // Said without the model's name, which main would put first.
+            args::check_log_spec(&spec).map_err(|e| {
+                let e = Error::Usage(format!("ZTFS_LOG={spec:?}: {e}"));
+                eprintln!("ztfs: {e}");
+                Error::Reported(Box::new(e))
+            })?;
             let mut b = env_logger::Builder::new();
             b.parse_filters(&spec).target(env_logger::Target::Stderr);
             let _ = b.try_init();

@@ -481,3 +481,47 @@ fn an_error_names_its_file_once() {
         "{e}"
     );
 }
+
+/// `--log-level` and `ZTFS_LOG` take levels and MODULE=LEVEL pairs and
+/// refuse anything else in one line (env_logger would take `loud` as a
+/// module name and say nothing); `-v` stands for a level; `umount` is
+/// `unmount`.
+#[test]
+fn log_levels_are_checked_and_umount_is_unmount() {
+    let model = corpus("samples/tiny-llama.zt");
+    let mnt = tempfile::tempdir().unwrap();
+    let mnt = mnt.path().to_str().unwrap();
+    let o = ztfs(&["mount", "--log-level", "loud", &model, mnt]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("\"loud\" is not a log level"));
+    let o = ztfs(&["mount", "-v", "--log-level", "info", &model, mnt]);
+    assert_eq!(o.status.code(), Some(2), "-v and --log-level together");
+    for (spec, ok) in [
+        ("loud", false),
+        ("info,", false),
+        ("=debug", false),
+        ("ztfs=verbose", false),
+        ("DEBUG", true),
+        ("ztfs=debug,fuser=warn", true),
+        ("off", true),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ztfs"))
+            .args(["ls", &model])
+            .env("ZTFS_LOG", spec)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.success(), ok, "ZTFS_LOG={spec}: {err}");
+        if !ok {
+            assert_eq!(o.status.code(), Some(2), "ZTFS_LOG={spec}");
+            assert!(err.starts_with("ztfs: ZTFS_LOG="), "ZTFS_LOG={spec}: {err}");
+            assert_eq!(err.lines().count(), 1, "ZTFS_LOG={spec}: {err}");
+        }
+    }
+    let o = ztfs(&["umount", mnt]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(!err.contains("unrecognized subcommand"), "{err}");
+    let o = ztfs(&["umount", "--help"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Unmount a ztfs mount"));
+}

@@ -47,6 +47,35 @@ pub struct RemoteArgs {
     pub trust_unversioned: bool,
 }
 
+/// The log levels, as `--log-level` and `ZTFS_LOG` take them.
+const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// Checks a log filter: comma-separated directives, each a level or
+/// `MODULE=LEVEL` (env_logger's form); anything else is refused, where
+/// env_logger would take an unknown word (`loud`) as a module name and
+/// log nothing new.
+pub fn check_log_spec(spec: &str) -> std::result::Result<(), String> {
+    let level = |l: &str| LEVELS.contains(&l.trim().to_ascii_lowercase().as_str());
+    for d in spec.split(',').map(str::trim) {
+        let ok = match d.split_once('=') {
+            Some((module, l)) => !module.trim().is_empty() && level(l),
+            None => level(d),
+        };
+        if !ok {
+            return Err(format!(
+                "{d:?} is not a log level: say one of {} (or MODULE=LEVEL, comma-separated)",
+                LEVELS.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `--log-level`'s parser: a checked filter.
+pub fn parse_log_spec(s: &str) -> std::result::Result<String, String> {
+    check_log_spec(s).map(|()| s.to_string())
+}
+
 /// A byte size: a number with an optional K, M, G or T (powers of 1024).
 pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
     let t = s.trim();

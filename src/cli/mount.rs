@@ -53,9 +53,13 @@ pub struct MountCmd {
     /// otherwise discarded).
     #[arg(long)]
     pub log_file: Option<PathBuf>,
-    /// Log level: error, warn, info, debug or trace (also ZTFS_LOG).
-    #[arg(long)]
+    /// Log level: off, error, warn, info, debug or trace, or
+    /// MODULE=LEVEL pairs, comma-separated (also ZTFS_LOG).
+    #[arg(long, value_parser = super::args::parse_log_spec)]
     pub log_level: Option<String>,
+    /// More log: -v is info, -vv debug, -vvv trace.
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, conflicts_with = "log_level")]
+    pub verbose: u8,
     /// Use PATH for shard NAME (repeatable); otherwise shards are found
     /// beside the root as STEM-NAME.zt, then by size and digest.
     #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
@@ -128,7 +132,13 @@ pub fn run(m: MountCmd) -> Result<()> {
     // A background daemon logs where the user can find it.
     let log_file =
         (m.log_file.clone()).or_else(|| (!m.foreground).then(default_log_file).flatten());
-    init_log(m.log_level.as_deref(), log_file.as_deref(), m.foreground)?;
+    let level = match m.verbose {
+        0 => m.log_level.clone(),
+        1 => Some("info".to_string()),
+        2 => Some("debug".to_string()),
+        _ => Some("trace".to_string()),
+    };
+    init_log(level.as_deref(), log_file.as_deref(), m.foreground)?;
     let options = Options {
         arrangement: if m.tree {
             Arrangement::Nested { sep: m.separator }
@@ -220,10 +230,19 @@ fn init_log(level: Option<&str>, file: Option<&Path>, foreground: bool) -> Resul
     } else {
         "warn"
     };
-    let spec = level
-        .map(str::to_string)
-        .or_else(|| std::env::var("ZTFS_LOG").ok())
-        .unwrap_or_else(|| default.into());
+    let spec = match (level, std::env::var("ZTFS_LOG")) {
+        (Some(l), _) => l.to_string(),
+        (None, Ok(env)) => {
+            // Said without the model's name, which main would put first.
+            super::args::check_log_spec(&env).map_err(|e| {
+                let e = Error::Usage(format!("ZTFS_LOG={env:?}: {e}"));
+                eprintln!("ztfs: {e}");
+                Error::Reported(Box::new(e))
+            })?;
+            env
+        }
+        (None, Err(_)) => default.into(),
+    };
     let mut b = env_logger::Builder::new();
     b.parse_filters(&spec);
     if let Some(f) = file {
