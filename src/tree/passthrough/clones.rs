@@ -155,8 +155,17 @@ impl Clones {
     /// Turns passthrough off for the mount, saying why (once).
     pub fn disable(&self, why: &str) {
         if self.available.swap(false, Ordering::Relaxed) {
-            // Said once: `ztfs mount` prints it (see Tree::passthrough_note).
-            log::info!("passthrough is off: {why}; files are served through the daemon");
+            // Said once: `ztfs mount` prints it when passthrough was asked
+            // for by name (see Tree::passthrough_note); under `auto`, the
+            // default, it is no news.
+            let level = match self.policy.mode {
+                Passthrough::Auto => log::Level::Debug,
+                _ => log::Level::Info,
+            };
+            log::log!(
+                level,
+                "passthrough is off: {why}; files are served through the daemon"
+            );
             let mut off = self.off_because.lock().unwrap_or_else(|p| p.into_inner());
             *off = Some(why.to_string());
         }

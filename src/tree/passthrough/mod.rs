@@ -100,8 +100,12 @@ impl Tree {
     }
 
     /// What the mount command says about passthrough: why it is off when
-    /// it was asked for.
+    /// it was asked for by name (`reflink`, `memory`); under the default
+    /// `auto` its absence is no news (the log has it at debug level).
     pub fn passthrough_note(&self) -> Option<String> {
+        if self.clones.policy.mode == crate::tree::clones::Passthrough::Auto {
+            return None;
+        }
         let why = self.clones.off_because()?;
         Some(format!(
             "passthrough is off: {why}; files are served through the daemon"
