@@ -276,6 +276,9 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
             let _ = r.write_all(format!("ok{}", note.unwrap_or_default()).as_bytes());
             drop(r);
             let _ = sys::detach_stdio();
+            // The log has the line a foreground mount writes.
+            let file = crate::store::shown(&args.file);
+            log::info!("mounted {file} on {}", mnt.display());
         }
         (Err(e), Some(mut r)) => {
             let _ = write!(r, "{}: the mount does not answer: {e}", mnt.display());

@@ -162,3 +162,17 @@ fn a_background_daemon_logs_where_the_mount_line_says() {
     let text = fs::read_to_string(&log).expect("the log");
     assert!(text.contains("INFO") && text.contains("unmount"), "{text}");
 }
+
+/// A background mount's log has the line a foreground mount writes:
+/// which model, on which mount point.
+#[test]
+fn the_background_log_says_what_was_mounted_where() {
+    let file = corpus().join("samples/tiny-llama.zt");
+    let m = Mount::new(&file, &[]);
+    let want = format!("mounted {} on {}", file.display(), m.path().display());
+    assert!(
+        wait_until(Duration::from_secs(5), || m.log().contains(&want)),
+        "{want:?} not in the log: {}",
+        m.log()
+    );
+}
