@@ -300,9 +300,11 @@ impl Filesystem for ZtFs {
         // No blocks, as pseudo filesystems report: `df` lists the mount
         // only when asked (`df -a`, `df MNT`), and disk-full alerts, which
         // divide by the size, stay quiet (a model's size as total with
-        // nothing free would read as 100% used).
-        let (_, files, namelen) = self.tree.statfs();
-        reply.statfs(0, 0, 0, files, 0, 4096, namelen, 4096);
+        // nothing free would read as 100% used). No inodes either, for the
+        // same reason: `df -i` shows '-', as for /proc, where a count with
+        // none free read as 100% of inodes used.
+        let (_, _, namelen) = self.tree.statfs();
+        reply.statfs(0, 0, 0, 0, 0, 4096, namelen, 4096);
     }
 
     /// No file here is a terminal or a device: ENOTTY, what a regular file

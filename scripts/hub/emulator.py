@@ -10,6 +10,8 @@ prints `listening on HOST:PORT` as its first line, then serves until killed.
 
 What it answers, as the Hub does:
 - GET /api/{models,datasets,spaces}/ORG/NAME[/revision/REV]: id, sha, siblings, ...
+  (with ?blobs=true, as repo_info(files_metadata=True) asks, each sibling's
+  blobId, size and lfs too);
 - GET /api/{type}/ORG/NAME/tree/REV[/PATH]?recursive=...: files (oid, size, lfs)
   and folders, paginated past --page-size with a Link rel="next" header;
 - HEAD/GET /[datasets/|spaces/]ORG/NAME/resolve/REV/PATH: a plain file with
@@ -25,11 +27,13 @@ What it answers, as the Hub does:
   with another token. Unknown repository: 401 RepoNotFound; unknown
   revision: 404 RevisionNotFound; unknown file: 404 EntryNotFound.
 - Control: GET /_emulator/requests gives counts by kind (api-revision,
-  api-tree, resolve, storage, other) since POST /_emulator/reset; POST
+  api-tree, resolve, storage, other) since POST /_emulator/reset, and the
+  same split by method under "by_method" ({"HEAD": {"resolve": 3}, ...}); POST
   /_emulator/fail {"prefix": P, "status": S, "count": N, "retry_after": s}
   fails the next N requests whose path starts with P; {"delay_ms": D}
   delays every answer.
-The access log is off: no token is ever written down.
+The access log is off: no token is ever written down. SIGTERM (or ^C)
+exits 0.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import json
 import os
 import re
 import secrets
+import signal
 import sys
 import threading
 import time
@@ -64,14 +69,17 @@ class State:
         self.secret = secrets.token_bytes(32)
         self.lock = threading.Lock()
         self.counts: dict[str, int] = {}
+        self.by_method: dict[str, dict[str, int]] = {}
         self.faults: list[dict] = []
         self.delay_ms = 0
         self.blobs: dict[str, str] = {}  # sha256 -> a path holding it
         self.storage = ""  # the storage host's base URL
 
-    def count(self, kind: str) -> None:
+    def count(self, method: str, kind: str) -> None:
         with self.lock:
             self.counts[kind] = self.counts.get(kind, 0) + 1
+            m = self.by_method.setdefault(method, {})
+            m[kind] = m.get(kind, 0) + 1
 
     def fault_for(self, path: str) -> dict | None:
         with self.lock:
@@ -182,6 +190,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_emulator/reset":
             with st.lock:
                 st.counts = {}
+                st.by_method = {}
                 st.faults = []
                 st.delay_ms = 0
             return self.json(200, {"ok": True})
@@ -203,10 +212,11 @@ class Handler(BaseHTTPRequestHandler):
         st = self.state
         if path == "/_emulator/requests":
             with st.lock:
-                return self.json(200, dict(st.counts))
+                counts = dict(st.counts, by_method={m: dict(c) for m, c in st.by_method.items()})
+            return self.json(200, counts)
         parts = [urllib.parse.unquote(p) for p in path.split("/")[1:]]
         kind = self.kind_of(parts)
-        st.count(kind)
+        st.count(self.command, kind)
         if st.delay_ms:
             time.sleep(st.delay_ms / 1000)
         fault = st.fault_for(path)
@@ -219,8 +229,11 @@ class Handler(BaseHTTPRequestHandler):
             if parts[:1] == ["storage"]:
                 return self.storage(parts[1:], query, head)
             return self.resolve(parts, head)
-        except BrokenPipeError:
+        except (BrokenPipeError, ConnectionResetError):
             pass
+        except Exception as e:  # a bug here: say it, and keep the connection usable
+            print(f"emulator: {self.command} {path}: {e!r}", file=sys.stderr, flush=True)
+            self.error(500, "InternalError", "emulator error", head)
 
     @staticmethod
     def kind_of(parts: list[str]) -> str:
@@ -290,7 +303,7 @@ class Handler(BaseHTTPRequestHandler):
                     "private": os.path.exists(os.path.join(d, "private")),
                     "gated": "auto" if os.path.exists(os.path.join(d, "gated")) else False,
                     "disabled": False, "downloads": 0, "likes": 0, "tags": [],
-                    "siblings": [{"rfilename": f.path} for f in self.files(cdir)]}
+                    "siblings": [self.sibling(f, query) for f in self.files(cdir)]}
             return self.json(200, info, head=head)
         if rest[0] == "tree" and len(rest) >= 2:
             found = self.commit(d, rest[1], head)
@@ -301,6 +314,15 @@ class Handler(BaseHTTPRequestHandler):
             recursive = query.get("recursive", ["false"])[0].lower() == "true"
             return self.tree(cdir, sub, recursive, query, head)
         self.error(404, "EntryNotFound", "no such endpoint", head)
+
+    @staticmethod
+    def sibling(f: File, query: dict) -> dict:
+        if query.get("blobs", ["false"])[0].lower() != "true":
+            return {"rfilename": f.path}
+        out = {"rfilename": f.path, "blobId": f.oid, "size": f.size}
+        if f.lfs:
+            out["lfs"] = {"sha256": f.sha256, "size": f.size, "pointerSize": len(lfs_pointer(f.sha256, f.size))}
+        return out
 
     def tree(self, cdir: str, sub: str, recursive: bool, query: dict, head: bool) -> None:
         prefix = sub + "/" if sub else ""
@@ -434,10 +456,12 @@ def main() -> None:
     storage.daemon_threads = True
     Handler.state.storage = f"http://{other}:{storage.server_address[1]}"
     threading.Thread(target=storage.serve_forever, daemon=True).start()
+    # SIGTERM ends it as ^C does: exit 0, the daemon threads with it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print(f"listening on {host}:{port}", flush=True)
     try:
         server.serve_forever()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):
         pass
 
 

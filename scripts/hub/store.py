@@ -8,6 +8,11 @@ them on every request, so a test changes them while it runs):
 
     python scripts/hub/store.py add DIR models org/name SRC_FOLDER [--ref main ...]   # prints the sha
     python scripts/hub/store.py move DIR models org/name REF SHA
+
+A commit's sha is a sha1 over main's sha before it (none for the first) and
+every file's path and content, sorted: the same folders added in the same
+order give the same shas, and re-adding a folder on top of itself gives a
+new commit, as a push of an unchanged tree would.
 """
 
 from __future__ import annotations
@@ -51,8 +56,10 @@ def ref_file(repos: str, kind: str, repo: str, ref: str) -> str:
     return os.path.join(repo_dir(repos, kind, repo), "refs", urllib.parse.quote(ref, safe=""))
 
 
-def move_ref(repos: str, kind: str, repo: str, ref: str, sha: str) -> None:
-    path = ref_file(repos, kind, repo, ref)
+def move_ref(repos_dir: str, repo_type: str, repo_id: str, ref: str, sha: str) -> None:
+    """Points branch or tag `ref` at commit `sha` (atomically: a reader sees
+    the old sha or the new one)."""
+    path = ref_file(repos_dir, repo_type, repo_id, ref)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -60,23 +67,23 @@ def move_ref(repos: str, kind: str, repo: str, ref: str, sha: str) -> None:
     os.replace(tmp, path)
 
 
-def add_commit(repos: str, kind: str, repo: str, src: str, refs=("main",)) -> str:
-    """Copies `src` in as a new commit and points `refs` at it; its sha."""
-    d = repo_dir(repos, kind, repo)
+def add_commit(repos_dir: str, repo_type: str, repo_id: str, src_folder: str, refs=("main",)) -> str:
+    """Copies `src_folder` in as a new commit and points `refs` at it; its sha."""
+    d = repo_dir(repos_dir, repo_type, repo_id)
     parent = ""
-    main = ref_file(repos, kind, repo, "main")
+    main = ref_file(repos_dir, repo_type, repo_id, "main")
     if os.path.exists(main):
         with open(main) as f:
             parent = f.read().strip()
-    sha = commit_sha(src, parent)
+    sha = commit_sha(src_folder, parent)
     dest = os.path.join(d, "commits", sha)
     if not os.path.isdir(dest):
         tmp = dest + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(src, tmp)
+        shutil.copytree(src_folder, tmp)
         os.replace(tmp, dest)
     for ref in refs:
-        move_ref(repos, kind, repo, ref, sha)
+        move_ref(repos_dir, repo_type, repo_id, ref, sha)
     return sha
 
 
