@@ -68,8 +68,13 @@ pub enum Command {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff; e.g. `ztfs man > /usr/local/share/man/man1/ztfs.1`).
-    Man,
+    /// Print a manual page (roff): ztfs(1), or with a command's name its
+    /// own page, ztfs-COMMAND(1) (e.g. `ztfs man mount >
+    /// /usr/local/share/man/man1/ztfs-mount.1`).
+    Man {
+        /// The command whose page to print (mount, pack, ...).
+        command: Option<String>,
+    },
 }
 
 impl Command {
@@ -94,7 +99,7 @@ impl Command {
             Command::Pack(_)
             | Command::Unmount { .. }
             | Command::Completions { .. }
-            | Command::Man => None,
+            | Command::Man { .. } => None,
         }
     }
 
@@ -151,10 +156,29 @@ pub fn run(cli: Cli) -> Result<()> {
             clap_complete::generate(shell, &mut Cli::command(), "ztfs", &mut out);
             Ok(())
         }
-        Command::Man => {
+        Command::Man { command } => {
             use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            cmd.build();
+            let (cmd, title) = match command {
+                None => (cmd, "ztfs".to_string()),
+                Some(name) => {
+                    let names: Vec<String> = cmd
+                        .get_subcommands()
+                        .map(|c| c.get_name().to_string())
+                        .collect();
+                    let sub = cmd.find_subcommand(&name).cloned().ok_or_else(|| {
+                        Error::Usage(format!("no command {name:?}: one of {}", names.join(", ")))
+                    })?;
+                    // Named as the parent page lists it: ztfs-mount(1).
+                    let title = format!("ztfs-{}", sub.get_name());
+                    (sub, title)
+                }
+            };
             let mut page = Vec::new();
-            clap_mangen::Man::new(Cli::command())
+            clap_mangen::Man::new(cmd)
+                .title(title)
+                .source(concat!("ztfs ", env!("CARGO_PKG_VERSION")))
                 .render(&mut page)
                 .map_err(|e| Error::io("man page", e))?;
             stdout_write(&mut std::io::stdout().lock(), &page)

@@ -525,3 +525,39 @@ fn log_levels_are_checked_and_umount_is_unmount() {
     let o = ztfs(&["umount", "--help"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("Unmount a ztfs mount"));
 }
+
+/// Every page `ztfs man` lists (`ztfs-mount(1)`, ...) is one `ztfs man
+/// COMMAND` prints, under that name; an unknown command is a usage error
+/// naming the known ones. The help texts fixed in issue 25 say what is.
+#[test]
+fn every_listed_man_page_can_be_printed() {
+    let o = ztfs(&["man"]);
+    assert!(o.status.success());
+    let main = String::from_utf8_lossy(&o.stdout).into_owned();
+    let listed: Vec<&str> = main
+        .lines()
+        .filter_map(|l| l.strip_prefix("ztfs\\-")?.strip_suffix("(1)"))
+        .collect();
+    assert!(
+        listed.contains(&"mount") && listed.contains(&"pack"),
+        "{listed:?}"
+    );
+    for name in listed {
+        let o = ztfs(&["man", name]);
+        assert!(o.status.success(), "ztfs man {name}: {}", stderr(&o));
+        let page = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            page.contains(&format!(".TH ztfs-{name} 1")),
+            "ztfs man {name}"
+        );
+    }
+    let o = ztfs(&["man", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no command \"nope\""), "{}", stderr(&o));
+    let help = String::from_utf8_lossy(&ztfs(&["mount", "--help"]).stdout).into_owned();
+    assert!(!help.contains("otherwise discarded"), "--log-file's help");
+    assert!(
+        !help.contains("memory clones elsewhere and for decoded files"),
+        "--passthrough's help"
+    );
+}

@@ -35,8 +35,9 @@ class Emulator:
         urllib.request.urlopen(urllib.request.Request(self.url + "/_emulator/reset", data=b"{}")).read()
 
     def requests(self) -> dict:
+        """Counts by kind (the split by method left out, so they add up)."""
         with urllib.request.urlopen(self.url + "/_emulator/requests") as r:
-            return json.load(r)
+            return {k: v for k, v in json.load(r).items() if k != "by_method"}
 
     def stop(self) -> None:
         self.proc.terminate()

@@ -5,7 +5,7 @@
 writes config.json (transformers' LlamaConfig) and generation_config.json,
 a BPE tokenizer trained with `tokenizers` on text made here and saved by
 transformers' PreTrainedTokenizerFast (tokenizer.json, tokenizer_config.json,
-special_tokens_map.json when it writes one), the weights with the
+no special_tokens_map.json: transformers 5 writes none), the weights with the
 safetensors package (one model.safetensors with K=1; else K shards and the
 index as transformers writes it), a README.md and a .gitattributes like the
 Hub's. Same arguments, same bytes. Defaults: 24 tensors in 3 shards.
@@ -23,13 +23,12 @@ WORDS = ("tensor model file mount read range shard index token layer weight bias
          "attention head embedding vocabulary merge byte pair encoding checkpoint repository "
          "commit revision config loader safetensors zTensor fuse kernel page cache").split()
 
-GITATTRIBUTES = """*.bin filter=lfs diff=lfs merge=lfs -text
-*.gguf filter=lfs diff=lfs merge=lfs -text
-*.h5 filter=lfs diff=lfs merge=lfs -text
-*.safetensors filter=lfs diff=lfs merge=lfs -text
-*.zt filter=lfs diff=lfs merge=lfs -text
-*.hrry filter=lfs diff=lfs merge=lfs -text
-"""
+# The Hub's .gitattributes of a new repository, and the formats ztfs mounts.
+LFS = ("*.7z *.arrow *.bin *.bz2 *.ckpt *.ftz *.gz *.h5 *.joblib *.lfs.* *.mlmodel *.model *.msgpack "
+       "*.npy *.npz *.onnx *.ot *.parquet *.pb *.pickle *.pkl *.pt *.pth *.rar *.safetensors "
+       "saved_model/**/* *.tar.* *.tar *.tflite *.tgz *.wasm *.xz *.zip *.zst *tfevents* "
+       "*.gguf *.zt *.hrry").split()
+GITATTRIBUTES = "".join(f"{p} filter=lfs diff=lfs merge=lfs -text\n" for p in LFS)
 
 
 def text(rng: np.random.Generator, lines: int = 400) -> list[str]:
@@ -93,7 +92,10 @@ def write_weights(out: str, rng: np.random.Generator, n: int, k: int) -> None:
         fname = f"model-{i + 1:05d}-of-{k:05d}.safetensors"
         save_file({m: tensors[m] for m in members}, os.path.join(out, fname), metadata={"format": "pt"})
         weight_map.update({m: fname for m in members})
-    index = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
+    # As transformers 5's save_pretrained writes it: parameters and bytes.
+    params = sum(t.size for t in tensors.values())
+    index = {"metadata": {"total_parameters": params, "total_size": total},
+             "weight_map": dict(sorted(weight_map.items()))}
     with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
         json.dump(index, f, indent=2, sort_keys=True)
         f.write("\n")

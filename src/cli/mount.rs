@@ -49,8 +49,9 @@ pub struct MountCmd {
     /// Memory for decoded frames of compressed parts, in MiB.
     #[arg(long, default_value_t = 256)]
     pub cache_mib: u64,
-    /// Write the daemon's log to this file (in the background the log is
-    /// otherwise discarded).
+    /// Write the daemon's log to this file. Default in the background:
+    /// ztfs.log under $XDG_STATE_HOME/ztfs (~/.local/state/ztfs), which
+    /// `ztfs mount` names; in the foreground (-f), stderr.
     #[arg(long)]
     pub log_file: Option<PathBuf>,
     /// Log level: off, error, warn, info, debug or trace, or
@@ -85,10 +86,11 @@ pub struct MountCmd {
     pub safetensors_header_max: u64,
     /// Kernel passthrough: serve reads and mmap of large files straight
     /// from a backing file of their own, at native speed. `auto`: reflink
-    /// clones where the model's filesystem shares extents, memory clones
-    /// elsewhere and for decoded files; `reflink` or `memory` only; `off`.
-    /// Needs CAP_SYS_ADMIN and Linux 6.9+; without them files are served
-    /// as before, and the mount says why.
+    /// clones where the model's filesystem shares extents, and memory
+    /// clones elsewhere only within --clone-cache (none by default);
+    /// `reflink` or `memory` only; `off`. Needs CAP_SYS_ADMIN and Linux
+    /// 6.9+; without them files are served as before (the mount says why
+    /// when passthrough was asked for by name).
     #[arg(long, value_enum, default_value_t = PassthroughArg::Auto)]
     pub passthrough: PassthroughArg,
     /// Memory for memory clones (e.g. 4G, 512M); least recently used ones
@@ -109,7 +111,8 @@ pub struct MountCmd {
 /// `--passthrough`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 pub enum PassthroughArg {
-    /// Reflink clones where possible, memory clones otherwise.
+    /// Reflink clones where possible; memory clones within --clone-cache
+    /// (none by default).
     Auto,
     /// Reflink clones only.
     Reflink,

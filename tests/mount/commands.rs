@@ -42,7 +42,11 @@ fn df_reports_no_blocks_so_nothing_looks_full() {
     let m = Mount::new(&sample("tiny-llama.zt"), &[]);
     let st = statvfs(m.path()).expect("statvfs");
     assert_eq!((st.f_blocks, st.f_bfree, st.f_bavail), (0, 0, 0));
-    assert_eq!((st.f_files, st.f_ffree), (0, 0), "inodes as /proc reports them");
+    assert_eq!(
+        (st.f_files, st.f_ffree),
+        (0, 0),
+        "inodes as /proc reports them"
+    );
     for flags in [&[][..], &["-i"][..]] {
         let out = std::process::Command::new("df")
             .args(flags)
@@ -50,7 +54,10 @@ fn df_reports_no_blocks_so_nothing_looks_full() {
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success() && !text.contains("100%"), "df {flags:?}: {text}");
+        assert!(
+            out.status.success() && !text.contains("100%"),
+            "df {flags:?}: {text}"
+        );
     }
 }
 
