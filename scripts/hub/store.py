@@ -12,7 +12,7 @@ them on every request, so a test changes them while it runs):
 A commit's sha is a sha1 over main's sha before it (none for the first) and
 every file's path and content, sorted: the same folders added in the same
 order give the same shas, and re-adding a folder on top of itself gives a
-new commit, as a push of an unchanged tree would.
+new commit (an empty one, as `git commit --allow-empty` makes).
 """
 
 from __future__ import annotations

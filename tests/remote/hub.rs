@@ -519,3 +519,25 @@ fn a_zt_gguf_or_hurray_file_is_the_model_found_alone_or_named() {
         std::fs::read(local.join("manifest.json")).unwrap()
     );
 }
+
+/// The emulator itself, checked with the real tools
+/// (`scripts/hub/check_emulator.py`): huggingface_hub's downloads, repo
+/// info, listings and errors, transformers' loads, and raw HTTP (ranges
+/// through the LFS redirect, conditions, signatures, faults, keep-alive)
+/// get what the Hub would give.
+#[test]
+fn the_emulator_answers_as_the_hub_for_the_real_tools() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/hub/check_emulator.py");
+    let out = std::process::Command::new(common::venv::python())
+        .arg(script)
+        .env_remove("HF_TOKEN")
+        .env_remove("HF_ENDPOINT")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
