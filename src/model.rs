@@ -169,7 +169,7 @@ impl Model {
         let path = path.to_path_buf();
         let root = Store::open(&path)?;
         // Enough of the beginning to tell the format (and name a foreign one).
-        let head = root.slice(0, root.len().min(64))?;
+        let head = root.slice(0, root.len().min(sniff::HEAD))?;
         let name = match crate::store::url_query(&path) {
             Some((base, _)) => base.to_string(),
             None => path.to_string_lossy().into_owned(),

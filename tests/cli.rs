@@ -82,7 +82,7 @@ fn exit_codes() {
 fn foreign_files_are_named() {
     // safetensors and GGUF files are read (tests/safetensors_input.rs,
     // tests/gguf_input.rs).
-    let cases: [(&str, Vec<u8>, &str); 5] = [
+    let cases: [(&str, Vec<u8>, &str); 9] = [
         (
             "m.hrrys",
             [b"HRRY".as_slice(), &[1, 0, 20, 0, 0, 0], &[0; 64]].concat(),
@@ -110,6 +110,28 @@ fn foreign_files_are_named() {
             "m.zt",
             [b"ZTEN0001".as_slice(), &[0; 64]].concat(),
             "older zTensor",
+        ),
+        // Named by what they look like (issue 25), never as a broken
+        // zTensor file with hex.
+        (
+            "m.zt.gz",
+            [b"\x1f\x8b\x08\x00".as_slice(), &[7; 100]].concat(),
+            "gzip",
+        ),
+        (
+            "notes.zt",
+            b"just some words, not a model\n".repeat(30),
+            "text file",
+        ),
+        (
+            "model.zt",
+            b"<!DOCTYPE html><html><body>Sign in</body></html>\n".to_vec(),
+            "HTML page",
+        ),
+        (
+            "weights.npy",
+            b"\x93NUMPY\x01\x00\x76\x00{'descr': '<f4'}".to_vec(),
+            "ztfs pack",
         ),
     ];
     for (name, bytes, what) in cases {

@@ -40,15 +40,37 @@ const MAGICS: [(Format, &[u8]); 3] = [
 ];
 
 /// Magics of formats ztfs does not read, and what to call such a file.
-const FOREIGN: [(&[u8], &str); 5] = [
+const FOREIGN: [(&[u8], &str); 12] = [
     (
         &hurray::MAGIC,
         "a Hurray stream (a tensor descriptor and its data, no container)",
     ),
     (b"ZTEN", "an older zTensor (v1) file"),
     (b"PK\x03\x04", "a zip archive (a PyTorch checkpoint?)"),
-    (super::npy::MAGIC, "a NumPy .npy file"),
+    (
+        super::npy::MAGIC,
+        "a NumPy .npy file (`ztfs pack FILE.npy -o model.zt` makes a zTensor file of it)",
+    ),
     (b"\x89HDF\r\n\x1a\n", "an HDF5 file"),
+    (b"\x1f\x8b", "a gzip file (decompress it first: gunzip)"),
+    (
+        b"\x28\xb5\x2f\xfd",
+        "a zstd-compressed file (decompress it first: zstd -d)",
+    ),
+    (
+        b"\xfd7zXZ\x00",
+        "an xz-compressed file (decompress it first: xz -d)",
+    ),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (
+        b"\x7fELF",
+        "an ELF binary (a program or a library, not a model)",
+    ),
+    (b"%PDF-", "a PDF document"),
+    (
+        b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19",
+        "a PyTorch checkpoint of the legacy (pre-zip) format, a pickle",
+    ),
 ];
 
 /// File name endings, for files that show no magic or shape. The index's
@@ -77,7 +99,7 @@ pub fn sniff(head: &[u8], name: &str) -> Format {
     if let Some(&(f, _)) = MAGICS.iter().find(|(_, m)| near(m)) {
         return f;
     }
-    if FOREIGN.iter().any(|(m, _)| head.starts_with(m)) {
+    if foreign_magic(head) {
         return Format::Zt;
     }
     // An index first: its first 8 bytes are text, a header length's are
@@ -95,11 +117,64 @@ pub fn sniff(head: &[u8], name: &str) -> Format {
 /// Says what a file of a format ztfs does not read is, from its first
 /// bytes `head`, when it is recognisable.
 pub fn foreign(head: &[u8]) -> Option<String> {
-    let (_, what) = FOREIGN.iter().find(|(m, _)| head.starts_with(m))?;
+    let known = FOREIGN.iter().find(|(m, _)| head.starts_with(m));
+    let what = known.map(|(_, what)| *what).or_else(|| looks_like(head))?;
     Some(format!(
         "this is {what}; ztfs reads zTensor v2 (.zt) files, \
          Hurray HRRYFILE containers, safetensors and GGUF files"
     ))
+}
+
+/// What a file with no magic of [`FOREIGN`] looks like from its first
+/// bytes (up to [`HEAD`]): a tar archive, bzip2, an HTML page, an ONNX
+/// model, JSON, text; `None` when it looks like none of them.
+fn looks_like(head: &[u8]) -> Option<&'static str> {
+    if head.get(257..262) == Some(b"ustar") {
+        return Some("a tar archive (unpack it first: tar xf)");
+    }
+    if head.len() >= 4 && head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3]) {
+        return Some("a bzip2-compressed file (decompress it first: bunzip2)");
+    }
+    // ONNX's ModelProto starts with its ir_version (field 1, a small
+    // varint), then a string field: what protobuf writes first.
+    if head.len() >= 3 && head[0] == 0x08 && head[1] < 0x20 && head[2] & 0x07 == 2 {
+        return Some("an ONNX model (protobuf)");
+    }
+    let text = head.strip_prefix(BOM).unwrap_or(head);
+    // A text whose last character may be cut by the head's end.
+    let valid = match std::str::from_utf8(text) {
+        Ok(t) => t,
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&text[..e.valid_up_to()]).ok()?,
+        Err(_) => return None,
+    };
+    let printable = valid
+        .chars()
+        .all(|c| !c.is_control() || matches!(c, '\t' | '\n' | '\r'));
+    if !printable || valid.trim().is_empty() {
+        return None;
+    }
+    let start = valid.trim_start().to_ascii_lowercase();
+    if start.starts_with("<!doctype html") || start.starts_with("<html") {
+        return Some("an HTML page (a web page saved in place of the model? check its URL)");
+    }
+    if start.starts_with('{') || start.starts_with('[') {
+        return Some("a JSON file");
+    }
+    Some("a text file")
+}
+
+/// Bytes of a file's beginning that [`sniff`] and [`foreign`] look at
+/// (a tar archive's magic is at 257).
+pub const HEAD: u64 = 512;
+
+/// True when `head` starts with a magic of [`FOREIGN`]: one of fewer than
+/// 4 bytes (gzip's) only where the file does not have a safetensors
+/// file's shape, whose header length may begin with the same bytes.
+fn foreign_magic(head: &[u8]) -> bool {
+    let shaped = head.len() > 8 && opens_json(&head[8..]);
+    FOREIGN
+        .iter()
+        .any(|(m, _)| head.starts_with(m) && (m.len() >= 4 || !shaped))
 }
 
 /// True when `text` begins, after an optional byte order mark and JSON

@@ -34,7 +34,7 @@ fn foreign_magics_go_to_ztensor_which_names_them() {
     assert!(foreign(npy).unwrap().contains(".npy"));
     assert_eq!(sniff(b"ZTEN0001", "x"), Format::Zt);
     assert!(foreign(b"PK\x03\x04").unwrap().contains("zip"));
-    assert_eq!(foreign(b"hello"), None);
+    assert_eq!(foreign(b"\x00hello"), None);
 }
 
 #[test]
@@ -73,4 +73,39 @@ fn a_name_tells_what_no_shape_shows() {
     assert_eq!(sniff(b"GG", "m.gguf"), Format::Gguf);
     assert_eq!(sniff(b"\0\0", "m.hrry"), Format::Hurray);
     assert_eq!(sniff(&len_only, "m.bin"), Format::Zt);
+}
+
+#[test]
+fn what_a_foreign_file_looks_like_is_named() {
+    let tar = [vec![b'x'; 257], b"ustar\x0000".to_vec(), vec![0; 100]].concat();
+    for (head, what) in [
+        (b"\x1f\x8b\x08\x00".to_vec(), "gzip"),
+        (b"\x28\xb5\x2f\xfd\x00".to_vec(), "zstd"),
+        (b"\x7fELF\x02\x01".to_vec(), "ELF"),
+        (tar, "tar archive"),
+        (b"BZh91AY".to_vec(), "bzip2"),
+        (b"\x08\x07\x12\x07pytorch".to_vec(), "ONNX"),
+        (b"  <!DOCTYPE html><html>".to_vec(), "HTML page"),
+        (b"[1, 2]".to_vec(), "JSON"),
+        ("hello, w\u{f6}rld\n".as_bytes().to_vec(), "text file"),
+        // A character cut by the head's end is still text.
+        ("ab\u{f6}".as_bytes()[..3].to_vec(), "text file"),
+    ] {
+        let said = foreign(&head).unwrap_or_default();
+        assert!(said.contains(what), "{head:?}: {said:?}");
+    }
+    assert_eq!(foreign(b"\x00\x01\x02binary"), None);
+    assert_eq!(foreign(b"   "), None);
+}
+
+#[test]
+fn a_short_foreign_magic_gives_way_to_a_safetensors_shape() {
+    // A header length of 0x8b1f begins with gzip's magic.
+    let st = st(0x8b1f, b"{\"a\":{}}");
+    assert_eq!(&st[..2], b"\x1f\x8b");
+    assert_eq!(sniff(&st, "x"), Format::Safetensors);
+    assert_eq!(
+        sniff(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", "x.safetensors"),
+        Format::Zt
+    );
 }
