@@ -541,3 +541,50 @@ fn the_emulator_answers_as_the_hub_for_the_real_tools() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A failed request by URL is said in plain words (issue 25): connection
+/// refused, no such object (404), access denied (401/403), the status a
+/// server answered; never the client's own text (its retry settings) nor a
+/// page of the server's.
+#[test]
+fn failures_by_url_are_said_in_plain_words() {
+    let hub = Hub::start(Some(TOKEN));
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    make_repo(&src, &["--tensors", "2", "--shards", "1"]);
+    hub.add("models", "org/open", &src, &["main"]);
+    hub.add("models", "org/private", &src, &["main"]);
+    hub.mark("models", "org/private", "private");
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = format!("http://{}/model.zt", free.local_addr().unwrap());
+    drop(free);
+    let resolve = |repo: &str, file: &str| format!("{}/{repo}/resolve/main/{file}", hub.url);
+    let said = |url: &str| {
+        let out = ztfs_env(&["ls", url], &[("HF_TOKEN", String::new())]);
+        assert!(!out.status.success(), "{url} was read");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(err.trim_end().lines().count(), 1, "{url}: {err}");
+        for noise in [
+            "Generic",
+            "retries",
+            "retry_timeout",
+            "Error performing",
+            "<",
+        ] {
+            assert!(!err.contains(noise), "{url}: {noise:?} in {err}");
+        }
+        err
+    };
+    assert!(said(&closed).contains("connection refused"));
+    assert!(said(&resolve("org/open", "nothere.zt")).contains("no such object (404)"));
+    assert!(said(&resolve("org/private", "model.safetensors")).contains("access denied (401)"));
+    hub.post(
+        "/_emulator/fail",
+        r#"{"prefix": "/org/open", "status": 503, "count": 100}"#,
+    );
+    let err = said(&resolve("org/open", "model.safetensors"));
+    assert!(
+        err.contains("the server answered 503 Service Unavailable"),
+        "{err}"
+    );
+}

@@ -109,9 +109,14 @@ fn outcome(args: &[&OsStr], prefix: &str) -> (Option<i32>, String, String) {
 }
 
 /// `text` without the clauses about the search for a shard by identity,
-/// which a remote root does not make (a server lists nothing).
+/// which a remote root does not make (a server lists nothing), and with a
+/// missing object said as a missing file is (the words differ on purpose:
+/// "no such object (404)" by URL).
 fn without_identity(text: &str) -> String {
-    let mut out = text.to_string();
+    let mut out = text.replace(
+        "no such object (404)",
+        "No such file or directory (os error 2)",
+    );
     while let Some(i) = out.find(", and no file in ") {
         let Some(j) = out[i..].find(" and digest") else {
             break;

@@ -298,24 +298,100 @@ pub(super) fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
     Ok(r)
 }
 
-/// A failed request, as the error a reader gets. The client's words quote
-/// the URL it asked: a query in it (`secret`) is cut out.
+/// A failed request, as the error a reader gets: in plain words
+/// ([`plain`]), never the client's own text (its retries, its timeouts'
+/// settings), which quotes the URL; a query in it (`secret`) would be cut
+/// out, but no text of the client's is shown.
 pub(super) fn fail(url: &str, secret: Option<&str>, e: object_store::Error) -> Error {
-    match e {
-        object_store::Error::Precondition { .. } => changed(url),
-        // Said as a missing local file is.
-        object_store::Error::NotFound { .. } => Error::io(
-            url.to_string(),
-            std::io::Error::from_raw_os_error(libc::ENOENT),
-        ),
-        e => {
-            let mut text = e.to_string();
-            if let Some(q) = secret.filter(|q| !q.is_empty()) {
-                text = text.replace(q, "…");
-            }
-            Error::io(url.to_string(), std::io::Error::other(text))
-        }
+    if let object_store::Error::Precondition { .. } = e {
+        return changed(url);
     }
+    let kind = match &e {
+        object_store::Error::NotFound { .. } => std::io::ErrorKind::NotFound,
+        object_store::Error::PermissionDenied { .. }
+        | object_store::Error::Unauthenticated { .. } => std::io::ErrorKind::PermissionDenied,
+        _ => std::io::ErrorKind::Other,
+    };
+    let mut text = plain(&e);
+    if let Some(q) = secret.filter(|q| !q.is_empty()) {
+        text = text.replace(q, "…");
+    }
+    log::debug!(
+        "{url}: {}",
+        e.to_string().replace(secret.unwrap_or("\0"), "…")
+    );
+    Error::io(url.to_string(), std::io::Error::new(kind, text))
+}
+
+/// What went wrong with a request, in plain words: "no such object
+/// (404)", "access denied (403): ...", "connection refused", "no answer
+/// within 20 s", "the server answered 503 Service Unavailable"; the
+/// client's text (first line, without its retry bookkeeping) only when
+/// none of these says it.
+pub(super) fn plain(e: &object_store::Error) -> String {
+    use object_store::client::{HttpError, HttpErrorKind};
+    use std::error::Error as _;
+    match e {
+        object_store::Error::NotFound { .. } => return "no such object (404)".into(),
+        object_store::Error::PermissionDenied { .. } => {
+            return "access denied (403): check the credentials or the signature".into()
+        }
+        object_store::Error::Unauthenticated { .. } => {
+            return "access denied (401): check the credentials or the signature".into()
+        }
+        _ => {}
+    }
+    let mut texts = Vec::new();
+    let mut at: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = at {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return "connection refused".into(),
+                std::io::ErrorKind::ConnectionReset => return "the connection was reset".into(),
+                std::io::ErrorKind::TimedOut => {
+                    return format!("no answer within {} s (timed out)", TIMEOUT.as_secs())
+                }
+                _ => {}
+            }
+        }
+        if let Some(h) = err.downcast_ref::<HttpError>() {
+            match h.kind() {
+                HttpErrorKind::Timeout => {
+                    return format!("no answer within {} s (timed out)", TIMEOUT.as_secs())
+                }
+                HttpErrorKind::Connect => {
+                    // The cause (refused, no route, DNS) is further down.
+                    let mut cause = h.source();
+                    while let Some(c) = cause {
+                        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+                            if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                                return "connection refused".into();
+                            }
+                        }
+                        let t = c.to_string();
+                        if t.contains("dns error") || t.contains("failed to lookup") {
+                            return "the server's name does not resolve (DNS)".into();
+                        }
+                        cause = c.source();
+                    }
+                    return "cannot connect to the server".into();
+                }
+                _ => {}
+            }
+        }
+        texts.push(err.to_string());
+        at = err.source();
+    }
+    let all = texts.join(": ");
+    if let Some(at) = all.find("status code: ") {
+        let status = &all[at + "status code: ".len()..];
+        let status = status.split(':').next().unwrap_or(status).trim();
+        return format!("the server answered {status}");
+    }
+    // The client's first words, without its retry bookkeeping or the URL.
+    let first = texts.last().cloned().unwrap_or_default();
+    let first = first.lines().next().unwrap_or_default();
+    crate::store::bounded::summary(first.as_bytes(), false)
 }
 
 pub(super) fn changed(url: &str) -> Error {
