@@ -312,14 +312,13 @@ pub(super) fn fail(url: &str, secret: Option<&str>, e: object_store::Error) -> E
         | object_store::Error::Unauthenticated { .. } => std::io::ErrorKind::PermissionDenied,
         _ => std::io::ErrorKind::Other,
     };
-    let mut text = plain(&e);
-    if let Some(q) = secret.filter(|q| !q.is_empty()) {
-        text = text.replace(q, "…");
-    }
-    log::debug!(
-        "{url}: {}",
-        e.to_string().replace(secret.unwrap_or("\0"), "…")
-    );
+    let secret = secret.filter(|q| !q.is_empty());
+    let hide = |t: String| match secret {
+        Some(q) => t.replace(q, "…"),
+        None => t,
+    };
+    log::debug!("{url}: {}", hide(e.to_string()));
+    let text = hide(plain(&e));
     Error::io(url.to_string(), std::io::Error::new(kind, text))
 }
 
