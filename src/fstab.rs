@@ -52,12 +52,17 @@ const SWITCHES: &[&str] = &[
     "nonempty",
     "trust_shards",
     "trust_unversioned",
+    "auto_unmount",
 ];
 
 /// Options that are flags of `ztfs mount` with a value (`name=value`).
 const VALUED: &[&str] = &[
     "separator",
     "mode",
+    "file_mode",
+    "dir_mode",
+    "uid",
+    "gid",
     "cache_mib",
     "log_file",
     "log_level",

@@ -41,6 +41,8 @@ pub struct MountArgs {
     pub foreground: bool,
     /// Let other users see the mount.
     pub allow_other: bool,
+    /// Unmount when the daemon dies (fusermount3's auto_unmount).
+    pub auto_unmount: bool,
     /// Serve `user.zt.*` extended attributes.
     pub xattrs: bool,
     /// Files for named shards, ahead of the conventions.
@@ -241,9 +243,16 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
     ]);
     cfg.acl = if args.allow_other {
         SessionACL::All
+    } else if args.auto_unmount {
+        // fusermount3 takes auto_unmount only with allow_root or
+        // allow_other.
+        SessionACL::RootAndOwner
     } else {
         SessionACL::Owner
     };
+    if args.auto_unmount {
+        cfg.mount_options.push(MountOption::AutoUnmount);
+    }
     if args.allow_other {
         cfg.mount_options.push(MountOption::DefaultPermissions);
     }

@@ -47,6 +47,22 @@ pub struct RemoteArgs {
     pub trust_unversioned: bool,
 }
 
+/// `--dir-mode`: octal permission bits of the mount's directories; read
+/// and search bits only (a read-only mount's directories are never
+/// written).
+pub fn parse_dir_mode(s: &str) -> std::result::Result<u16, String> {
+    let m = u16::from_str_radix(s.trim_start_matches("0o"), 8)
+        .ok()
+        .filter(|m| *m <= 0o7777)
+        .ok_or_else(|| format!("{s:?} is not an octal mode such as 555"))?;
+    if m & 0o7222 != 0 {
+        return Err(format!(
+            "{s}: the directories of a read-only mount are never written, so only read and search bits may be given (e.g. 555 or 550)"
+        ));
+    }
+    Ok(m)
+}
+
 /// The log levels, as `--log-level` and `ZTFS_LOG` take them.
 const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
 

@@ -26,10 +26,28 @@ pub struct MountCmd {
     /// The segment separator for --tree.
     #[arg(long, default_value_t = '.', requires = "tree")]
     pub separator: char,
-    /// Permission bits for files, in octal (directories add x where r is
-    /// set); default: the read bits of the backing file.
-    #[arg(long, value_parser = parse_mode)]
+    /// Permission bits for files, in octal (--mode is the same flag);
+    /// default: the read bits of the backing file.
+    #[arg(long = "file-mode", alias = "mode", value_name = "OCTAL", value_parser = parse_mode)]
     pub mode: Option<u16>,
+    /// Permission bits for directories, in octal; default: the files'
+    /// bits, with x where r is set.
+    #[arg(long, value_name = "OCTAL", value_parser = super::args::parse_dir_mode)]
+    pub dir_mode: Option<u16>,
+    /// The owner of every file and directory (a user id); default: the
+    /// backing file's owner (the mounting user's for a URL).
+    #[arg(long)]
+    pub uid: Option<u32>,
+    /// The group of every file and directory (a group id); default: the
+    /// backing file's group (the mounting user's for a URL).
+    #[arg(long)]
+    pub gid: Option<u32>,
+    /// Unmount when the daemon dies, however it dies (the kernel's
+    /// auto_unmount, through fusermount3; root may then read the mount
+    /// too, which fusermount3 needs, and a user needs user_allow_other in
+    /// /etc/fuse.conf).
+    #[arg(long)]
+    pub auto_unmount: bool,
     /// Check each part's digest and content rules the first time its file
     /// is opened; a corrupt part fails to open with EIO.
     #[arg(long)]
@@ -149,6 +167,9 @@ pub fn run(m: MountCmd) -> Result<()> {
             Arrangement::Flat
         },
         mode: m.mode,
+        dir_mode: m.dir_mode,
+        uid: m.uid,
+        gid: m.gid,
         verify: m.verify,
         direct_io: m.direct_io,
         cache_bytes: m.cache_mib.saturating_mul(1 << 20),
@@ -176,6 +197,7 @@ pub fn run(m: MountCmd) -> Result<()> {
         },
     };
     mount::mount(MountArgs {
+        auto_unmount: m.auto_unmount,
         nonempty: m.nonempty,
         log_file,
         file: m.model.file,

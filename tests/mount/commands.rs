@@ -186,3 +186,64 @@ fn the_background_log_says_what_was_mounted_where() {
         m.log()
     );
 }
+
+/// `--uid`, `--gid`, `--file-mode` (or `--mode`) and `--dir-mode`, as
+/// rclone and mountpoint-s3 spell them, set every entry's owner and
+/// permission bits; write or execute bits are refused.
+#[test]
+fn owner_and_modes_are_set_as_rclone_spells_them() {
+    use std::os::unix::fs::MetadataExt;
+    let file = corpus().join("samples/tiny-llama.zt");
+    let flags = [
+        "--uid",
+        "1234",
+        "--gid",
+        "4321",
+        "--file-mode",
+        "440",
+        "--dir-mode",
+        "550",
+    ];
+    let m = Mount::new(&file, &flags);
+    for (path, mode) in [
+        (m.path().to_path_buf(), 0o550),
+        (m.join("manifest.json"), 0o440),
+    ] {
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (1234, 4321), "{}", path.display());
+        assert_eq!(meta.mode() & 0o7777, mode, "{}", path.display());
+    }
+    drop(m);
+    let m = Mount::new(&file, &["--mode", "400"]);
+    let meta = fs::metadata(m.join("manifest.json")).unwrap();
+    assert_eq!(
+        (
+            meta.mode() & 0o7777,
+            fs::metadata(m.path()).unwrap().mode() & 0o7777
+        ),
+        (0o400, 0o500)
+    );
+    drop(m);
+    let m = Mount::unmounted();
+    for bad in [
+        &["--dir-mode", "755"][..],
+        &["--file-mode", "644"],
+        &["--uid", "me"],
+    ] {
+        let out = m.mount(&file, bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+    }
+}
+
+/// `--auto-unmount`: the kernel's mount goes when the daemon dies, even
+/// by SIGKILL, so no stale mount is left behind.
+#[test]
+fn auto_unmount_unmounts_when_the_daemon_dies() {
+    let m = Mount::new(&corpus().join("samples/tiny-llama.zt"), &["--auto-unmount"]);
+    assert!(m.join("manifest.json").exists());
+    kill(m.daemon(), libc::SIGKILL);
+    assert!(
+        wait_until(Duration::from_secs(10), || !is_mounted(m.path())),
+        "still mounted after the daemon died"
+    );
+}

@@ -50,6 +50,13 @@ pub struct Options {
     /// Permission bits for files; directories add `x` where `r` is set.
     /// `None`: the backing file's read bits.
     pub mode: Option<u16>,
+    /// Permission bits for directories; `None`: the files', with `x`
+    /// where `r` is set.
+    pub dir_mode: Option<u16>,
+    /// Owner and group of every entry; `None`: the backing file's (the
+    /// mounting user's for a remote model).
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
     /// Verify each part's digest and content rules on first open.
     pub verify: bool,
     /// Serve with FOPEN_DIRECT_IO instead of the page cache.
@@ -83,6 +90,9 @@ impl Default for Options {
         Options {
             arrangement: Arrangement::Flat,
             mode: None,
+            dir_mode: None,
+            uid: None,
+            gid: None,
             verify: false,
             direct_io: false,
             cache_bytes: 256 << 20,
@@ -604,10 +614,12 @@ fn base_of(model: &Model, opts: &Options) -> Result<Base> {
     let read_bits = (meta.mode() & 0o444) as u16;
     let file_perm = opts.mode.unwrap_or(read_bits) & 0o7777;
     // A directory is searchable by whoever may read the files in it.
-    let dir_perm = file_perm | ((file_perm & 0o444) >> 2);
+    let dir_perm = opts
+        .dir_mode
+        .unwrap_or(file_perm | ((file_perm & 0o444) >> 2));
     Ok(Base {
-        uid: meta.uid(),
-        gid: meta.gid(),
+        uid: opts.uid.unwrap_or(meta.uid()),
+        gid: opts.gid.unwrap_or(meta.gid()),
         file_perm,
         dir_perm,
         atime: time(meta.atime(), meta.atime_nsec()),
@@ -622,10 +634,12 @@ fn remote_base(opts: &Options) -> Base {
     let file_perm = opts.mode.unwrap_or(0o444) & 0o7777;
     let now = std::time::SystemTime::now();
     Base {
-        uid: crate::sys::uid(),
-        gid: crate::sys::gid(),
+        uid: opts.uid.unwrap_or(crate::sys::uid()),
+        gid: opts.gid.unwrap_or(crate::sys::gid()),
         file_perm,
-        dir_perm: file_perm | ((file_perm & 0o444) >> 2),
+        dir_perm: opts
+            .dir_mode
+            .unwrap_or(file_perm | ((file_perm & 0o444) >> 2)),
         atime: now,
         mtime: now,
         ctime: now,
