@@ -18,6 +18,7 @@ mod digest;
 mod ls;
 mod mount;
 mod pack;
+mod status;
 
 pub use mount::MountCmd;
 
@@ -60,7 +61,19 @@ pub enum Command {
     #[command(visible_alias = "umount")]
     Unmount {
         /// The mount point.
-        mountpoint: std::path::PathBuf,
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        mountpoint: Option<std::path::PathBuf>,
+        /// Unmount every ztfs mount `ztfs status` lists.
+        #[arg(long)]
+        all: bool,
+    },
+    /// List the ztfs mounts of this user (every user's for root): source,
+    /// mount point, daemon, start, log, options, and whether each answers.
+    #[command(visible_alias = "mounts")]
+    Status {
+        /// As JSON: a list of objects.
+        #[arg(long)]
+        json: bool,
     },
     /// Print a shell completion script (e.g. `ztfs completions bash >
     /// /etc/bash_completion.d/ztfs`).
@@ -98,6 +111,7 @@ impl Command {
             Command::Mount(m) => Some(&m.model),
             Command::Pack(_)
             | Command::Unmount { .. }
+            | Command::Status { .. }
             | Command::Completions { .. }
             | Command::Man { .. } => None,
         }
@@ -149,7 +163,14 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Manifest(c) => c.run(),
         Command::Mount(m) => mount::run(m),
         Command::Pack(p) => pack::run(p),
-        Command::Unmount { mountpoint } => crate::mount::unmount(&mountpoint),
+        Command::Unmount {
+            mountpoint: Some(mnt),
+            ..
+        } => crate::mount::unmount(&mnt),
+        Command::Unmount {
+            mountpoint: None, ..
+        } => status::unmount_all(),
+        Command::Status { json } => status::run(json),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut out = std::io::stdout().lock();

@@ -16,6 +16,7 @@ pub mod fstab;
 pub mod fuse;
 pub mod model;
 pub mod mount;
+pub mod mounts;
 pub mod pack;
 pub mod read;
 pub mod report;

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fuser::{Config, MountOption, SessionACL};
-use std::os::unix::ffi::OsStringExt;
 
 use crate::error::{Error, Result};
 use crate::fuse::ZtFs;
@@ -111,27 +110,7 @@ pub fn check_mountpoint(mnt: &Path, nonempty: bool) -> Result<()> {
 fn mounted_at(mnt: &Path) -> Option<(String, String)> {
     let real = std::fs::canonicalize(mnt).ok()?;
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let unescape = |f: &str| {
-        let b = f.as_bytes();
-        let mut out = Vec::with_capacity(b.len());
-        let mut i = 0;
-        while i < b.len() {
-            let octal = b
-                .get(i + 1..i + 4)
-                .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-            match (b[i], octal) {
-                (b'\\', Some(d)) => {
-                    out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-                    i += 4;
-                }
-                (c, _) => {
-                    out.push(c);
-                    i += 1;
-                }
-            }
-        }
-        std::ffi::OsString::from_vec(out)
-    };
+    let unescape = crate::mounts::unescape;
     info.lines().rev().find_map(|line| {
         let fields: Vec<&str> = line.split(' ').collect();
         let point = unescape(fields.get(4)?);
@@ -288,6 +267,7 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
             // The log has the line a foreground mount writes.
             let file = crate::store::shown(&args.file);
             log::info!("mounted {file} on {}", mnt.display());
+            record(args);
         }
         (Err(e), Some(mut r)) => {
             let _ = write!(r, "{}: the mount does not answer: {e}", mnt.display());
@@ -301,8 +281,31 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
         }
     }
     let end = wait_for_end(mnt, session);
+    crate::mounts::Record::remove(mnt);
     tree.log_failure_counts();
     end
+}
+
+/// Writes the record `ztfs status` reads of this background mount.
+fn record(args: &MountArgs) {
+    let mountpoint = std::path::absolute(&args.mountpoint).unwrap_or(args.mountpoint.clone());
+    // The flags as given: every word after `mount` but the two paths,
+    // each as shown (a URL's query left out).
+    let paths = [args.file.as_os_str(), args.mountpoint.as_os_str()];
+    let options = std::env::args_os()
+        .skip(2)
+        .filter(|a| !paths.contains(&a.as_os_str()))
+        .map(|a| crate::store::shown(Path::new(&a)))
+        .collect();
+    crate::mounts::Record {
+        source: crate::store::shown(&args.file),
+        mountpoint,
+        pid: std::process::id(),
+        started: crate::mounts::now(),
+        log: args.log_file.clone(),
+        options,
+    }
+    .write();
 }
 
 /// Tells systemd the mount is ready when run as a `Type=notify` service
@@ -364,6 +367,14 @@ fn set_read_ahead(mnt: &Path) {
 /// `ztfs unmount`: unmounts, detaching lazily when busy, and cleans up a
 /// stale mount whose daemon has died.
 pub fn unmount(mnt: &Path) -> Result<()> {
+    let r = unmount_now(mnt);
+    if r.is_ok() {
+        crate::mounts::Record::remove_if_dead(mnt);
+    }
+    r
+}
+
+fn unmount_now(mnt: &Path) -> Result<()> {
     match detach(mnt, false) {
         Ok(()) => Ok(()),
         Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {

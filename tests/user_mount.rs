@@ -15,6 +15,7 @@ use std::process::{Child, Command};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use common::json::Json;
 use common::*;
 
 /// The tests change /dev/fuse's mode: one at a time.
@@ -185,4 +186,63 @@ fn a_failing_user_mount_says_what_to_fix() {
         "{err}"
     );
     assert!(!is_mounted(&p.mnt()));
+}
+
+/// `ztfs status` lists a user's own mounts, each with its daemon, log and
+/// options, says a mount whose daemon died is stale and how to clean it
+/// up, and `ztfs unmount --all` unmounts them all (root's mounts, of the
+/// tests running beside, are not this user's: neither listed nor touched).
+#[test]
+fn status_lists_a_users_mounts_and_unmount_all_stops_them() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _fuse = FuseOpen::new();
+    let (a, b) = (Place::new(), Place::new());
+    let home = a.dir.path().to_path_buf();
+    let run = |args: &[&str]| {
+        let mut cmd = as_test_user_cmd();
+        cmd.arg(BIN)
+            .args(args)
+            .env("HOME", &home)
+            .env_remove("XDG_STATE_HOME");
+        cmd.output().unwrap()
+    };
+    for (p, flags) in [(&a, &["--verify"][..]), (&b, &[][..])] {
+        let (file, mnt) = (p.file(), p.mnt());
+        let mut argv = vec!["mount", file.to_str().unwrap(), mnt.to_str().unwrap()];
+        argv.extend(flags);
+        let out = run(&argv);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let out = run(&["status", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listed = Json::parse(&text(&out.stdout));
+    let mounts = listed.items();
+    assert_eq!(mounts.len(), 2, "{listed:?}");
+    for (m, p) in mounts.iter().zip([&a, &b]) {
+        assert_eq!(m["mountpoint"].text(), p.mnt().to_str().unwrap());
+        assert_eq!(m["source"].text(), p.file().to_str().unwrap());
+        assert_eq!(m["state"].text(), "ok");
+        assert!(!m["pid"].is_null() && !m["log"].is_null(), "{m:?}");
+    }
+    assert_eq!(mounts[0]["options"].items()[0].text(), "--verify");
+    let log = mounts[1]["log"].text().to_string();
+    assert!(log.ends_with(".log") && log.contains("%2Fmnt"), "{log}");
+    kill(mounts[1]["pid"].uint() as i32, libc::SIGKILL);
+    assert!(wait_until(Duration::from_secs(5), || {
+        text(&run(&["status"]).stdout).contains("stale")
+    }));
+    let said = text(&run(&["mounts"]).stdout);
+    assert!(
+        said.contains(&format!("ztfs unmount {}", b.mnt().display())),
+        "{said}"
+    );
+    let out = run(&["unmount", "--all"]);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(!is_mounted(&a.mnt()) && !is_mounted(&b.mnt()));
+    assert_eq!(text(&run(&["status"]).stdout).trim(), "no ztfs mounts");
 }

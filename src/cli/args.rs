@@ -51,16 +51,25 @@ pub struct RemoteArgs {
 /// and search bits only (a read-only mount's directories are never
 /// written).
 pub fn parse_dir_mode(s: &str) -> std::result::Result<u16, String> {
+    parse_octal(s, 0o7222, "555", "the directories of a read-only mount are never written, so only read and search bits may be given (e.g. 555 or 550)")
+}
+
+/// An octal mode with none of the bits of `forbidden`; `example` and
+/// `why` for the refusals.
+fn parse_octal(
+    s: &str,
+    forbidden: u16,
+    example: &str,
+    why: &str,
+) -> std::result::Result<u16, String> {
     let m = u16::from_str_radix(s.trim_start_matches("0o"), 8)
         .ok()
         .filter(|m| *m <= 0o7777)
-        .ok_or_else(|| format!("{s:?} is not an octal mode such as 555"))?;
-    if m & 0o7222 != 0 {
-        return Err(format!(
-            "{s}: the directories of a read-only mount are never written, so only read and search bits may be given (e.g. 555 or 550)"
-        ));
+        .ok_or_else(|| format!("{s:?} is not an octal mode such as {example}"))?;
+    match m & forbidden {
+        0 => Ok(m),
+        _ => Err(format!("{s}: {why}")),
     }
-    Ok(m)
 }
 
 /// The log levels, as `--log-level` and `ZTFS_LOG` take them.
@@ -124,17 +133,10 @@ pub fn parse_shard(s: &str) -> std::result::Result<(String, PathBuf), String> {
     }
 }
 
+/// `--file-mode`: octal permission bits of the mount's files; read bits
+/// only.
 pub fn parse_mode(s: &str) -> std::result::Result<u16, String> {
-    let m = u16::from_str_radix(s.trim_start_matches("0o"), 8)
-        .ok()
-        .filter(|m| *m <= 0o7777)
-        .ok_or_else(|| format!("{s:?} is not an octal mode such as 444"))?;
-    if m & 0o7333 != 0 {
-        return Err(format!(
-            "{s}: the files of a read-only mount are never written or run, so only read bits may be given (e.g. 444 or 440; directories add x where r is set)"
-        ));
-    }
-    Ok(m)
+    parse_octal(s, 0o7333, "444", "the files of a read-only mount are never written or run, so only read bits may be given (e.g. 444 or 440; directories add x where r is set)")
 }
 
 /// Digest algorithm choices.

@@ -67,9 +67,11 @@ pub struct MountCmd {
     /// Memory for decoded frames of compressed parts, in MiB.
     #[arg(long, default_value_t = 256)]
     pub cache_mib: u64,
-    /// Write the daemon's log to this file. Default in the background:
-    /// ztfs.log under $XDG_STATE_HOME/ztfs (~/.local/state/ztfs), which
-    /// `ztfs mount` names; in the foreground (-f), stderr.
+    /// Write the daemon's log to this file (rotated past 16 MiB, the one
+    /// before kept as FILE.1). Default in the background: one log per
+    /// mount, MOUNTPOINT.log (the path with / as %2F) under
+    /// $XDG_STATE_HOME/ztfs (~/.local/state/ztfs), which `ztfs mount` and
+    /// `ztfs status` name; in the foreground (-f), stderr.
     #[arg(long)]
     pub log_file: Option<PathBuf>,
     /// Log level: off, error, warn, info, debug or trace, or
@@ -151,8 +153,11 @@ pub enum NpyDtypesArg {
 
 pub fn run(m: MountCmd) -> Result<()> {
     // A background daemon logs where the user can find it.
-    let log_file =
-        (m.log_file.clone()).or_else(|| (!m.foreground).then(default_log_file).flatten());
+    let log_file = (m.log_file.clone()).or_else(|| {
+        (!m.foreground)
+            .then(|| crate::mounts::log_path(&m.mountpoint))
+            .flatten()
+    });
     let level = match m.verbose {
         0 => m.log_level.clone(),
         1 => Some("info".to_string()),
@@ -211,39 +216,6 @@ pub fn run(m: MountCmd) -> Result<()> {
     })
 }
 
-/// The log of background daemons: `ztfs.log` in the user's state
-/// directory (`$XDG_STATE_HOME/ztfs`, else `~/.local/state/ztfs`), else
-/// the runtime directory; `None` when none can be made.
-fn default_log_file() -> Option<PathBuf> {
-    let env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let uid = crate::sys::uid();
-    let dirs = [
-        env("XDG_STATE_HOME").map(|d| d.join("ztfs")),
-        env("HOME").map(|h| h.join(".local/state/ztfs")),
-        env("XDG_RUNTIME_DIR").map(|d| d.join("ztfs")),
-        Some(std::env::temp_dir().join(format!("ztfs-{uid}"))),
-    ];
-    dirs.into_iter().flatten().find_map(|d| {
-        use std::os::unix::fs::DirBuilderExt;
-        let _ = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&d);
-        // Ours and writable: another user's directory of that name is not.
-        let log = d.join("ztfs.log");
-        let ok = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .is_ok();
-        ok.then_some(log)
-    })
-}
-
 /// One logger for ztfs and fuser: level from the flag, else `ZTFS_LOG`,
 /// else info (mounted, unmounting, each failing part once); to a file
 /// when asked.
@@ -289,6 +261,7 @@ fn init_log(level: Option<&str>, file: Option<&Path>, foreground: bool) -> Resul
                 f.display()
             )));
         }
+        let out = crate::mounts::CappedLog::new(f.to_path_buf(), out);
         b.target(env_logger::Target::Pipe(Box::new(out)));
     } else if !foreground {
         b.target(env_logger::Target::Stderr);

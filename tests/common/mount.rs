@@ -134,31 +134,8 @@ pub fn mount_points() -> Vec<PathBuf> {
     let text = std::fs::read_to_string("/proc/self/mountinfo").expect("read mountinfo");
     text.lines()
         .filter_map(|l| l.split(' ').nth(4))
-        .map(|p| PathBuf::from(OsString::from_vec(unescape_mountinfo(p))))
+        .map(|p| PathBuf::from(ztfs::mounts::unescape(p)))
         .collect()
-}
-
-/// Undoes the `\NNN` octal escapes of mountinfo.
-fn unescape_mountinfo(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let octal = b
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match (b[i], octal) {
-            (b'\\', Some(d)) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-                i += 4;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    out
 }
 
 /// The filesystem type and source of the mount on `mnt`, from mountinfo.
@@ -170,7 +147,7 @@ pub fn mount_source(mnt: &Path) -> Option<(String, String)> {
     let (fstype, source) = (f.next()?, f.next()?);
     Some((
         fstype.into(),
-        String::from_utf8(unescape_mountinfo(source)).ok()?,
+        ztfs::mounts::unescape(source).into_string().ok()?,
     ))
 }
 

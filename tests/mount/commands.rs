@@ -159,7 +159,13 @@ fn a_background_daemon_logs_where_the_mount_line_says() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let log = home.path().join(".local/state/ztfs/ztfs.log");
+    // One log per mount, named after its mount point.
+    let name = m
+        .path()
+        .to_string_lossy()
+        .trim_start_matches('/')
+        .replace('/', "%2F");
+    let log = home.path().join(format!(".local/state/ztfs/{name}.log"));
     let line = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(line.contains(&format!("log {}", log.display())), "{line}");
     let _ = fs::read(m.join("model.norm.weight/data")).unwrap();
