@@ -117,6 +117,16 @@ impl Command {
         }
     }
 
+    /// Its progress flags, if it shows progress.
+    fn progress(&self) -> Option<&args::ProgressArg> {
+        match self {
+            Command::Check(c) => Some(&c.progress),
+            Command::Pack(c) => Some(&c.progress),
+            Command::Mount(c) => Some(&c.progress),
+            _ => None,
+        }
+    }
+
     /// How the command reads a model by URL, if it takes one.
     fn remote(&self) -> Option<&args::RemoteArgs> {
         match self {
@@ -143,6 +153,9 @@ pub fn run(cli: Cli) -> Result<()> {
             b.parse_filters(&spec).target(env_logger::Target::Stderr);
             let _ = b.try_init();
         }
+    }
+    if let Some(p) = cli.command.progress() {
+        crate::report::set_progress_mode(p.mode());
     }
     if let Some(remote) = cli.command.remote() {
         crate::store::remote::trust_unversioned(remote.trust_unversioned);

@@ -15,6 +15,30 @@ pub struct ModelArg {
     pub remote: RemoteArgs,
 }
 
+/// Whether progress lines are shown (on a terminal by default).
+#[derive(clap::Args, Debug, Default)]
+pub struct ProgressArg {
+    /// Show progress (after 2 seconds of work: done, rate, time left) even
+    /// when stderr is not a terminal.
+    #[arg(long, conflicts_with = "quiet")]
+    pub progress: bool,
+    /// Show no progress.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+impl ProgressArg {
+    /// The mode the flags ask for.
+    pub fn mode(&self) -> crate::report::ProgressMode {
+        use crate::report::ProgressMode;
+        match (self.progress, self.quiet) {
+            (true, _) => ProgressMode::Always,
+            (_, true) => ProgressMode::Never,
+            _ => ProgressMode::Terminal,
+        }
+    }
+}
+
 /// Whether a checkpoint folder's other files come with the model.
 #[derive(clap::Args, Debug)]
 pub struct FilesArg {

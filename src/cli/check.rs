@@ -30,6 +30,8 @@ pub struct CheckCmd {
     pub shard: Vec<(String, PathBuf)>,
     #[command(flatten)]
     pub files: FilesArg,
+    #[command(flatten)]
+    pub progress: super::args::ProgressArg,
 }
 
 impl CheckCmd {

@@ -17,6 +17,8 @@ pub struct MountCmd {
     pub mountpoint: PathBuf,
     #[command(flatten)]
     pub files: FilesArg,
+    #[command(flatten)]
+    pub progress: super::args::ProgressArg,
     /// Stay in the foreground, logging to stderr.
     #[arg(short = 'f', long)]
     pub foreground: bool,

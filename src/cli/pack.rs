@@ -64,6 +64,8 @@ pub struct PackCmd {
     pub remote: RemoteArgs,
     #[command(flatten)]
     pub files: FilesArg,
+    #[command(flatten)]
+    pub progress: super::args::ProgressArg,
 }
 
 /// The signals that stop a pack.

@@ -115,9 +115,14 @@ impl Tree {
     /// Says at mount that passthrough is on, and how.
     pub fn passthrough_ready(&self) {
         let p = &self.clones.policy;
+        let memory = match p.budget {
+            0 => "no memory clones (--clone-cache gives them a budget)".to_string(),
+            b => format!("memory clones up to {b} bytes"),
+        };
         log::info!(
-            "passthrough is on ({:?}): files of {} bytes or more get a backing file; memory clones up to {} bytes",
-            p.mode, p.min_size, p.budget
+            "passthrough is on ({:?}): files of {} bytes or more get a backing file; {memory}",
+            p.mode,
+            p.min_size
         );
     }
 
