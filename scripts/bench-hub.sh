@@ -2,7 +2,7 @@
 # Benchmark of `hf://` mounts against the Hub emulator (scripts/hub/):
 # a repository of 300 tensors in 3 shards with a config and a tokenizer.
 #
-#   scripts/bench-hub.sh [--tensors 300] [--shards 3] [--reps 3]
+#   scripts/bench-hub.sh [--tensors 300] [--shards 3] [--reps 3] [--delay-ms 0]
 #
 # Prints, same run: the requests and the time from `ztfs mount` to the
 # first answered `ls`, and to every non-weight file read, beside
@@ -10,7 +10,9 @@
 # the whole model.safetensors read through the hf:// mount beside the same
 # read through an https:// mount of the repository's index URL (the path
 # hf:// builds on) and beside snapshot_download of the weights. Ratios are
-# of medians over --reps runs. Needs root (FUSE) and the project venv
+# of medians over --reps runs; --delay-ms delays every answer of the
+# emulator (a link's first-byte time), where round trips made one after
+# another show. Needs root (FUSE) and the project venv
 # (scripts/venv.sh, made on first use). Builds a release ztfs into
 # $CARGO_TARGET_DIR (default /tmp/bench-target). A benchmark, not a test:
 # exit 0 whatever the figures.

@@ -23,7 +23,8 @@ WEIGHTS = ("*.safetensors", "*.safetensors.index.json")
 
 
 class Emulator:
-    def __init__(self, repos: str):
+    def __init__(self, repos: str, delay_ms: int = 0):
+        self.delay_ms = delay_ms
         self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "emulator.py"), "--repos", repos],
                                      stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline().strip()
@@ -32,12 +33,16 @@ class Emulator:
         self.url = "http://" + line.removeprefix("listening on ")
 
     def reset(self) -> None:
+        """Counts cleared; every answer delayed by --delay-ms (a link's first-byte time)."""
         urllib.request.urlopen(urllib.request.Request(self.url + "/_emulator/reset", data=b"{}")).read()
+        if self.delay_ms:
+            body = json.dumps({"delay_ms": self.delay_ms}).encode()
+            urllib.request.urlopen(urllib.request.Request(self.url + "/_emulator/fail", data=body)).read()
 
     def requests(self) -> dict:
-        """Counts by kind (the split by method left out, so they add up)."""
+        """Counts by kind (the split by method and the most at once left out, so they add up)."""
         with urllib.request.urlopen(self.url + "/_emulator/requests") as r:
-            return {k: v for k, v in json.load(r).items() if k != "by_method"}
+            return {k: v for k, v in json.load(r).items() if k not in ("by_method", "max_in_flight")}
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -114,6 +119,7 @@ def main() -> None:
     p.add_argument("--tensors", type=int, default=300)
     p.add_argument("--shards", type=int, default=3)
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--delay-ms", type=int, default=0, help="delay every answer (first-byte latency)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="ztfs-bench-hub-") as work:
         src = os.path.join(work, "src")
@@ -121,7 +127,7 @@ def main() -> None:
                         str(args.tensors), "--shards", str(args.shards)], check=True, capture_output=True)
         repos = os.path.join(work, "repos")
         sha = store.add_commit(repos, "models", "org/bench", src)
-        emu = Emulator(repos)
+        emu = Emulator(repos, args.delay_ms)
         try:
             runs = [one_run(args.ztfs, emu, sha, work, i) for i in range(args.reps)]
         finally:
@@ -129,7 +135,7 @@ def main() -> None:
     med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     mib = med["bytes"] / (1 << 20)
     print(f"hf:// benchmark: {args.tensors} tensors in {args.shards} shards ({mib:.1f} MiB), "
-          f"medians of {args.reps} runs\n")
+          f"every answer delayed {args.delay_ms} ms, medians of {args.reps} runs\n")
     print("| measure | ztfs mount hf:// | baseline (same run) | ratio |")
     print("| --- | --- | --- | --- |")
     print(f"| mount to first `ls` | {med['ls_s']*1000:.0f} ms, {med['ls_requests']:.0f} requests | "

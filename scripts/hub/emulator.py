@@ -29,7 +29,8 @@ What it answers, as the Hub does:
   X-Repo-Commit).
 - Control: GET /_emulator/requests gives counts by kind (api-revision,
   api-tree, resolve, storage, other) since POST /_emulator/reset, and the
-  same split by method under "by_method" ({"HEAD": {"resolve": 3}, ...}); POST
+  same split by method under "by_method" ({"HEAD": {"resolve": 3}, ...}),
+  and the most requests served at once, "max_in_flight"; POST
   /_emulator/fail {"prefix": P, "status": S, "count": N, "retry_after": s}
   fails the next N requests whose path starts with P; {"delay_ms": D}
   delays every answer.
@@ -71,6 +72,8 @@ class State:
         self.lock = threading.Lock()
         self.counts: dict[str, int] = {}
         self.by_method: dict[str, dict[str, int]] = {}
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.faults: list[dict] = []
         self.delay_ms = 0
         self.blobs: dict[str, str] = {}  # sha256 -> a path holding it
@@ -194,6 +197,7 @@ class Handler(BaseHTTPRequestHandler):
             with st.lock:
                 st.counts = {}
                 st.by_method = {}
+                st.max_in_flight = st.in_flight
                 st.faults = []
                 st.delay_ms = 0
             return self.json(200, {"ok": True})
@@ -215,8 +219,20 @@ class Handler(BaseHTTPRequestHandler):
         st = self.state
         if path == "/_emulator/requests":
             with st.lock:
-                counts = dict(st.counts, by_method={m: dict(c) for m, c in st.by_method.items()})
+                counts = dict(st.counts, by_method={m: dict(c) for m, c in st.by_method.items()},
+                              max_in_flight=st.max_in_flight)
             return self.json(200, counts)
+        with st.lock:
+            st.in_flight += 1
+            st.max_in_flight = max(st.max_in_flight, st.in_flight)
+        try:
+            self.serve_route(path, query, head)
+        finally:
+            with st.lock:
+                st.in_flight -= 1
+
+    def serve_route(self, path: str, query: dict, head: bool) -> None:
+        st = self.state
         parts = [urllib.parse.unquote(p) for p in path.split("/")[1:]]
         kind = self.kind_of(parts)
         st.count(self.command, kind)

@@ -150,9 +150,12 @@ fn open_files(index: &Path, idx: &index::Index) -> Result<Opened> {
         .collect();
     let mut files = Vec::with_capacity(idx.files.len());
     let mut data_len = 0u64;
+    let mut opened = open_headers(index, &idx.files).into_iter();
     for (i, name) in idx.files.iter().enumerate() {
-        let store = Store::open(&crate::store::beside(index, name))?;
-        let header = safetensors::read_header_from(&store).map_err(|e| in_file(name, e))?;
+        let (store, header) = match opened.next() {
+            Some(found) => found?,
+            None => open_header(index, name)?,
+        };
         idx.check_file(i, &header)?;
         data_len = data_len.saturating_add(store.len() - header.data_start());
         let shard = Text::from(name.as_str());
@@ -173,6 +176,52 @@ fn open_files(index: &Path, idx: &index::Index) -> Result<Opened> {
         files,
         data_len,
     })
+}
+
+/// Files opened at once for a checkpoint by URL.
+const OPEN_AT_ONCE: usize = 8;
+
+/// A file of a checkpoint, opened, and its header.
+type Found = Result<(Store, safetensors::Header)>;
+
+/// File `name` of a checkpoint (beside `index`) opened, its header read.
+fn open_header(index: &Path, name: &str) -> Found {
+    let store = Store::open(&crate::store::beside(index, name))?;
+    let header = safetensors::read_header_from(&store).map_err(|e| in_file(name, e))?;
+    Ok((store, header))
+}
+
+/// For a checkpoint by URL, each file of `names` opened with its header
+/// read, up to [`OPEN_AT_ONCE`] at a time, since each open waits on round
+/// trips (its tail, then its header), in `names`' order, so the first
+/// failure said is the one a file-by-file open says; none for local files,
+/// which are opened one by one, stopping at the first bad one.
+fn open_headers(index: &Path, names: &[String]) -> Vec<Found> {
+    let open = |name: &String| open_header(index, name);
+    if crate::store::url_of(index).is_none() || names.len() < 2 {
+        return Vec::new();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Found>>> =
+        names.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..OPEN_AT_ONCE.min(names.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(name) = names.get(i) else { break };
+                let r = open(name);
+                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(|| Err(Error::Usage("a checkpoint file was not opened".into())))
+        })
+        .collect()
 }
 
 /// A rejection of file `name` of a checkpoint, its message naming the file.

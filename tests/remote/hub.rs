@@ -588,3 +588,25 @@ fn failures_by_url_are_said_in_plain_words() {
         "{err}"
     );
 }
+
+/// The files of a checkpoint by URL are opened together, not one after
+/// another (each open waits on round trips): with every answer delayed,
+/// the emulator sees several requests at once while `ls` opens a repo of
+/// 3 shards. Counted by the server, not timed.
+#[test]
+fn a_checkpoints_files_by_url_are_opened_together() {
+    let hub = Hub::start(None);
+    let t = tempfile::tempdir().unwrap();
+    tiny_repo(&hub, t.path());
+    let env = env_of(&hub, &t.path().join("home"));
+    hub.post("/_emulator/reset", "{}");
+    hub.post("/_emulator/fail", r#"{"delay_ms": 200}"#);
+    let out = ztfs_env(&["ls", "--no-files", "hf://org/tiny"], &env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let counts = common::json::Json::parse(&hub.get("/_emulator/requests"));
+    assert!(counts["max_in_flight"].uint() >= 2, "{counts:?}");
+}
