@@ -22,7 +22,12 @@ pub fn ztfs_env<S: AsRef<OsStr>>(args: &[S], env: &[(&str, String)]) -> Output {
 
 /// Runs `ztfs args...`, asserts exit 0 and returns stdout.
 pub fn ztfs_ok<S: AsRef<OsStr>>(args: &[S]) -> Vec<u8> {
-    let out = ztfs(args);
+    ztfs_env_ok(args, &[])
+}
+
+/// [`ztfs_ok`] with environment `env` added.
+pub fn ztfs_env_ok<S: AsRef<OsStr>>(args: &[S], env: &[(&str, String)]) -> Vec<u8> {
+    let out = ztfs_env(args, env);
     assert!(out.status.success(), "{}", describe(args, &out));
     out.stdout
 }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::hub::{make_repo, snapshot_download, Hub};
-use common::{ztfs_env, Mount};
+use common::{ztfs_env, ztfs_env_ok, Mount};
 
 const TOKEN: &str = "hf_ztfsTestTokenNeverShown0123";
 
@@ -115,35 +115,20 @@ fn a_repository_mounts_as_snapshot_download_sees_it() {
         );
     }
     // The commands take the URL too.
-    let out = ztfs_env(&["ls", "hf://org/tiny"], &env);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let listing = String::from_utf8_lossy(&out.stdout);
+    let listing = ztfs_env_ok(&["ls", "hf://org/tiny"], &env);
+    let listing = String::from_utf8_lossy(&listing);
     assert!(
         listing.contains("config.json") && listing.contains("tokenizer.json"),
         "{listing}"
     );
-    let out = ztfs_env(&["check", "--verify", "hf://org/tiny"], &env);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ztfs_env_ok(&["check", "--verify", "hf://org/tiny"], &env);
     let packed = t.path().join("tiny.zt");
-    let out = ztfs_env(
+    ztfs_env_ok(
         &["pack", "hf://org/tiny", "-o", packed.to_str().unwrap()],
         &env,
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let back = t.path().join("back");
-    let out = ztfs_env(
+    ztfs_env_ok(
         &[
             "pack",
             packed.to_str().unwrap(),
@@ -151,11 +136,6 @@ fn a_repository_mounts_as_snapshot_download_sees_it() {
             back.to_str().unwrap(),
         ],
         &env,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let back = files_under(&back);
     for (path, want) in downloaded
@@ -257,12 +237,7 @@ fn tokens_missing_repositories_and_revisions_are_said_in_one_line() {
     assert!(!m.log().contains(TOKEN), "the token is in the daemon's log");
     drop(m);
     std::fs::write(home.join("token"), format!("{TOKEN}\n")).unwrap();
-    let out = ztfs_env(&["ls", "hf://org/gated"], &env);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ztfs_env_ok(&["ls", "hf://org/gated"], &env);
     assert!(!hub.log().contains(TOKEN), "the emulator logged the token");
 }
 
@@ -310,7 +285,7 @@ fn from_pretrained_reads_a_mount_of_the_folder_of_its_zt_and_of_the_repository()
     let (src, _) = tiny_repo(&hub, t.path());
     let env = env_of(&hub, &t.path().join("home"));
     let packed = t.path().join("tiny.zt");
-    let out = ztfs_env(
+    ztfs_env_ok(
         &[
             "pack",
             src.to_str().unwrap(),
@@ -318,11 +293,6 @@ fn from_pretrained_reads_a_mount_of_the_folder_of_its_zt_and_of_the_repository()
             packed.to_str().unwrap(),
         ],
         &env,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/hub/acceptance.py");
     for source in [src.clone(), packed, PathBuf::from("hf://org/tiny")] {
@@ -402,12 +372,7 @@ fn datasets_subfolders_pages_retries_and_hostile_indexes() {
         "/_emulator/fail",
         r#"{"prefix": "/api/", "status": 503, "count": 2}"#,
     );
-    let out = ztfs_env(&["ls", "hf://datasets/org/data/weights"], &env);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ztfs_env_ok(&["ls", "hf://datasets/org/data/weights"], &env);
     hub.post(
         "/_emulator/fail",
         r#"{"prefix": "/api/", "status": 503, "count": 100}"#,
@@ -443,14 +408,9 @@ fn the_disk_cache_serves_hub_files_again() {
         let mut args = vec!["cat"];
         args.extend_from_slice(flags);
         args.extend(["hf://org/big", name.as_str(), "data"]);
-        let out = ztfs_env(&args, &env);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let got = ztfs_env_ok(&args, &env);
         let want = tensors_of(&files_under(&src));
-        assert_eq!(out.stdout, want[&name].2);
+        assert_eq!(got, want[&name].2);
         let counts = common::json::Json::parse(&hub.get("/_emulator/requests"));
         match &counts["storage"] {
             common::json::Json::Null => 0,
@@ -601,12 +561,7 @@ fn a_checkpoints_files_by_url_are_opened_together() {
     let env = env_of(&hub, &t.path().join("home"));
     hub.post("/_emulator/reset", "{}");
     hub.post("/_emulator/fail", r#"{"delay_ms": 200}"#);
-    let out = ztfs_env(&["ls", "--no-files", "hf://org/tiny"], &env);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ztfs_env_ok(&["ls", "--no-files", "hf://org/tiny"], &env);
     let counts = common::json::Json::parse(&hub.get("/_emulator/requests"));
     assert!(counts["max_in_flight"].uint() >= 2, "{counts:?}");
 }

@@ -36,6 +36,14 @@ def written_files(d: str) -> dict:
     return out
 
 
+def tensors_of(paths: list) -> dict:
+    """Every tensor of the safetensors files `paths`, as their reader gives it."""
+    out = {}
+    for p in paths:
+        out.update(st_tensors(p)[0])
+    return out
+
+
 def check_written(res: Results, where: str, out: str, files: dict, weights: list,
                   meta) -> None:
     """`out` holds `files` byte for byte, and a model.safetensors with the
@@ -48,11 +56,8 @@ def check_written(res: Results, where: str, out: str, files: dict, weights: list
         res.check(data == want, where, f"{path!r}: {None if data is None else len(data)} bytes, "
                   f"want {len(want)}; first difference at "
                   f"{None if data is None else first_diff(data, want)}")
-    source = {}
-    for w in weights:
-        source.update(st_tensors(w)[0])
     tensors, got_meta = st_tensors(os.path.join(out, "model.safetensors"))
-    problems = diff_tensors(source, tensors)
+    problems = diff_tensors(tensors_of(weights), tensors)
     res.check(not problems, where, "tensors: " + "; ".join(problems[:4]))
     res.check(got_meta == meta, where, f"__metadata__ {got_meta}, want {meta}")
 
@@ -93,14 +98,12 @@ def run_to_folder(z: Ztfs, res: Results, tmp: str) -> None:
     rc, _, err = pack(z, d, packed)
     where = "pack --to-folder sharded"
     if res.check(rc == 0, where, f"`ztfs pack` exited {rc}: {short(err)}"):
+        source = tensors_of(shards)
         out = os.path.join(tmp, "out-sharded")
         rc, _, err = to_folder(z, packed, out)
         if res.check(rc == 0, where, f"exited {rc}: {short(err)}"):
             got = written_files(out)
             res.check(sorted(got) == ["model.safetensors"], where, f"written: {sorted(got)}")
-            source = {}
-            for s in shards:
-                source.update(st_tensors(s)[0])
             tensors, _ = st_tensors(os.path.join(out, "model.safetensors"))
             problems = diff_tensors(source, tensors)
             res.check(not problems, where, "tensors: " + "; ".join(problems[:4]))

@@ -221,12 +221,10 @@ fn connect(server: &Server) -> object_store::Result<Arc<dyn ObjectStore>> {
         Server::S3(_) => None,
     };
     if let Some(token) = token {
-        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
-            .map_err(|_| object_store::Error::Generic {
-                store: "hf",
-                source: "the token is not a valid header value".into(),
-            })?;
-        value.set_sensitive(true);
+        let value = super::hub::bearer(&token).map_err(|why| object_store::Error::Generic {
+            store: "hf",
+            source: why.into(),
+        })?;
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert(reqwest::header::AUTHORIZATION, value);
         options = options.with_default_headers(headers);

@@ -182,12 +182,12 @@ impl Snapshot {
     /// The repository's folder in the local Hugging Face cache
     /// (`$HF_HOME/hub/models--ORG--NAME`), where it would be.
     pub fn cache_dir(&self) -> Option<std::path::PathBuf> {
-        let kind = match self.url.kind {
-            Kind::Model => "models",
-            Kind::Dataset => "datasets",
-            Kind::Space => "spaces",
-        };
-        let name = format!("{kind}--{}", self.url.repo.replace('/', "--"));
+        // The cache names a repository by the API's collection: models--ORG--NAME.
+        let name = format!(
+            "{}--{}",
+            self.url.kind.api(),
+            self.url.repo.replace('/', "--")
+        );
         Some(hf_home()?.join("hub").join(name))
     }
 
@@ -254,6 +254,15 @@ pub(super) fn token_for(server: &str) -> Option<String> {
         .iter()
         .find(|(s, _)| s == server)
         .map(|(_, t)| t.clone())
+}
+
+/// The `Authorization` value for `token`, marked sensitive (kept out of
+/// the client's debug output).
+pub(super) fn bearer(token: &str) -> std::result::Result<reqwest::header::HeaderValue, String> {
+    let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+        .map_err(|_| "the token is not a valid header value".to_string())?;
+    value.set_sensitive(true);
+    Ok(value)
 }
 
 /// The server part of `url`: `scheme://host[:port]`.
@@ -391,10 +400,7 @@ impl Api {
         rt.block_on(async {
             let mut req = self.client.get(url).header("accept", "application/json");
             if let Some(t) = &self.token {
-                let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {t}"))
-                    .map_err(|_| "the token is not a valid header value".to_string())?;
-                value.set_sensitive(true);
-                req = req.header(reqwest::header::AUTHORIZATION, value);
+                req = req.header(reqwest::header::AUTHORIZATION, bearer(t)?);
             }
             let mut r = req.send().await.map_err(|e| without_url(&e))?;
             let header = |k: &str| {
