@@ -313,11 +313,14 @@ pub fn memfd(name: &str, len: u64) -> io::Result<std::fs::File> {
         .take(200)
         .chain([0])
         .collect();
+    // By the system call, not glibc's wrapper (glibc 2.27): the wheel's
+    // binary links against glibc 2.17 (manylinux2014).
     // SAFETY: `name` is NUL-terminated; the returned descriptor is ours.
-    let fd = unsafe { libc::memfd_create(name.as_ptr().cast(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let fd = unsafe { libc::syscall(libc::SYS_memfd_create, name.as_ptr(), libc::MFD_CLOEXEC) };
+    let fd = i32::try_from(fd)
+        .ok()
+        .filter(|&fd| fd >= 0)
+        .ok_or_else(io::Error::last_os_error)?;
     // SAFETY: a fresh descriptor owned by no one else.
     let file = unsafe { std::fs::File::from_raw_fd(fd) };
     allocate(&file, len)?;
@@ -585,10 +588,12 @@ pub fn copy_file_range(
     let too_far = || io::Error::from(io::ErrorKind::InvalidInput);
     let mut off_in = i64::try_from(src_offset).map_err(|_| too_far())?;
     let mut off_out = i64::try_from(dst_offset).map_err(|_| too_far())?;
+    // By the system call, as memfd does: glibc's wrapper is 2.27's.
     // SAFETY: both offsets are ours, passed by pointer for the kernel to
     // advance; no other memory is touched.
     let n = unsafe {
-        libc::copy_file_range(
+        libc::syscall(
+            libc::SYS_copy_file_range,
             src.as_raw_fd(),
             &mut off_in,
             dst.as_raw_fd(),
