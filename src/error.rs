@@ -322,6 +322,38 @@ impl Error {
         }
     }
 
+    /// The kind's name in the error's JSON form: `rejected`, `refused`
+    /// (unsupported), `foreign`, `not_found`, `out_of_range`, `usage`,
+    /// `io`, `interrupted`.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind() {
+            Error::Reject { .. } => "rejected",
+            Error::Unsupported(_) => "refused",
+            Error::Foreign(_) => "foreign",
+            Error::NotFound(_) => "not_found",
+            Error::OutOfRange(_) => "out_of_range",
+            Error::Usage(_) => "usage",
+            Error::Io { .. } => "io",
+            Error::At { .. } | Error::Reported(_) | Error::Interrupted => "interrupted",
+        }
+    }
+
+    /// The error as one JSON object, for programs that drive the command
+    /// line (`ZTFS_ERROR_FORMAT=json`; the Python package): its kind, rule,
+    /// message as printed, the detail without its kind, the file it is
+    /// about and the exit code.
+    pub fn to_json(&self, file: Option<&str>) -> String {
+        serde_json::json!({
+            "error": self.kind_name(),
+            "rule": self.rule().map(Rule::name),
+            "message": self.to_string(),
+            "detail": self.detail(),
+            "file": self.about().or(file),
+            "exit_code": self.exit_code(),
+        })
+        .to_string()
+    }
+
     /// The process exit code for this error: 1 for a file that is rejected
     /// or refused, 2 for usage and I/O.
     pub fn exit_code(&self) -> i32 {
@@ -385,6 +417,30 @@ mod tests {
         let io = Error::io("m.zt", std::io::Error::from_raw_os_error(libc::ENOENT));
         assert_eq!(io.about(), Some("m.zt"));
         assert_eq!(Error::Usage("x".into()).about(), None);
+    }
+
+    /// The JSON form keeps the kind, rule and file through the wrappers.
+    #[test]
+    fn the_json_form_names_kind_rule_and_file() {
+        let e = Error::Reported(Box::new(Error::at(
+            "m.zt",
+            Error::reject(Rule::HeaderMagic, "x"),
+        )));
+        let v: serde_json::Value = serde_json::from_str(&e.to_json(None)).unwrap();
+        assert_eq!(v["error"], "rejected");
+        assert_eq!(v["rule"], "HeaderMagic");
+        assert_eq!(v["message"], "m.zt: rejected (HeaderMagic): x");
+        assert_eq!(
+            (v["file"].as_str(), v["exit_code"].as_i64()),
+            (Some("m.zt"), Some(1))
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&Error::Foreign("a gzip file".into()).to_json(Some("f"))).unwrap();
+        assert_eq!(
+            (v["error"].as_str(), v["file"].as_str()),
+            (Some("foreign"), Some("f"))
+        );
+        assert!(v["rule"].is_null());
     }
 
     /// The rule names of the documentation's tables: the first cell of a

@@ -24,13 +24,20 @@ fn main() -> ExitCode {
     };
     let cli = Cli::parse_from(args);
     let file = cli.command.file().map(ztfs::store::shown);
+    // For programs that drive ztfs (the Python package): the error as one
+    // JSON line on stderr instead of the sentence.
+    let json_errors = std::env::var_os("ZTFS_ERROR_FORMAT").is_some_and(|v| v == "json");
     match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Error::Io { ref source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            if !matches!(e, Error::Reported(_)) {
+            if json_errors {
+                // Also for an error already said in words: a program reads
+                // the last line.
+                eprintln!("{}", e.to_json(file.as_deref()));
+            } else if !matches!(e, Error::Reported(_)) {
                 // The command's file first, unless the error is about it
                 // and names it already.
                 match file.as_deref().filter(|&f| e.about() != Some(f)) {
