@@ -29,8 +29,13 @@ target=${CARGO_TARGET_DIR:-target}
 case $target in /*) ;; *) target=$PWD/$target ;; esac
 ZTFS="$target/debug/ztfs" bash scripts/interop.sh
 
-step "fuzzing (15 s per target)"
-bash scripts/fuzz.sh 15
+# The wheel a user installs (release, manylinux2014, about 4.5 minutes
+# from nothing: scripts/wheel.sh prints its time and size), in a fresh venv.
+step "the Python package: its wheel, built and tested with pytest"
+bash scripts/test-python.sh
+
+step "fuzzing (10 s per target)"
+bash scripts/fuzz.sh 10
 
 echo
 echo "all tests passed in $SECONDS s"
