@@ -186,6 +186,9 @@ def test_other_failures_raise_error(tmp_path):
     with pytest.raises(ztfs.Error) as e:
         ztfs.unmount(tmp_path)
     assert "not a mount point" in e.value.message
+    with pytest.raises(ztfs.Error) as e:
+        ztfs.mount(SAMPLE, tmp_path, foreground=True)
+    assert e.value.kind == "usage" and not is_mounted(tmp_path)
 
 
 def test_pack_writes_a_canonical_file_with_the_same_tensors(tmp_path):

@@ -71,7 +71,8 @@ def ls(model: PathArg, **options: OptionValue) -> list[dict[str, Any]]:
     `dtype`, `offset`, `stored_length`, `digest`, ...). Raises `Rejected` for
     a rejected file."""
     proc = run(["ls", "--json", _model(model), *flags(options)])
-    return json.loads(proc.stdout)["objects"]
+    objects: list[dict[str, Any]] = json.loads(proc.stdout)["objects"]
+    return objects
 
 
 def pack(inputs: Union[PathArg, Sequence[PathArg]], output: Optional[PathArg] = None,
@@ -88,12 +89,16 @@ def pack(inputs: Union[PathArg, Sequence[PathArg]], output: Optional[PathArg] = 
         args.append("--zstd")
     elif zstd not in (None, False):
         args.append(f"--zstd={zstd}")
+    folder = options.get("to_folder")
     if output is not None:
-        args += ["--output", os.fspath(output)]
-    elif options.get("to_folder") is None:
+        target = os.fspath(output)
+        args += ["--output", target]
+    elif isinstance(folder, (str, os.PathLike)):
+        target = os.fspath(folder)
+    else:
         raise Error("pack needs an output file (or to_folder=DIR)", kind="usage")
     run(args + flags(options))
-    return Path(os.fspath(output if output is not None else options["to_folder"]))
+    return Path(target)
 
 
 def unmount(path: PathArg) -> None:
@@ -125,12 +130,25 @@ class Mount:
 
     def __init__(self, model: PathArg, mountpoint: Optional[PathArg] = None,
                  **options: OptionValue) -> None:
+        if options.get("foreground") or options.get("f"):
+            raise Error("foreground=True would not return until unmounted; run `ztfs mount -f` itself",
+                        kind="usage")
         self._temp = mountpoint is None
         self.path = Path(tempfile.mkdtemp(prefix="ztfs-")) if mountpoint is None else Path(mountpoint)
         self.model = _model(model)
         try:
             run(["mount", self.model, os.fspath(self.path), *flags(options)])
+        except Error:
+            self._remove_temp()
+            raise
         except BaseException:
+            # Ctrl-C while `ztfs mount` waited: its daemon may have mounted
+            # all the same.
+            if os.path.ismount(self.path):
+                try:
+                    unmount(self.path)
+                except Error:
+                    pass
             self._remove_temp()
             raise
         self._mounted = True
@@ -156,7 +174,8 @@ class Mount:
         return getattr(self, "_mounted", False)
 
     def _remove_temp(self) -> None:
-        if self._temp:
+        # Never into a mount that is still there.
+        if self._temp and not os.path.ismount(self.path):
             shutil.rmtree(self.path, ignore_errors=True)
 
     def __enter__(self) -> Path:

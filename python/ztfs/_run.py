@@ -87,7 +87,7 @@ def flags(options: Mapping[str, OptionValue]) -> list[str]:
     return out
 
 
-def error_of(proc: subprocess.CompletedProcess) -> Error:
+def error_of(proc: "subprocess.CompletedProcess[str]") -> Error:
     """The exception for a failed run: from the JSON line ztfs writes last
     on stderr (ZTFS_ERROR_FORMAT=json), else its text (a usage error said
     by the argument parser)."""
@@ -108,7 +108,7 @@ def error_of(proc: subprocess.CompletedProcess) -> Error:
     return Error(text, kind="usage" if proc.returncode == 2 else "error", exit_code=proc.returncode)
 
 
-def run(args: Sequence[str], check: bool = True, timeout: Optional[float] = None) -> subprocess.CompletedProcess:
+def run(args: Sequence[str], check: bool = True, timeout: Optional[float] = None) -> "subprocess.CompletedProcess[str]":
     """Runs ztfs with `args`; raises the run's error when it fails and
     `check` is set. Its progress line is never drawn (stderr is a pipe)."""
     env = dict(os.environ, ZTFS_ERROR_FORMAT="json")
