@@ -2,7 +2,8 @@
 //! answers do that the reads rely on (`nginx.rs`), models read by
 //! `http(s)://` URL against the local file (`reads.rs`), through a fault
 //! proxy (`faults.rs`: delays, 5xx, cut bodies, a server that hangs or
-//! dies), and by `s3://` URL from a real SeaweedFS (`s3.rs`). The servers
+//! dies), by `s3://` URL from a real SeaweedFS (`s3.rs`), and the
+//! benchmark's simulated object-storage link (`link.rs`). The servers
 //! are started by the tests (`common::http`, `common::s3`,
 //! `common::proxy`).
 
@@ -17,6 +18,7 @@ mod hurray_writer;
 
 mod faults;
 mod hub;
+mod link;
 mod nginx;
 mod reads;
 mod s3;

