@@ -32,6 +32,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -325,7 +326,13 @@ def report(a, results, pieces):
             print(f"| {reader} | {t_ls * 1000:.0f} ms | {r_ls} | {t_byte * 1000:.0f} ms | {r_byte} |")
 
 
+def stop(sig, _frame):
+    raise KeyboardInterrupt(f"signal {sig}")
+
+
 if __name__ == "__main__":
+    # SIGTERM undoes the mounts and the namespace as Ctrl-C does.
+    signal.signal(signal.SIGTERM, stop)
     try:
         main()
     except Failed as e:

@@ -444,7 +444,10 @@ fn an_object_replaced_under_the_mount_fails_with_eio_and_never_mixes_bytes() {
 
 #[test]
 fn nginx_killed_mid_read_fails_the_reader_with_eio_in_bounded_time_and_a_restart_serves_again() {
-    let mut s = Served::new(11, &[("a", 64 * MIB)]);
+    // Longer than the read-ahead window (128 MiB; a part read from its
+    // start is fetched that far at once), so that the reader meets bytes
+    // not yet fetched when nginx dies.
+    let mut s = Served::new(11, &[("a", 200 * MIB)]);
     // Straight to nginx: its death is the fault.
     let m = Mount::new(Path::new(&s.nginx.url("model.zt")), &[]);
     let done = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));

@@ -1,17 +1,22 @@
 //! Read-ahead: sequential readers followed per object, and the window of
 //! blocks fetched ahead of each (see [`Remote::read_ahead`]).
 
+use std::ops::Range;
+
 use super::grid::Grid;
 use super::Remote;
 
-/// Most blocks a sequential reader is kept ahead by.
-const AHEAD: u64 = 64;
-/// Most blocks one read-ahead request asks for: a window is fetched by
-/// several requests at once, each served block by block as it arrives.
+/// Most blocks a sequential reader is kept ahead by: half the object's
+/// block cache.
+const AHEAD: u64 = 128;
+/// Most and fewest blocks one read-ahead request asks for: a window is
+/// fetched by several requests at once (as many as the object's pace
+/// allows, see `pace`), each served block by block as it arrives; the
+/// more at once, the smaller each, so that they fit the window.
 const PIECE: u64 = 16;
-/// Sequential readers followed per object, and read-ahead requests at once.
+const PIECE_MIN: u64 = 4;
+/// Sequential readers followed per object.
 const STREAMS: usize = 8;
-const AHEAD_THREADS: usize = 4;
 
 /// A sequential reader: the last block it read, how far ahead of it to
 /// fetch, and where fetching ahead has got to.
@@ -24,15 +29,22 @@ pub(super) struct Stream {
 }
 
 impl Remote {
-    /// Notes a read of blocks `first..=last`; a reader that has read three
-    /// blocks in a row is kept ahead by a window of blocks fetched in the
-    /// background, which doubles with each block up to [`AHEAD`] blocks (as
-    /// mountpoint-s3 and hf-mount do). The window is topped up when less
-    /// than half of it is left, by requests of at most [`PIECE`] blocks,
-    /// [`AHEAD_THREADS`] of them at once. Others fetch only what they read.
-    pub(super) fn read_ahead(&self, grid: Grid, first: u64, last: u64) {
-        use std::sync::atomic::Ordering::Relaxed;
+    /// Notes a read of blocks `first..=last`, of a part whose blocks are
+    /// `part` when the caller knows it. A read of a part's first block
+    /// starts a reader of the part at once: the rest of the part (up to
+    /// [`AHEAD`] blocks) is fetched in the background by requests spread
+    /// over as many as the object's pace allows, so a part costs one
+    /// round trip and not one per block. Elsewhere, a reader that has read
+    /// three blocks in a row is kept ahead by a window of blocks, which
+    /// doubles with each block up to [`AHEAD`] blocks (as mountpoint-s3
+    /// and hf-mount do). The window is topped up when less than half of it
+    /// is left, by requests of [`PIECE_MIN`] to [`PIECE`] blocks. Others
+    /// fetch only what they read. Nothing is fetched past the part.
+    pub(super) fn read_ahead(&self, grid: Grid, first: u64, last: u64, part: Option<Range<u64>>) {
         let blocks = grid.count(self.len);
+        let end = part.as_ref().map_or(blocks, |p| p.end.min(blocks));
+        let at_once = self.pace().limit();
+        let piece = (AHEAD / at_once as u64).clamp(PIECE_MIN, PIECE);
         let mut todo = Vec::new();
         {
             let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
@@ -45,12 +57,24 @@ impl Remote {
                 if streams.len() >= STREAMS {
                     streams.remove(0);
                 }
-                streams.push(Stream {
+                let mut s = Stream {
                     grid,
                     last,
                     window: 0,
                     ahead_to: last + 1,
-                });
+                };
+                if part.as_ref().is_some_and(|p| p.start == first) {
+                    // A part read from its start: all of it, in pieces
+                    // that keep every allowed request busy.
+                    s.window = (end - first).min(AHEAD);
+                    let rest = (first + s.window).saturating_sub(s.ahead_to);
+                    let spread = rest.div_ceil(at_once as u64).clamp(1, piece);
+                    let want = first + s.window;
+                    self.take(&mut s, want, spread, at_once, &mut todo);
+                }
+                streams.push(s);
+                drop(streams);
+                self.spawn_fills(grid, todo);
                 return;
             };
             let mut s = streams.remove(i);
@@ -61,20 +85,40 @@ impl Remote {
             }
             s.last = s.last.max(last);
             s.ahead_to = s.ahead_to.max(s.last + 1);
-            let want = (s.last + 1 + s.window).min(blocks);
+            let want = (s.last + 1 + s.window).min(end);
             if s.window >= 2 && s.ahead_to - s.last - 1 <= s.window / 2 {
-                while s.ahead_to < want && self.ahead.fetch_add(1, Relaxed) < AHEAD_THREADS {
-                    let n = (want - s.ahead_to).min(PIECE);
-                    todo.push((s.ahead_to, n));
-                    s.ahead_to += n;
-                }
-                if s.ahead_to < want {
-                    // The loop's last count found every thread busy.
-                    self.ahead.fetch_sub(1, Relaxed);
-                }
+                self.take(&mut s, want, piece, at_once, &mut todo);
             }
             streams.push(s); // most recent last
         }
+        self.spawn_fills(grid, todo);
+    }
+
+    /// Takes pieces of at most `piece` blocks from `s.ahead_to` up to
+    /// `want`, while fewer than `at_once` read-ahead requests run.
+    fn take(
+        &self,
+        s: &mut Stream,
+        want: u64,
+        piece: u64,
+        at_once: usize,
+        todo: &mut Vec<(u64, u64)>,
+    ) {
+        use std::sync::atomic::Ordering::Relaxed;
+        while s.ahead_to < want && self.ahead.fetch_add(1, Relaxed) < at_once {
+            let n = (want - s.ahead_to).min(piece);
+            todo.push((s.ahead_to, n));
+            s.ahead_to += n;
+        }
+        if s.ahead_to < want {
+            // The loop's last count found every request busy.
+            self.ahead.fetch_sub(1, Relaxed);
+        }
+    }
+
+    /// Fetches each `(from, count)` run of blocks in a thread of its own.
+    fn spawn_fills(&self, grid: Grid, todo: Vec<(u64, u64)>) {
+        use std::sync::atomic::Ordering::Relaxed;
         for (from, count) in todo {
             log::debug!(
                 "{}: reading ahead blocks [{from}, {})",

@@ -29,6 +29,7 @@ mod ahead;
 mod client;
 mod grid;
 pub mod hub;
+mod pace;
 #[cfg(test)]
 mod tests;
 
@@ -96,6 +97,8 @@ pub struct Object {
     streams: Mutex<Vec<Stream>>,
     /// Read-ahead threads running now.
     ahead: std::sync::atomic::AtomicUsize,
+    /// How many may run at once.
+    pace: Mutex<pace::Pace>,
 }
 
 /// What every request after the first must match.
@@ -181,6 +184,7 @@ impl Remote {
             disk,
             streams: Mutex::new(Vec::new()),
             ahead: Default::default(),
+            pace: Mutex::new(pace::Pace::new()),
         })))
     }
 
@@ -201,7 +205,7 @@ impl Remote {
     /// length the server's size claims is never allocated before the
     /// server has sent it.
     pub fn read(&self, offset: u64, len: u64) -> Result<Shared> {
-        let read = self.read_on(Grid::ZERO, offset, len, Reach::Wait)?;
+        let read = self.read_on(Grid::ZERO, offset, len, Reach::Wait, None)?;
         read.ok_or_else(|| super::unreachable_miss(&self.url))
     }
 
@@ -217,17 +221,29 @@ impl Remote {
         len: u64,
         reach: Reach,
     ) -> Result<Option<Shared>> {
-        let grid = if blob_len >= BIG_BLOB {
-            Grid::starting_at(blob_offset)
-        } else {
-            Grid::ZERO
-        };
-        self.read_on(grid, offset, len, reach)
+        if blob_len < BIG_BLOB {
+            return self.read_on(Grid::ZERO, offset, len, reach, None);
+        }
+        let grid = Grid::starting_at(blob_offset);
+        let end = blob_offset.saturating_add(blob_len).min(self.len);
+        let part = grid.block_of(blob_offset)..grid.block_of(end.max(1) - 1) + 1;
+        // Only a read that may wait starts the part's read-ahead: one at
+        // hand (a FUSE worker's) asks nothing of the server, even in the
+        // background; the fetch job it hands a miss to starts it.
+        let part = matches!(reach, Reach::Wait).then_some(part);
+        self.read_on(grid, offset, len, reach, part)
     }
 
     /// `[offset, offset + len)` on `grid`; `None` when `reach` is
     /// [`Reach::AtHand`] and a block is not held.
-    fn read_on(&self, grid: Grid, offset: u64, len: u64, reach: Reach) -> Result<Option<Shared>> {
+    fn read_on(
+        &self,
+        grid: Grid,
+        offset: u64,
+        len: u64,
+        reach: Reach,
+        part: Option<Range<u64>>,
+    ) -> Result<Option<Shared>> {
         let end = (offset.checked_add(len))
             .filter(|&e| e <= self.len)
             .ok_or_else(|| {
@@ -246,12 +262,18 @@ impl Remote {
             return Ok(Some((tail.clone(), at..at + len as usize)));
         }
         let (first, last) = (grid.block_of(offset), grid.block_of(end - 1));
-        self.read_ahead(grid, first, last);
+        self.read_ahead(grid, first, last, part);
         let block = |j: u64| match reach {
             Reach::AtHand => Ok(self.blocks.peek(grid.key(j))),
-            Reach::Wait => (self.blocks)
-                .get(grid.key(j), || self.load(grid, j))
-                .map(Some),
+            Reach::Wait => {
+                if self.blocks.peek(grid.key(j)).is_none() {
+                    // Not here yet (or on its way): reading ahead is behind.
+                    self.pace().stalled();
+                }
+                (self.blocks)
+                    .get(grid.key(j), || self.load(grid, j))
+                    .map(Some)
+            }
         };
         if first == last {
             let at = (offset - grid.start(first)) as usize;
@@ -331,6 +353,7 @@ impl Object {
                 let mut i = first;
                 let range = grid.start(first)..grid.start(first + n).min(self.len);
                 self.fetch_blocks(range, &mut |bytes| {
+                    (self.pace()).arrived(bytes.len() as u64, std::time::Instant::now());
                     if let Some(d) = disk {
                         d.put(&disk::key(&self.id, grid.key(i)), &bytes);
                     }
@@ -398,6 +421,10 @@ impl Object {
         })?;
         log::debug!("{url}: fetched [{}, {})", range.start, range.end);
         Ok(())
+    }
+
+    fn pace(&self) -> std::sync::MutexGuard<'_, pace::Pace> {
+        self.pace.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn fail(&self, e: object_store::Error) -> Error {

@@ -202,9 +202,10 @@ fn a_big_blob_is_read_on_blocks_laid_from_its_start() {
     let data = bytes(12 * BLOCK, 4);
     let (store, r) = opened(&data);
     let (at, blob) = (4096, 8 * BLOCK);
-    // A reader's block-sized reads from the part's start: one request
-    // each, on blocks beginning at the part's offset plus whole blocks.
-    for k in [0, 1, 5] {
+    // Block-sized reads of the part (not from its start, which would
+    // fetch it all): one request each, on blocks beginning at the part's
+    // offset plus whole blocks.
+    for k in [1, 5, 3] {
         let off = at + k * BLOCK;
         let (b, range) = r
             .read_blob(at, blob, off, BLOCK, Reach::Wait)
@@ -213,7 +214,7 @@ fn a_big_blob_is_read_on_blocks_laid_from_its_start() {
         assert_eq!(b[range], data[off as usize..(off + BLOCK) as usize]);
     }
     let asked: Vec<u64> = store.gets()[1..].iter().map(|g| g.start).collect();
-    assert_eq!(asked, [at, at + BLOCK, at + 5 * BLOCK]);
+    assert_eq!(asked, [at + BLOCK, at + 5 * BLOCK, at + 3 * BLOCK]);
     // A small blob stays on grid 0.
     let (b, range) = r
         .read_blob(at, BLOCK, at + 10, 10, Reach::Wait)
@@ -221,6 +222,46 @@ fn a_big_blob_is_read_on_blocks_laid_from_its_start() {
         .unwrap();
     assert_eq!(b[range], data[(at + 10) as usize..(at + 20) as usize]);
     assert_eq!(store.gets().last(), Some(&(0..BLOCK)));
+}
+
+/// A read of a big part from its start fetches the rest of the part at
+/// once, in several requests, on the part's grid and never past its end;
+/// the reader's next reads ask nothing more.
+#[test]
+fn a_part_read_from_its_start_is_fetched_whole_at_once() {
+    let data = bytes(20 * BLOCK, 14);
+    let (store, r) = opened(&data);
+    let (at, blob) = (4096, 9 * BLOCK + 100);
+    let (b, range) = (r.read_blob(at, blob, at, BLOCK, Reach::Wait))
+        .unwrap()
+        .unwrap();
+    assert_eq!(b[range], data[at as usize..(at + BLOCK) as usize]);
+    let end = at + blob;
+    let covered = || {
+        let mut gets: Vec<Range<u64>> = store.gets()[1..].to_vec();
+        gets.sort_by_key(|g| g.start);
+        gets
+    };
+    eventually("the part fetched", || {
+        covered().last().is_some_and(|g| g.end >= end)
+    });
+    let gets = covered();
+    assert!(gets.len() >= 3, "in several requests: {gets:?}");
+    assert!(gets.windows(2).all(|w| w[0].end == w[1].start), "{gets:?}");
+    assert_eq!(gets[0].start, at);
+    assert!(
+        gets.last().unwrap().end <= end + BLOCK,
+        "past the part: {gets:?}"
+    );
+    let before = store.gets().len();
+    for k in 1..9 {
+        let off = at + k * BLOCK;
+        let (b, range) = (r.read_blob(at, blob, off, BLOCK, Reach::Wait))
+            .unwrap()
+            .unwrap();
+        assert_eq!(b[range], data[off as usize..(off + BLOCK) as usize]);
+    }
+    assert_eq!(store.gets().len(), before, "all of it was fetched ahead");
 }
 
 /// Waits (for read-ahead threads) until `done` holds, at most 20 s.
