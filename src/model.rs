@@ -103,7 +103,7 @@ impl Model {
     pub fn open_with(path: &Path, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
         if let Some(text) = path.to_str().filter(|t| t.starts_with("hf://")) {
             #[cfg(feature = "remote")]
-            return hub::open(text, overrides);
+            return hub::open(text, overrides).inspect(Model::tell_parts);
             #[cfg(not(feature = "remote"))]
             return Err(Error::at(
                 text,
@@ -115,7 +115,22 @@ impl Model {
         model.folder_of = model
             .folder_of(path, &file)
             .map(|(d, own)| FolderOf::Local(d, own));
+        model.tell_parts();
         Ok(model)
+    }
+
+    /// Tells a remote root where its parts are, so that a reader taking
+    /// them in the file's order is fetched ahead across them.
+    fn tell_parts(&self) {
+        let Some(m) = self.manifest().filter(|_| self.root.is_remote()) else {
+            return;
+        };
+        let parts = (m.objects.iter())
+            .flat_map(|o| o.parts.iter())
+            .filter(|p| p.blob.shard.is_none())
+            .map(|p| (p.blob.offset, p.blob.length))
+            .collect();
+        self.root.set_parts(parts);
     }
 
     /// The folder whose other files come with the model opened from

@@ -147,6 +147,14 @@ impl Store {
         })
     }
 
+    /// Tells a remote object where the model's parts in it are (offset,
+    /// length), for its read-ahead across parts; nothing for a file.
+    pub fn set_parts(&self, parts: Vec<(u64, u64)>) {
+        if let Kind::Remote(r) = &self.kind {
+            r.set_parts(parts);
+        }
+    }
+
     /// True for a remote object.
     pub fn is_remote(&self) -> bool {
         matches!(self.kind, Kind::Remote(_))

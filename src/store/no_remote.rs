@@ -32,6 +32,10 @@ impl Remote {
         match *self {}
     }
 
+    pub fn set_parts(&self, _: Vec<(u64, u64)>) {
+        match *self {}
+    }
+
     pub fn read_blob(
         &self,
         _: u64,

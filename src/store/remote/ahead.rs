@@ -16,7 +16,18 @@ const AHEAD: u64 = 128;
 const PIECE: u64 = 16;
 const PIECE_MIN: u64 = 4;
 /// Sequential readers followed per object.
-const STREAMS: usize = 8;
+const STREAMS: usize = 16;
+/// Parts after the one being read that a walk fetches ahead, at most.
+const WALK_PARTS: usize = 6;
+
+/// A reader walking the parts in the object's order: the index (in
+/// `Object::parts`) of the part it began last, and whether the one it
+/// began before was the part just before that.
+#[derive(Default)]
+pub(super) struct Walk {
+    last: Option<usize>,
+    walking: bool,
+}
 
 /// A sequential reader: the last block it read, how far ahead of it to
 /// fetch, and where fetching ahead has got to.
@@ -26,6 +37,12 @@ pub(super) struct Stream {
     last: u64,
     window: u64,
     ahead_to: u64,
+}
+
+/// A part being read: its blocks on its grid, and where it begins.
+pub(super) struct PartRead {
+    pub(super) blocks: Range<u64>,
+    pub(super) offset: u64,
 }
 
 impl Remote {
@@ -40,9 +57,11 @@ impl Remote {
     /// and hf-mount do). The window is topped up when less than half of it
     /// is left, by requests of [`PIECE_MIN`] to [`PIECE`] blocks. Others
     /// fetch only what they read. Nothing is fetched past the part.
-    pub(super) fn read_ahead(&self, grid: Grid, first: u64, last: u64, part: Option<Range<u64>>) {
+    pub(super) fn read_ahead(&self, grid: Grid, first: u64, last: u64, part: Option<PartRead>) {
         let blocks = grid.count(self.len);
-        let end = part.as_ref().map_or(blocks, |p| p.end.min(blocks));
+        let end = part.as_ref().map_or(blocks, |p| p.blocks.end.min(blocks));
+        let starts = part.as_ref().is_some_and(|p| p.blocks.start == first);
+        let walk = part.as_ref().and_then(|p| self.walk_step(p.offset, starts));
         let at_once = self.pace().limit();
         let piece = (AHEAD / at_once as u64).clamp(PIECE_MIN, PIECE);
         let mut todo = Vec::new();
@@ -63,18 +82,22 @@ impl Remote {
                     window: 0,
                     ahead_to: last + 1,
                 };
-                if part.as_ref().is_some_and(|p| p.start == first) {
+                if starts {
                     // A part read from its start: all of it, in pieces
                     // that keep every allowed request busy.
                     s.window = (end - first).min(AHEAD);
                     let rest = (first + s.window).saturating_sub(s.ahead_to);
                     let spread = rest.div_ceil(at_once as u64).clamp(1, piece);
                     let want = first + s.window;
-                    self.take(&mut s, want, spread, at_once, &mut todo);
+                    self.take(grid, &mut s, want, spread, at_once, &mut todo);
                 }
+                let ahead = s.ahead_to - s.last - 1;
                 streams.push(s);
+                if let Some(k) = walk {
+                    self.walk_ahead(&mut streams, k, ahead, piece, at_once, &mut todo);
+                }
                 drop(streams);
-                self.spawn_fills(grid, todo);
+                self.spawn_fills(todo);
                 return;
             };
             let mut s = streams.remove(i);
@@ -87,39 +110,111 @@ impl Remote {
             s.ahead_to = s.ahead_to.max(s.last + 1);
             let want = (s.last + 1 + s.window).min(end);
             if s.window >= 2 && s.ahead_to - s.last - 1 <= s.window / 2 {
-                self.take(&mut s, want, piece, at_once, &mut todo);
+                self.take(grid, &mut s, want, piece, at_once, &mut todo);
             }
+            let ahead = s.ahead_to - s.last - 1;
             streams.push(s); // most recent last
+            if let Some(k) = walk {
+                self.walk_ahead(&mut streams, k, ahead, piece, at_once, &mut todo);
+            }
         }
-        self.spawn_fills(grid, todo);
+        self.spawn_fills(todo);
+    }
+
+    /// Notes a read of the part at `offset` (`starts`: from its start);
+    /// returns its index in the object's parts while a reader walks them
+    /// in order (it began this part right after the one before).
+    fn walk_step(&self, offset: u64, starts: bool) -> Option<usize> {
+        let parts = self.parts.get()?;
+        let k = parts.binary_search_by_key(&offset, |p| p.0).ok()?;
+        let mut w = self.walk.lock().unwrap_or_else(|e| e.into_inner());
+        if starts && w.last != Some(k) {
+            w.walking = k > 0 && w.last == Some(k - 1);
+            w.last = Some(k);
+        }
+        (w.walking && w.last == Some(k)).then_some(k)
+    }
+
+    /// For a reader walking the parts in order, in part `k` with `ahead`
+    /// blocks of it fetched or asked for ahead: the parts after it, each
+    /// on its own grid, until [`AHEAD`] blocks are ahead, [`WALK_PARTS`]
+    /// parts, or every allowed request runs. Each gets a stream that its
+    /// reader's first read continues.
+    fn walk_ahead(
+        &self,
+        streams: &mut Vec<Stream>,
+        k: usize,
+        ahead: u64,
+        piece: u64,
+        at_once: usize,
+        todo: &mut Vec<(Grid, u64, u64)>,
+    ) {
+        let Some(parts) = self.parts.get() else {
+            return;
+        };
+        let mut budget = AHEAD.saturating_sub(ahead);
+        for &(offset, len) in parts.iter().skip(k + 1).take(WALK_PARTS) {
+            if budget == 0 {
+                break;
+            }
+            let (grid, blocks) = super::grid::of_blob(offset, len, self.len);
+            let n = blocks.end - blocks.start;
+            let mine = |s: &Stream| {
+                s.grid == grid && s.last <= blocks.start + 1 && s.ahead_to >= blocks.start
+            };
+            let mut s = match streams.iter().position(mine) {
+                Some(i) => streams.remove(i),
+                None => Stream {
+                    grid,
+                    last: blocks.start,
+                    window: n.min(AHEAD),
+                    ahead_to: blocks.start,
+                },
+            };
+            let want = blocks.end.min(s.ahead_to + budget);
+            let busy = !self.take(grid, &mut s, want, piece, at_once, todo);
+            if streams.len() >= STREAMS {
+                streams.remove(0);
+            }
+            streams.insert(streams.len().saturating_sub(1), s);
+            budget = budget.saturating_sub(n);
+            if busy {
+                break;
+            }
+        }
     }
 
     /// Takes pieces of at most `piece` blocks from `s.ahead_to` up to
-    /// `want`, while fewer than `at_once` read-ahead requests run.
+    /// `want`, while fewer than `at_once` read-ahead requests run; false
+    /// when they all run before `want`.
     fn take(
         &self,
+        grid: Grid,
         s: &mut Stream,
         want: u64,
         piece: u64,
         at_once: usize,
-        todo: &mut Vec<(u64, u64)>,
-    ) {
+        todo: &mut Vec<(Grid, u64, u64)>,
+    ) -> bool {
         use std::sync::atomic::Ordering::Relaxed;
         while s.ahead_to < want && self.ahead.fetch_add(1, Relaxed) < at_once {
             let n = (want - s.ahead_to).min(piece);
-            todo.push((s.ahead_to, n));
+            todo.push((grid, s.ahead_to, n));
             s.ahead_to += n;
         }
         if s.ahead_to < want {
             // The loop's last count found every request busy.
             self.ahead.fetch_sub(1, Relaxed);
+            return false;
         }
+        true
     }
 
-    /// Fetches each `(from, count)` run of blocks in a thread of its own.
-    fn spawn_fills(&self, grid: Grid, todo: Vec<(u64, u64)>) {
+    /// Fetches each `(grid, from, count)` run of blocks in a thread of its
+    /// own.
+    fn spawn_fills(&self, todo: Vec<(Grid, u64, u64)>) {
         use std::sync::atomic::Ordering::Relaxed;
-        for (from, count) in todo {
+        for (grid, from, count) in todo {
             log::debug!(
                 "{}: reading ahead blocks [{from}, {})",
                 self.url,

@@ -56,3 +56,17 @@ impl Grid {
         (self.shift << 44) | j
     }
 }
+
+/// The grid a blob at `offset` of `len` bytes is read on (its own when
+/// big, else grid 0), and its blocks on that grid in an object of
+/// `object_len` bytes.
+pub(super) fn of_blob(offset: u64, len: u64, object_len: u64) -> (Grid, Range<u64>) {
+    let grid = if len >= BIG_BLOB {
+        Grid::starting_at(offset)
+    } else {
+        Grid::ZERO
+    };
+    let end = offset.saturating_add(len).min(object_len);
+    let first = grid.block_of(offset.min(end));
+    (grid, first..grid.block_of(end.max(1) - 1).max(first) + 1)
+}

@@ -44,7 +44,7 @@ use super::blocks::Blocks;
 use super::disk;
 use super::Reach;
 use crate::error::{Error, Result};
-use ahead::Stream;
+use ahead::{PartRead, Stream, Walk};
 use client::{
     bad_answer, changed, check_size, check_versioned, fail, get, parse, pieces, runtime,
     shared_client, Server,
@@ -99,6 +99,10 @@ pub struct Object {
     ahead: std::sync::atomic::AtomicUsize,
     /// How many may run at once.
     pace: Mutex<pace::Pace>,
+    /// Where the model's parts are (offset, length; sorted), when told:
+    /// for the read-ahead of a reader walking them in order.
+    parts: std::sync::OnceLock<Vec<(u64, u64)>>,
+    walk: Mutex<Walk>,
 }
 
 /// What every request after the first must match.
@@ -185,6 +189,8 @@ impl Remote {
             streams: Mutex::new(Vec::new()),
             ahead: Default::default(),
             pace: Mutex::new(pace::Pace::new()),
+            parts: Default::default(),
+            walk: Default::default(),
         })))
     }
 
@@ -221,16 +227,14 @@ impl Remote {
         len: u64,
         reach: Reach,
     ) -> Result<Option<Shared>> {
-        if blob_len < BIG_BLOB {
-            return self.read_on(Grid::ZERO, offset, len, reach, None);
-        }
-        let grid = Grid::starting_at(blob_offset);
-        let end = blob_offset.saturating_add(blob_len).min(self.len);
-        let part = grid.block_of(blob_offset)..grid.block_of(end.max(1) - 1) + 1;
-        // Only a read that may wait starts the part's read-ahead: one at
-        // hand (a FUSE worker's) asks nothing of the server, even in the
-        // background; the fetch job it hands a miss to starts it.
-        let part = matches!(reach, Reach::Wait).then_some(part);
+        let (grid, blocks) = grid::of_blob(blob_offset, blob_len, self.len);
+        // A small blob's blocks are shared with its neighbours: no part of
+        // its own. A read at hand (a FUSE worker's) starts the read-ahead
+        // as one that waits does: in the background.
+        let part = (blob_len >= BIG_BLOB).then_some(PartRead {
+            blocks,
+            offset: blob_offset,
+        });
         self.read_on(grid, offset, len, reach, part)
     }
 
@@ -242,7 +246,7 @@ impl Remote {
         offset: u64,
         len: u64,
         reach: Reach,
-        part: Option<Range<u64>>,
+        part: Option<PartRead>,
     ) -> Result<Option<Shared>> {
         let end = (offset.checked_add(len))
             .filter(|&e| e <= self.len)
@@ -290,6 +294,15 @@ impl Remote {
             out.extend_from_slice(&b[from as usize..to as usize]);
         }
         Ok(Some((Arc::new(out), 0..len as usize)))
+    }
+
+    /// Tells where the model's parts are (offset, length), once: a reader
+    /// that reads them in the object's order is then fetched ahead across
+    /// parts, not only within one.
+    pub fn set_parts(&self, mut parts: Vec<(u64, u64)>) {
+        parts.sort_unstable();
+        parts.dedup_by_key(|p| p.0);
+        let _ = self.parts.set(parts);
     }
 
     /// Hands `[offset, offset + len)` to `f` in pieces of `chunk` bytes,

@@ -264,6 +264,62 @@ fn a_part_read_from_its_start_is_fetched_whole_at_once() {
     assert_eq!(store.gets().len(), before, "all of it was fetched ahead");
 }
 
+/// With the parts told, a reader that begins parts in the object's order
+/// gets the parts after the one it reads fetched ahead; one that jumps
+/// does not.
+#[test]
+fn a_reader_walking_the_parts_in_order_is_fetched_ahead_across_them() {
+    let data = bytes(30 * BLOCK, 15);
+    let mut parts = Vec::new();
+    let mut at = 4096;
+    for n in [5, 6, 5, 5] {
+        parts.push((at, n * BLOCK + 7));
+        at += n * BLOCK + 7;
+    }
+    let begin = |r: &Remote, k: usize| {
+        let (o, n) = parts[k];
+        let (b, range) = r.read_blob(o, n, o, 1000, Reach::Wait).unwrap().unwrap();
+        assert_eq!(b[range], data[o as usize..o as usize + 1000]);
+    };
+    let touches = |store: &Faulty, k: usize| {
+        let (o, n) = parts[k];
+        store.gets()[1..]
+            .iter()
+            .any(|g| g.start < o + n && g.end > o)
+    };
+    // In order: parts 0 and 1 begun, 2 (and 3) fetched unread.
+    let (store, r) = opened(&data);
+    r.set_parts(parts.clone());
+    begin(&r, 0);
+    begin(&r, 1);
+    // The reader goes on in part 1 (each read tops up what is ahead, when
+    // requests are free).
+    let (o1, _) = parts[1];
+    eventually("part 2 fetched ahead", || {
+        r.read_blob(o1, parts[1].1, o1 + BLOCK, 10, Reach::Wait)
+            .unwrap();
+        touches(&store, 2)
+    });
+    // Out of order: part 2, then 0: nothing of 1 or 3.
+    let (store, r) = opened(&data);
+    r.set_parts(parts.clone());
+    begin(&r, 2);
+    begin(&r, 0);
+    eventually("parts 0 and 2 fetched", || {
+        touches(&store, 0) && touches(&store, 2)
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    // (A part's last block may hold the next part's first bytes: no
+    // request begins inside part 1 or 3.)
+    let begins_in = |k: usize| {
+        let (o, n) = parts[k];
+        store.gets()[1..]
+            .iter()
+            .any(|g| g.start >= o && g.start < o + n)
+    };
+    assert!(!begins_in(1) && !begins_in(3), "{:?}", store.gets());
+}
+
 /// Waits (for read-ahead threads) until `done` holds, at most 20 s.
 fn eventually(what: &str, done: impl Fn() -> bool) {
     let start = Instant::now();
@@ -478,12 +534,14 @@ fn blocks_kept_in_a_disk_cache_serve_a_later_open() {
 /// A read that may not wait (a FUSE worker's) gives what is held and
 /// nothing else: a block not held asks no request and gives `None`; once
 /// a read that may wait has fetched it, it is at hand; the tail always is.
+/// (A small blob: the first read of a big part starts its read-ahead in
+/// the background, at hand or not.)
 #[test]
 fn a_read_at_hand_never_asks_the_server() {
     let data = bytes(4 * BLOCK, 13);
     let (store, r) = opened(&data);
     let at_hand = |off: u64, len: u64| {
-        let read = r.read_blob(0, 4 * BLOCK, off, len, Reach::AtHand).unwrap();
+        let read = r.read_blob(0, 3 * BLOCK, off, len, Reach::AtHand).unwrap();
         read.map(|(b, range)| b[range].to_vec())
     };
     assert_eq!(at_hand(10, 100), None);
