@@ -120,18 +120,24 @@ def rclone_mount(servers, backend, mnt, cache, flags, work):
     argv = ["rclone", "mount", remote, mnt, "--read-only", "--daemon", "--config", "/dev/null",
             "--cache-dir", fresh_dir(cache), "--dir-cache-time", "1h", "--no-checksum",
             "--log-file", os.path.join(work, "rclone.log"), *flags]
-    # Not through pipes: the daemon rclone forks would hold them open.
+    return daemon_mount("rclone", argv, rclone_env(servers), mnt, os.path.join(work, "rclone.log"))
+
+
+def daemon_mount(name, argv, env, mnt, log):
+    """Runs a peer's mount command, which leaves a daemon behind, and waits
+    for the mount; failures say the end of its log."""
+    # Not through pipes: the daemon it forks would hold them open.
     r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, env=rclone_env(servers))
+                       stderr=subprocess.DEVNULL, env=env)
     if r.returncode:
-        raise Failed(f"{' '.join(argv)}: exit {r.returncode}: {tail(os.path.join(work, 'rclone.log'))}")
+        raise Failed(f"{' '.join(argv)}: exit {r.returncode}: {tail(log)}")
     deadline = time.monotonic() + 30
     while not mounted(mnt):
         if time.monotonic() > deadline:
-            raise Failed(f"rclone did not mount {mnt}: see {work}/rclone.log")
+            raise Failed(f"{name} did not mount {mnt}: {tail(log)}")
         time.sleep(0.05)
-    pids = pids_of("rclone", mnt)
-    return Mounted("rclone", mnt, pids[0] if pids else None)
+    pids = pids_of(name, mnt)
+    return Mounted(name, mnt, pids[0] if pids else None)
 
 
 def s3fs_mount(servers, mnt, options, work):
@@ -149,14 +155,4 @@ def s3fs_mount(servers, mnt, options, work):
     for o in options:
         argv += ["-o", o]
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, env=env)
-    if r.returncode:
-        raise Failed(f"{' '.join(argv)}: exit {r.returncode}: {tail(os.path.join(work, 's3fs.log'))}")
-    deadline = time.monotonic() + 30
-    while not mounted(mnt):
-        if time.monotonic() > deadline:
-            raise Failed(f"s3fs did not mount {mnt}: {tail(os.path.join(work, 's3fs.log'))}")
-        time.sleep(0.05)
-    pids = pids_of("s3fs", mnt)
-    return Mounted("s3fs", mnt, pids[0] if pids else None)
+    return daemon_mount("s3fs", argv, env, mnt, os.path.join(work, "s3fs.log"))
