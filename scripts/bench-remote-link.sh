@@ -7,7 +7,7 @@
 #
 #   --link-mbs 400 --conn-mbs 50 --delay-ms 30   the link's shape (defaults)
 #   --big-mib 1024 --tensors 300                 the sizes read
-#   --peers rclone,s3fs  --no-sweep  --max-cpu 80
+#   --peers rclone,s3fs  --no-sweep  --max-cpu 80  --reps 3 (medians)
 #
 #   ZTFS  the binary to measure (default: a release build made here)
 set -euo pipefail

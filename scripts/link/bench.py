@@ -8,7 +8,7 @@ each connection is capped (nginx limit_rate), the whole link is capped
 byte is late (delay.py). The model files live in tmpfs and in SeaweedFS's
 bucket, so the link, not a disk, is the limit.
 
-Measured, each on a fresh mount:
+Measured, each on a fresh mount, --reps times (the table gives the medians):
   big      a 1 GiB tensor read once, dd bs=1M: through ztfs by s3:// and
            http://, rclone (S3, HTTP; cache off and full), s3fs, the same
            byte range of the file for the peers
@@ -138,6 +138,8 @@ def main():
     ap.add_argument("--big-mib", type=int, default=1024)
     ap.add_argument("--tensors", type=int, default=300)
     ap.add_argument("--max-cpu", type=float, default=80, help="percent; above it a figure is marked")
+    ap.add_argument("--reps", type=int, default=1,
+                    help="runs of each figure (the sweep's once each); the table gives medians")
     ap.add_argument("--peers", default="rclone,s3fs", help="comma-separated; '' for ztfs and curl only")
     ap.add_argument("--no-sweep", action="store_true", help="peers at their first setting only")
     ap.add_argument("--ztfs", default=os.environ.get("ZTFS", "ztfs"))
@@ -162,7 +164,8 @@ def main():
 
     link = Link(a.link_mbs * 1e6)
     mounts = []
-    results = {}   # (figure, reader) -> Run
+    results = {}   # (figure, reader) -> [Run]
+    latency = {}   # reader -> (time to ls, requests, time to a first byte, requests)
     try:
         servers = Servers(link, work, files, a.conn_mbs * 1e6, a.delay_ms, weed=weed)
         for name in ("model.safetensors", "big.safetensors"):
@@ -175,7 +178,7 @@ def main():
         def record(figure, reader, fn, mount=None):
             nbytes, dt, cpu, req = measured(servers, fn, ncpu)
             run = Run(nbytes, dt, cpu, mount.rss() if mount else None, req)
-            results[(figure, reader)] = run
+            results.setdefault((figure, reader), []).append(run)
             flag = " CPU-BOUND" if cpu * 100 > a.max_cpu else ""
             log(f"  {figure:<10} {reader:<28} {run.rate / 1e6:7.1f} MB/s  cpu {cpu * 100:3.0f}%  "
                 f"rss {run.rss or 0:6.0f} MiB  {req} requests{flag}")
@@ -209,15 +212,17 @@ def main():
             return big[2]
 
         log("the link")
-        record("big", f"curl x{pieces} (the link)", parallel_curl)
-        record("big", "curl, one stream", one_curl)
+        for _ in range(a.reps):
+            record("big", f"curl x{pieces} (the link)", parallel_curl)
+            record("big", "curl, one stream", one_curl)
 
         # ztfs
-        for scheme in ("s3", "http"):
-            src = urls[scheme] + "big.safetensors"
-            with_mount(lambda: peers.ztfs_mount(a.ztfs, src, mnt, s3env),
-                       lambda m: record("big", f"ztfs {scheme}://", lambda: dd(
-                           os.path.join(m.mnt, "t000", "data"), 0, big[2]), m))
+        for _ in range(a.reps):
+            for scheme in ("s3", "http"):
+                src = urls[scheme] + "big.safetensors"
+                with_mount(lambda: peers.ztfs_mount(a.ztfs, src, mnt, s3env),
+                           lambda m: record("big", f"ztfs {scheme}://", lambda: dd(
+                               os.path.join(m.mnt, "t000", "data"), 0, big[2]), m))
         # Peers: the sweep on the big read, then the best for the loads.
         best = {}
         if "rclone" in peer_names:
@@ -243,7 +248,7 @@ def main():
                 if "s3fs" not in best or run.rate > best["s3fs"][1].rate:
                     best["s3fs"] = (opts, run)
         for key, (flags, run) in best.items():
-            results[("big", f"{key} (best)")] = run
+            results[("big", f"{key} (best)")] = [run]
             log(f"best {key}: {' '.join(flags)}")
 
         # The model loads.
@@ -252,11 +257,12 @@ def main():
         names = [t[0] for t in tensors]
 
         def loads(reader, make, path_of, st_path):
-            for order_name, order in (("file order", tensors), ("shuffled", shuffled)):
-                with_mount(make, lambda m: record(f"load {order_name}", reader,
-                                                  lambda: read_ranges(lambda t: path_of(m, t), order), m))
-            with_mount(make, lambda m: record("safe_open", reader,
-                                              lambda: safe_open_all(st_path(m), names), m))
+            for _ in range(a.reps):
+                for order_name, order in (("file order", tensors), ("shuffled", shuffled)):
+                    with_mount(make, lambda m: record(f"load {order_name}", reader,
+                                                      lambda: read_ranges(lambda t: path_of(m, t), order), m))
+                with_mount(make, lambda m: record("safe_open", reader,
+                                                  lambda: safe_open_all(st_path(m), names), m))
 
         for scheme in ("s3", "http"):
             src = urls[scheme] + "model.safetensors"
@@ -271,6 +277,11 @@ def main():
                                                   os.path.join(work, "rc-cache"), flags, work)
             else:
                 make = lambda: peers.s3fs_mount(servers, mnt, flags, work)  # noqa: E731
+            # The best setting's big read again, so that its figure is a
+            # median of as many runs as ztfs's.
+            for _ in range(a.reps - 1):
+                with_mount(make, lambda m: record("big", f"{key} (best)", lambda: dd(
+                    os.path.join(m.mnt, "big.safetensors"), big[1], big[2]), m))
             loads(key, make, raw, lambda m: os.path.join(m.mnt, "model.safetensors"))
 
         # Latency: mount to first ls, and to a tensor's first byte.
@@ -291,7 +302,7 @@ def main():
             finally:
                 m.close()
                 mounts.remove(m)
-            results[("latency", f"ztfs {scheme}://")] = (t_ls, r_ls, t_byte, r_byte)
+            latency[f"ztfs {scheme}://"] = (t_ls, r_ls, t_byte, r_byte)
             log(f"  ztfs {scheme}:// mount to ls {t_ls * 1000:.0f} ms, {r_ls} requests; "
                 f"first byte {t_byte * 1000:.0f} ms, {r_byte} requests")
     finally:
@@ -300,30 +311,32 @@ def main():
         link.close()
         if a.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    report(a, results, pieces)
+    report(a, results, latency, pieces)
 
 
-def report(a, results, pieces):
-    link = results[("big", f"curl x{pieces} (the link)")].rate
+def median(runs):
+    """The run of median rate (the lower of the two middle ones)."""
+    return sorted(runs, key=lambda r: r.rate)[(len(runs) - 1) // 2]
+
+
+def report(a, results, latency, pieces):
+    results = {k: (median(v), len(v)) for k, v in results.items()}
+    link = results[("big", f"curl x{pieces} (the link)")][0].rate
     cap = a.link_mbs * 1e6
     print(f"\n**The link**: {a.link_mbs:g} MB/s (tc tbf), {a.conn_mbs:g} MB/s per connection (nginx "
           f"limit_rate), first byte {a.delay_ms:g} ms late; {pieces} parallel curl pieces measured "
           f"{link / 1e6:.0f} MB/s. Ratios: to that measurement and to the cap.\n")
-    print("| figure | reader | MB/s | x link (measured) | x cap | CPU | daemon peak RSS | requests |")
-    print("|---|---|---|---|---|---|---|---|")
-    for (figure, reader), run in results.items():
-        if figure == "latency":
-            continue
+    print("| figure | reader | MB/s | x link (measured) | x cap | CPU | daemon peak RSS | requests | runs |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (figure, reader), (run, n) in results.items():
         flag = " (CPU-bound?)" if run.cpu * 100 > a.max_cpu else ""
         rss = f"{run.rss:.0f} MiB" if run.rss else ""
         print(f"| {figure} | {reader} | {run.rate / 1e6:.0f} | {run.rate / link:.2f} | "
-              f"{run.rate / cap:.2f} | {run.cpu * 100:.0f}%{flag} | {rss} | {run.requests} |")
+              f"{run.rate / cap:.2f} | {run.cpu * 100:.0f}%{flag} | {rss} | {run.requests} | {n} |")
     print("\n| latency | mount to first ls | requests | first byte of a tensor | requests |")
     print("|---|---|---|---|---|")
-    for (figure, reader), v in results.items():
-        if figure == "latency":
-            t_ls, r_ls, t_byte, r_byte = v
-            print(f"| {reader} | {t_ls * 1000:.0f} ms | {r_ls} | {t_byte * 1000:.0f} ms | {r_byte} |")
+    for reader, (t_ls, r_ls, t_byte, r_byte) in latency.items():
+        print(f"| {reader} | {t_ls * 1000:.0f} ms | {r_ls} | {t_byte * 1000:.0f} ms | {r_byte} |")
 
 
 def stop(sig, _frame):
