@@ -159,14 +159,15 @@ class Mount:
         mount point."""
         if not getattr(self, "_mounted", False):
             return
-        self._mounted = False
-        _live.discard(self)
         try:
             unmount(self.path)
         except Error:
-            # Unmounted already (by `ztfs unmount --all`, say) is done.
+            # Unmounted already (by `ztfs unmount --all`, say) is done; a
+            # failure leaves it mounted, for another try.
             if os.path.ismount(self.path):
                 raise
+        self._mounted = False
+        _live.discard(self)
         self._remove_temp()
 
     @property
