@@ -106,6 +106,16 @@ impl Blocks {
     /// answers its waiters, and readers for [`FAILED_FOR`] after it; then
     /// the next reader tries again.
     pub fn get(&self, index: u64, fetch: impl FnOnce() -> Result<Vec<u8>>) -> Result<Arc<Vec<u8>>> {
+        self.get_noting(index, fetch).map(|(b, _)| b)
+    }
+
+    /// [`Blocks::get`], and whether the block was not ready at once: its
+    /// caller waited for another's fetch or made its own.
+    pub fn get_noting(
+        &self,
+        index: u64,
+        fetch: impl FnOnce() -> Result<Vec<u8>>,
+    ) -> Result<(Arc<Vec<u8>>, bool)> {
         let slot = {
             let mut inner = locked(&self.inner);
             inner.clock += 1;
@@ -113,9 +123,13 @@ impl Blocks {
             slot.used.store(inner.clock, Ordering::Relaxed);
             slot
         };
-        let mut data = locked(&slot.data);
+        let (mut data, waited) = match slot.data.try_lock() {
+            Ok(g) => (g, false),
+            Err(std::sync::TryLockError::Poisoned(e)) => (e.into_inner(), false),
+            Err(std::sync::TryLockError::WouldBlock) => (locked(&slot.data), true),
+        };
         match &*data {
-            State::Held(d) => return Ok(d.clone()),
+            State::Held(d) => return Ok((d.clone(), waited)),
             State::Failed(at, why) if at.elapsed() < FAILED_FOR => {
                 return Err(failed_lately(why));
             }
@@ -127,7 +141,7 @@ impl Blocks {
                 *data = State::Held(bytes.clone());
                 drop(data);
                 self.account(index, bytes.len() as u64);
-                Ok(bytes)
+                Ok((bytes, true))
             }
             Err(e) => {
                 *data = State::Failed(Instant::now(), e.to_string().into());
@@ -387,6 +401,31 @@ mod tests {
         );
         std::thread::sleep(FAILED_FOR);
         assert_eq!(*blocks.get(7, || Ok(vec![1])).unwrap(), vec![1]);
+    }
+
+    /// A block fetched by its reader, or waited for, was not ready at
+    /// once; one held was.
+    #[test]
+    fn get_noting_says_whether_the_reader_waited() {
+        let blocks = Blocks::new(1 << 20);
+        let (b, waited) = blocks.get_noting(1, || Ok(vec![1; 4])).unwrap();
+        assert_eq!((*b == vec![1; 4], waited), (true, true));
+        let (_, waited) = blocks.get_noting(1, || panic!("held")).unwrap();
+        assert!(!waited);
+        let blocks = std::sync::Arc::new(blocks);
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let other = blocks.clone();
+        let fetcher = std::thread::spawn(move || {
+            other.get(2, || {
+                started_tx.send(()).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                Ok(vec![2])
+            })
+        });
+        started_rx.recv().unwrap();
+        let (b, waited) = blocks.get_noting(2, || panic!("fetched twice")).unwrap();
+        assert_eq!((*b == vec![2], waited), (true, true));
+        fetcher.join().unwrap().unwrap();
     }
 
     #[test]

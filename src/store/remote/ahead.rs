@@ -72,46 +72,44 @@ impl Remote {
             // may straddle two); the kernel may send a reader's reads a
             // little out of order, so one a block or two behind still is.
             let near = |s: &Stream| s.grid == grid && first <= s.last + 1 && last + 2 >= s.last;
-            let Some(i) = streams.iter().position(near) else {
-                if streams.len() >= STREAMS {
-                    streams.remove(0);
+            let s = match streams.iter().position(near) {
+                Some(i) => {
+                    let mut s = streams.remove(i);
+                    // A second block in a row may be chance (the model's
+                    // header, then a part's start); a third is a reader.
+                    if last > s.last {
+                        s.window = (s.window * 2).clamp(1, AHEAD);
+                    }
+                    s.last = s.last.max(last);
+                    s.ahead_to = s.ahead_to.max(s.last + 1);
+                    let want = (s.last + 1 + s.window).min(end);
+                    if s.window >= 2 && s.ahead_to - s.last - 1 <= s.window / 2 {
+                        self.take(grid, &mut s, want, piece, at_once, &mut todo);
+                    }
+                    s
                 }
-                let mut s = Stream {
-                    grid,
-                    last,
-                    window: 0,
-                    ahead_to: last + 1,
-                };
-                if starts {
-                    // A part read from its start: all of it, in pieces
-                    // that keep every allowed request busy.
-                    s.window = (end - first).min(AHEAD);
-                    let rest = (first + s.window).saturating_sub(s.ahead_to);
-                    let spread = rest.div_ceil(at_once as u64).clamp(1, piece);
-                    let want = first + s.window;
-                    self.take(grid, &mut s, want, spread, at_once, &mut todo);
+                None => {
+                    if streams.len() >= STREAMS {
+                        streams.remove(0);
+                    }
+                    let mut s = Stream {
+                        grid,
+                        last,
+                        window: 0,
+                        ahead_to: last + 1,
+                    };
+                    if starts {
+                        // A part read from its start: all of it, in pieces
+                        // that keep every allowed request busy.
+                        s.window = (end - first).min(AHEAD);
+                        let rest = (first + s.window).saturating_sub(s.ahead_to);
+                        let spread = rest.div_ceil(at_once as u64).clamp(1, piece);
+                        let want = first + s.window;
+                        self.take(grid, &mut s, want, spread, at_once, &mut todo);
+                    }
+                    s
                 }
-                let ahead = s.ahead_to - s.last - 1;
-                streams.push(s);
-                if let Some(k) = walk {
-                    self.walk_ahead(&mut streams, k, ahead, piece, at_once, &mut todo);
-                }
-                drop(streams);
-                self.spawn_fills(todo);
-                return;
             };
-            let mut s = streams.remove(i);
-            // A second block in a row may be chance (the model's header,
-            // then a part's start); a third is a reader.
-            if last > s.last {
-                s.window = (s.window * 2).clamp(1, AHEAD);
-            }
-            s.last = s.last.max(last);
-            s.ahead_to = s.ahead_to.max(s.last + 1);
-            let want = (s.last + 1 + s.window).min(end);
-            if s.window >= 2 && s.ahead_to - s.last - 1 <= s.window / 2 {
-                self.take(grid, &mut s, want, piece, at_once, &mut todo);
-            }
             let ahead = s.ahead_to - s.last - 1;
             streams.push(s); // most recent last
             if let Some(k) = walk {

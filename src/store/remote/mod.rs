@@ -270,13 +270,12 @@ impl Remote {
         let block = |j: u64| match reach {
             Reach::AtHand => Ok(self.blocks.peek(grid.key(j))),
             Reach::Wait => {
-                if self.blocks.peek(grid.key(j)).is_none() {
+                let (b, waited) = (self.blocks).get_noting(grid.key(j), || self.load(grid, j))?;
+                if waited {
                     // Not here yet (or on its way): reading ahead is behind.
                     self.pace().stalled();
                 }
-                (self.blocks)
-                    .get(grid.key(j), || self.load(grid, j))
-                    .map(Some)
+                Ok(Some(b))
             }
         };
         if first == last {
