@@ -202,3 +202,11 @@ def test_pack_writes_a_canonical_file_with_the_same_tensors(tmp_path):
     assert (folder / "model.safetensors").is_file()
     with pytest.raises(ztfs.Error):
         ztfs.pack(SAMPLE)
+
+
+def test_options_become_flags():
+    from ztfs._run import flags
+    got = flags({"uid": 1000, "shard": {"a": Path("/x"), "b": 3}, "tag": [1, Path("/p")],
+                 "verify": True, "quiet": False, "cache_dir": None})
+    assert got == ["--uid", "1000", "--shard", "a=/x", "--shard", "b=3",
+                   "--tag", "1", "--tag", "/p", "--verify"]

@@ -66,6 +66,12 @@ def binary() -> str:
     raise Error("the ztfs program is not installed (pip install ztfs, or set ZTFS_BIN)", kind="io")
 
 
+def text(value: Any) -> str:
+    """A flag's value as the command line takes it: a path as its path,
+    anything else as str() gives it."""
+    return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+
+
 def flags(options: Mapping[str, OptionValue]) -> list[str]:
     """Keyword arguments as flags: ``cache_dir="/c"`` is ``--cache-dir /c``,
     ``verify=True`` is ``--verify``, ``shard={"a": p}`` is ``--shard a=p``."""
@@ -78,12 +84,12 @@ def flags(options: Mapping[str, OptionValue]) -> list[str]:
             out.append(flag)
         elif isinstance(value, Mapping):
             for k, v in value.items():
-                out += [flag, f"{k}={os.fspath(v)}"]
+                out += [flag, f"{k}={text(v)}"]
         elif isinstance(value, (list, tuple)):
             for v in value:
-                out += [flag, str(os.fspath(v))]
+                out += [flag, text(v)]
         else:
-            out += [flag, str(os.fspath(value)) if isinstance(value, os.PathLike) else str(value)]
+            out += [flag, text(value)]
     return out
 
 
