@@ -83,11 +83,7 @@ http {{
         return f"http://127.0.0.1:{self.port}/{name}"
 
     def requests(self):
-        try:
-            with open(self.access) as f:
-                return sum(1 for _ in f)
-        except FileNotFoundError:
-            return 0
+        return logged(self.access)
 
     def stop(self):
         self.p.terminate()
@@ -96,6 +92,15 @@ http {{
         except subprocess.TimeoutExpired:
             self.p.kill()
             self.p.wait()
+
+
+def logged(access_log):
+    """Requests nginx has logged in `access_log` (none before its first)."""
+    try:
+        with open(access_log) as f:
+            return sum(1 for _ in f)
+    except FileNotFoundError:
+        return 0
 
 
 def busy_s():

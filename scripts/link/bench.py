@@ -41,8 +41,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.remote import busy_s  # noqa: E402
 from link import peers  # noqa: E402
-from link.net import Failed, Link, busy_s  # noqa: E402
+from link.net import Failed, Link  # noqa: E402
 from link.servers import BUCKET, Servers  # noqa: E402
 
 MIB = 1 << 20

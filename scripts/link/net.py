@@ -96,10 +96,3 @@ class Link:
         sh("ip", "link", "del", self.host_if, check=False)
         sh("ip", "netns", "del", self.ns, check=False)
 
-
-def busy_s():
-    """CPU seconds the machine has spent busy (user, nice, system, irq,
-    softirq; not steal, which is other guests' time)."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return (v[0] + v[1] + v[2] + v[5] + v[6]) / os.sysconf("SC_CLK_TCK")

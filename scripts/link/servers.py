@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 
+from bench.remote import logged
+
 from .net import Failed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -124,11 +126,7 @@ class Servers:
 
     def requests(self):
         """Requests nginx has answered so far (both servers)."""
-        try:
-            with open(self.access) as f:
-                return sum(1 for _ in f)
-        except FileNotFoundError:
-            return 0
+        return logged(self.access)
 
     def wait_bucket(self):
         """weed answers before its bucket exists: a listing through the
