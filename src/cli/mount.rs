@@ -66,7 +66,8 @@ pub struct MountCmd {
     /// extra round trips to the daemon.
     #[arg(long)]
     pub xattrs: bool,
-    /// Memory for decoded frames of compressed parts, in MiB.
+    /// Memory for decoded frames of compressed parts, in MiB; a remote
+    /// model's blocks (all its files together) are kept within as much.
     #[arg(long, default_value_t = 256)]
     pub cache_mib: u64,
     /// Write the daemon's log to this file (rotated past 16 MiB, the one
@@ -167,6 +168,8 @@ pub fn run(m: MountCmd) -> Result<()> {
         _ => Some("trace".to_string()),
     };
     init_log(level.as_deref(), log_file.as_deref(), m.foreground)?;
+    // Decoded frames and a remote model's blocks are each kept within it.
+    crate::store::remote::set_cache_budget(m.cache_mib.saturating_mul(1 << 20));
     let options = Options {
         arrangement: if m.tree {
             Arrangement::Nested { sep: m.separator }

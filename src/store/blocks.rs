@@ -1,6 +1,8 @@
-//! The block cache of remote objects: fixed-size blocks of an object,
+//! The block cache of remote objects: fixed-size blocks of objects,
 //! fetched once however many readers want one at the same time, and kept
-//! within a byte budget, the least recently used block going first.
+//! within a byte budget, the least recently used block going first. One
+//! cache serves every object of a process (each names its blocks with a
+//! [`Key`] of its own), so the budget bounds them all together.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,10 +22,14 @@ fn failed_lately(why: &str) -> Error {
     )
 }
 
-/// Cached blocks of one object.
+/// A block's name: its object's number in the high 64 bits, the block's
+/// name within the object in the low ones.
+pub type Key = u128;
+
+/// Cached blocks.
 pub struct Blocks {
     inner: Mutex<Inner>,
-    budget: u64,
+    budget: AtomicU64,
     /// Buffers of dropped blocks, for the next fetches: a fresh buffer
     /// costs a page fault and a cleared page per 4 KiB written.
     spare: Mutex<Vec<Vec<u8>>>,
@@ -34,7 +40,7 @@ const SPARE: usize = 16;
 
 #[derive(Default)]
 struct Inner {
-    slots: HashMap<u64, Arc<Slot>>,
+    slots: HashMap<Key, Arc<Slot>>,
     /// Bytes held by filled slots.
     held: u64,
     clock: u64,
@@ -92,9 +98,20 @@ impl Blocks {
     pub fn new(budget: u64) -> Blocks {
         Blocks {
             inner: Mutex::new(Inner::default()),
-            budget,
+            budget: AtomicU64::new(budget),
             spare: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Keeps at most `budget` bytes from now on (fewer are dropped as
+    /// blocks arrive).
+    pub fn set_budget(&self, budget: u64) {
+        self.budget.store(budget, Ordering::Relaxed);
+    }
+
+    /// The budget in bytes.
+    pub fn budget(&self) -> u64 {
+        self.budget.load(Ordering::Relaxed)
     }
 
     /// An empty buffer for a block's bytes: a dropped block's, or new.
@@ -105,7 +122,7 @@ impl Blocks {
     /// Block `index`, from the cache or from `fetch`. A failed fetch
     /// answers its waiters, and readers for [`FAILED_FOR`] after it; then
     /// the next reader tries again.
-    pub fn get(&self, index: u64, fetch: impl FnOnce() -> Result<Vec<u8>>) -> Result<Arc<Vec<u8>>> {
+    pub fn get(&self, index: Key, fetch: impl FnOnce() -> Result<Vec<u8>>) -> Result<Arc<Vec<u8>>> {
         self.get_noting(index, fetch).map(|(b, _)| b)
     }
 
@@ -113,7 +130,7 @@ impl Blocks {
     /// caller waited for another's fetch or made its own.
     pub fn get_noting(
         &self,
-        index: u64,
+        index: Key,
         fetch: impl FnOnce() -> Result<Vec<u8>>,
     ) -> Result<(Arc<Vec<u8>>, bool)> {
         let slot = {
@@ -160,7 +177,7 @@ impl Blocks {
     /// unfilled are left to their readers.
     pub fn fill_run(
         &self,
-        first: u64,
+        first: Key,
         max: u64,
         fetch: impl FnOnce(u64, &mut dyn FnMut(Vec<u8>)) -> Result<()>,
     ) -> u64 {
@@ -168,7 +185,7 @@ impl Blocks {
             let mut inner = locked(&self.inner);
             inner.clock += 1;
             let clock = inner.clock;
-            (first..first + max)
+            (first..first + Key::from(max))
                 .map(|i| {
                     let s = inner.slots.entry(i).or_default().clone();
                     s.used.store(clock, Ordering::Relaxed);
@@ -221,7 +238,7 @@ impl Blocks {
     }
 
     /// Block `index` if it is held now: never waits, never fetches.
-    pub fn peek(&self, index: u64) -> Option<Arc<Vec<u8>>> {
+    pub fn peek(&self, index: Key) -> Option<Arc<Vec<u8>>> {
         let slot = {
             let mut inner = locked(&self.inner);
             inner.clock += 1;
@@ -236,7 +253,7 @@ impl Blocks {
     /// Takes `slot` out of the map as block `index` if it is still there
     /// and empty (its fetch failed): a failure is not remembered. A slot
     /// locked by a fetch now is left to it.
-    fn forget_empty(&self, inner: &mut Inner, index: u64, slot: &Arc<Slot>) {
+    fn forget_empty(&self, inner: &mut Inner, index: Key, slot: &Arc<Slot>) {
         let empty = (inner.slots.get(&index)).is_some_and(|s| {
             Arc::ptr_eq(s, slot) && s.data.try_lock().is_ok_and(|d| matches!(*d, State::Empty))
         });
@@ -248,10 +265,10 @@ impl Blocks {
     /// Counts a filled block, then drops the least recently used filled
     /// blocks other than `keep` until the cache is within its budget. A
     /// reader holding a dropped block keeps its bytes until it is done.
-    fn account(&self, keep: u64, len: u64) {
+    fn account(&self, keep: Key, len: u64) {
         let mut inner = locked(&self.inner);
         inner.held += len;
-        while inner.held > self.budget {
+        while inner.held > self.budget() {
             let victim = (inner.slots.iter())
                 .filter(|(&i, _)| i != keep)
                 .filter_map(|(&i, s)| {
@@ -295,7 +312,7 @@ mod tests {
     fn a_block_is_fetched_once_and_the_least_recently_used_goes_first() {
         let blocks = Blocks::new(3 * 10);
         let fetches = AtomicU64::new(0);
-        let get = |i: u64| {
+        let get = |i: Key| {
             blocks
                 .get(i, || {
                     fetches.fetch_add(1, Ordering::Relaxed);
@@ -328,7 +345,7 @@ mod tests {
             Ok(())
         });
         assert_eq!(n, 3, "blocks 0, 1, 2: block 3 is held");
-        for i in 0..4u64 {
+        for i in 0..4 {
             let b = blocks.get(i, || panic!("block {i} fetched again")).unwrap();
             assert_eq!(*b, vec![i as u8; 4]);
         }

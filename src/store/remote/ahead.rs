@@ -6,8 +6,8 @@ use std::ops::Range;
 use super::grid::Grid;
 use super::Remote;
 
-/// Most blocks a sequential reader is kept ahead by: half the object's
-/// block cache.
+/// Most blocks a sequential reader is kept ahead by, when the block
+/// cache is big enough (see [`Remote::most_ahead`]).
 const AHEAD: u64 = 128;
 /// Most and fewest blocks one read-ahead request asks for: a window is
 /// fetched by several requests at once (as many as the object's pace
@@ -63,7 +63,8 @@ impl Remote {
         let starts = part.as_ref().is_some_and(|p| p.blocks.start == first);
         let walk = part.as_ref().and_then(|p| self.walk_step(p.offset, starts));
         let at_once = self.pace().limit();
-        let piece = (AHEAD / at_once as u64).clamp(PIECE_MIN, PIECE);
+        let most = self.most_ahead();
+        let piece = (most / at_once as u64).clamp(PIECE_MIN, PIECE);
         let mut todo = Vec::new();
         {
             let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
@@ -78,7 +79,7 @@ impl Remote {
                     // A second block in a row may be chance (the model's
                     // header, then a part's start); a third is a reader.
                     if last > s.last {
-                        s.window = (s.window * 2).clamp(1, AHEAD);
+                        s.window = (s.window * 2).clamp(1, most);
                     }
                     s.last = s.last.max(last);
                     s.ahead_to = s.ahead_to.max(s.last + 1);
@@ -101,7 +102,7 @@ impl Remote {
                     if starts {
                         // A part read from its start: all of it, in pieces
                         // that keep every allowed request busy.
-                        s.window = (end - first).min(AHEAD);
+                        s.window = (end - first).min(most);
                         let rest = (first + s.window).saturating_sub(s.ahead_to);
                         let spread = rest.div_ceil(at_once as u64).clamp(1, piece);
                         let want = first + s.window;
@@ -117,6 +118,13 @@ impl Remote {
             }
         }
         self.spawn_fills(todo);
+    }
+
+    /// Most blocks a reader is kept ahead by: [`AHEAD`], or half the
+    /// block cache when that is less, so that blocks fetched ahead are
+    /// still held when their reader comes (`--cache-mib`).
+    fn most_ahead(&self) -> u64 {
+        AHEAD.min(self.blocks.budget() / super::BLOCK / 2).max(1)
     }
 
     /// Notes a read of the part at `offset` (`starts`: from its start);
@@ -150,7 +158,8 @@ impl Remote {
         let Some(parts) = self.parts.get() else {
             return;
         };
-        let mut budget = AHEAD.saturating_sub(ahead);
+        let most = self.most_ahead();
+        let mut budget = most.saturating_sub(ahead);
         for &(offset, len) in parts.iter().skip(k + 1).take(WALK_PARTS) {
             if budget == 0 {
                 break;
@@ -165,7 +174,7 @@ impl Remote {
                 None => Stream {
                     grid,
                     last: blocks.start,
-                    window: n.min(AHEAD),
+                    window: n.min(most),
                     ahead_to: blocks.start,
                 },
             };

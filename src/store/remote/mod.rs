@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex};
 use object_store::path::Path as Key;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
-use super::blocks::Blocks;
+use super::blocks::{self, Blocks};
 use super::disk;
 use super::Reach;
 use crate::error::{Error, Result};
@@ -57,8 +57,22 @@ pub use client::trust_unversioned;
 pub const TAIL: u64 = 1 << 20;
 /// Bytes per cached block: what a small read fetches.
 pub const BLOCK: u64 = 1 << 20;
-/// Bytes of blocks kept per object.
+/// Bytes of blocks kept by a process until [`set_cache_budget`] says
+/// otherwise (`ztfs mount --cache-mib`).
 const CACHE: u64 = 256 << 20;
+
+/// The block cache every remote object of this process shares: one
+/// budget however many objects (a sharded checkpoint's files) are read.
+fn shared_blocks() -> Arc<Blocks> {
+    static BLOCKS: std::sync::OnceLock<Arc<Blocks>> = std::sync::OnceLock::new();
+    BLOCKS.get_or_init(|| Arc::new(Blocks::new(CACHE))).clone()
+}
+
+/// Keeps remote objects' blocks within `bytes` in all (at least two
+/// blocks: one being read and one arriving).
+pub fn set_cache_budget(bytes: u64) {
+    shared_blocks().set_budget(bytes.max(2 * BLOCK));
+}
 
 pub use super::url_of;
 
@@ -92,7 +106,10 @@ pub struct Object {
     id: [u8; 32],
     /// The disk cache its blocks are kept in, if any.
     disk: Option<Arc<disk::Disk>>,
-    blocks: Blocks,
+    /// The block cache (shared with the process's other objects) and this
+    /// object's number in it.
+    blocks: Arc<Blocks>,
+    number: u64,
     /// Sequential readers seen lately, for read-ahead.
     streams: Mutex<Vec<Stream>>,
     /// Read-ahead threads running now.
@@ -119,17 +136,20 @@ impl Remote {
         let (server, _, secret) = parse(given)?;
         let url = &super::shown(Path::new(given));
         let client = shared_client(&server).map_err(|e| fail(url, secret.as_deref(), e))?;
-        Remote::open_with(given, client, disk::cache())
+        Remote::open_with(given, client, disk::cache(), shared_blocks())
     }
 
     /// [`Remote::open`] through `client`, which serves the URL's server
-    /// (the process's own for it, or a test's), keeping blocks in `disk`
-    /// (the process's disk cache, a test's, or none).
+    /// (the process's own for it, or a test's), keeping blocks in `blocks`
+    /// (the process's block cache, or a test's) and in `disk` (the
+    /// process's disk cache, a test's, or none).
     pub fn open_with(
         given: &str,
         client: Arc<dyn ObjectStore>,
         disk: Option<Arc<disk::Disk>>,
+        blocks: Arc<Blocks>,
     ) -> Result<Remote> {
+        static NUMBERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let (server, key, secret) = parse(given)?;
         let url = &super::shown(Path::new(given));
         let fail = |e| fail(url, secret.as_deref(), e);
@@ -184,7 +204,8 @@ impl Remote {
             client: Mutex::new(Some((std::process::id(), client))),
             secret,
             tail: (range.start, Arc::new(bytes)),
-            blocks: Blocks::new(CACHE),
+            blocks,
+            number: NUMBERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             disk,
             streams: Mutex::new(Vec::new()),
             ahead: Default::default(),
@@ -268,9 +289,10 @@ impl Remote {
         let (first, last) = (grid.block_of(offset), grid.block_of(end - 1));
         self.read_ahead(grid, first, last, part);
         let block = |j: u64| match reach {
-            Reach::AtHand => Ok(self.blocks.peek(grid.key(j))),
+            Reach::AtHand => Ok(self.blocks.peek(self.key(grid, j))),
             Reach::Wait => {
-                let (b, waited) = (self.blocks).get_noting(grid.key(j), || self.load(grid, j))?;
+                let (b, waited) =
+                    (self.blocks).get_noting(self.key(grid, j), || self.load(grid, j))?;
                 if waited {
                     // Not here yet (or on its way): reading ahead is behind.
                     self.pace().stalled();
@@ -325,6 +347,11 @@ impl Remote {
 }
 
 impl Object {
+    /// Block `j` of `grid`'s name in the block cache.
+    fn key(&self, grid: Grid, j: u64) -> blocks::Key {
+        blocks::Key::from(self.number) << 64 | blocks::Key::from(grid.key(j))
+    }
+
     /// Block `j` of `grid`: from the disk cache, else fetched (and kept
     /// there).
     fn load(&self, grid: Grid, j: u64) -> Result<Vec<u8>> {
@@ -355,13 +382,13 @@ impl Object {
         let mut j = from;
         while j < end {
             if on_disk(j) || short(j) {
-                let _ = self.blocks.get(grid.key(j), || self.load(grid, j));
+                let _ = self.blocks.get(self.key(grid, j), || self.load(grid, j));
                 j += 1;
                 continue;
             }
             let run = (j..end).take_while(|&i| !on_disk(i)).count() as u64;
             let first = j;
-            let filled = self.blocks.fill_run(grid.key(first), run, |n, put| {
+            let filled = self.blocks.fill_run(self.key(grid, first), run, |n, put| {
                 let mut i = first;
                 let range = grid.start(first)..grid.start(first + n).min(self.len);
                 self.fetch_blocks(range, &mut |bytes| {

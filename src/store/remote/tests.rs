@@ -131,6 +131,11 @@ impl ObjectStore for Faulty {
 const URL: &str = "http://test.invalid/m.bin";
 
 /// `len` bytes that differ from block to block and within one.
+/// A block cache of the process's default budget, the test's own.
+fn blocks() -> Arc<Blocks> {
+    Arc::new(Blocks::new(CACHE))
+}
+
 fn bytes(len: u64, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8 ^ seed)
@@ -150,7 +155,7 @@ fn put(store: &Faulty, data: &[u8]) {
 fn opened(data: &[u8]) -> (Arc<Faulty>, Remote) {
     let store = Arc::new(Faulty::default());
     put(&store, data);
-    let remote = Remote::open_with(URL, store.clone(), None).unwrap();
+    let remote = Remote::open_with(URL, store.clone(), None, blocks()).unwrap();
     (store, remote)
 }
 
@@ -421,7 +426,7 @@ fn a_cut_body_at_open_is_refused() {
     let store = Arc::new(Faulty::default());
     put(&store, &bytes(2 * BLOCK, 10));
     store.then(Fault::Cut);
-    let Err(e) = Remote::open_with(URL, store.clone(), None) else {
+    let Err(e) = Remote::open_with(URL, store.clone(), None, blocks()) else {
         panic!("opened from half a tail")
     };
     assert!(e.to_string().contains("of 1048576 bytes"), "{e}");
@@ -504,7 +509,7 @@ fn blocks_kept_in_a_disk_cache_serve_a_later_open() {
     let data = bytes(6 * BLOCK, 11);
     let store = Arc::new(Faulty::default());
     put(&store, &data);
-    let r = Remote::open_with(URL, store.clone(), Some(disk.clone())).unwrap();
+    let r = Remote::open_with(URL, store.clone(), Some(disk.clone()), blocks()).unwrap();
     for j in [0, 2, 3] {
         assert_eq!(
             read(&r, j * BLOCK, 64).unwrap(),
@@ -514,7 +519,7 @@ fn blocks_kept_in_a_disk_cache_serve_a_later_open() {
     assert_eq!(store.gets().len(), 4);
     drop(r);
 
-    let again = Remote::open_with(URL, store.clone(), Some(disk.clone())).unwrap();
+    let again = Remote::open_with(URL, store.clone(), Some(disk.clone()), blocks()).unwrap();
     for j in [0, 2, 3] {
         assert_eq!(
             read(&again, j * BLOCK + 7, 9).unwrap(),
@@ -526,7 +531,7 @@ fn blocks_kept_in_a_disk_cache_serve_a_later_open() {
     // A new version is another object: its blocks are fetched.
     let new = bytes(6 * BLOCK, 12);
     put(&store, &new);
-    let r = Remote::open_with(URL, store.clone(), Some(disk)).unwrap();
+    let r = Remote::open_with(URL, store.clone(), Some(disk), blocks()).unwrap();
     assert_eq!(read(&r, 0, 64).unwrap(), new[..64]);
     assert_eq!(store.gets().len(), 7);
 }
@@ -557,4 +562,40 @@ fn a_read_at_hand_never_asks_the_server() {
     // The next block is not held yet: the read across both is not at hand.
     assert_eq!(at_hand(BLOCK - 5, 10), None);
     assert_eq!(store.gets().len(), 2);
+}
+
+/// Objects read by one process share one block cache: together within
+/// its budget (`--cache-mib`), and each reader kept ahead by at most half
+/// of it, so that what is fetched ahead is still there when read.
+#[test]
+fn objects_share_one_cache_budget_and_read_ahead_fits_in_it() {
+    let blocks = Arc::new(Blocks::new(4 * BLOCK));
+    let open = |seed: u8| {
+        let data = bytes(40 * BLOCK, seed);
+        let store = Arc::new(Faulty::default());
+        put(&store, &data);
+        let r = Remote::open_with(URL, store.clone(), None, blocks.clone()).unwrap();
+        (data, store, r)
+    };
+    let objects = [open(21), open(22)];
+    for (data, _, r) in &objects {
+        for j in 0..4 {
+            let at = (j * BLOCK) as usize;
+            assert_eq!(read(r, j * BLOCK, 100).unwrap(), data[at..at + 100]);
+        }
+    }
+    for (_, store, r) in &objects {
+        eventually("the read-ahead's requests to end", || {
+            r.ahead.load(std::sync::atomic::Ordering::Relaxed) == 0
+        });
+        // Block 3 read last, a window of 2 (half of 4) past it.
+        let far = store.gets()[1..].iter().map(|g| g.end).max().unwrap();
+        assert!(far <= 6 * BLOCK, "{:?}", store.gets());
+    }
+    assert!(blocks.held() <= 4 * BLOCK, "{} bytes held", blocks.held());
+    // The objects' blocks are told apart: each still reads its own bytes.
+    for (data, _, r) in &objects {
+        let at = (2 * BLOCK) as usize;
+        assert_eq!(read(r, 2 * BLOCK, 100).unwrap(), data[at..at + 100]);
+    }
 }
