@@ -16,9 +16,14 @@ const AHEAD: u64 = 128;
 const PIECE: u64 = 16;
 const PIECE_MIN: u64 = 4;
 /// Sequential readers followed per object.
-const STREAMS: usize = 16;
-/// Parts after the one being read that a walk fetches ahead, at most.
-const WALK_PARTS: usize = 6;
+const STREAMS: usize = 32;
+/// Parts after the one being read that a walk fetches ahead, at most:
+/// each gets a stream, and the reader keeps one. The walk is bounded by
+/// blocks ([`AHEAD`]) before this for parts of 4 MiB or more. Six parts
+/// ahead kept a model of 1-16 MiB tensors loaded in file order at 0.6x
+/// of a link of 30 ms and 400 MB/s; 15 or 31 at 0.8-0.9x
+/// (scripts/bench-remote-link.sh, 2026-12-04).
+const WALK_PARTS: usize = STREAMS - 1;
 
 /// A reader walking the parts in the object's order: the index (in
 /// `Object::parts`) of the part it began last, and whether the one it

@@ -49,7 +49,7 @@ use client::{
     bad_answer, changed, check_size, check_versioned, fail, get, parse, pieces, runtime,
     shared_client, Server,
 };
-use grid::{Grid, BIG_BLOB};
+use grid::Grid;
 
 pub use client::trust_unversioned;
 
@@ -248,15 +248,16 @@ impl Remote {
         len: u64,
         reach: Reach,
     ) -> Result<Option<Shared>> {
+        // A small blob's blocks are the object's own (grid 0), shared with
+        // its neighbours; it is still a part, whose reader's walk across
+        // the parts goes on through it. A read at hand (a FUSE worker's)
+        // starts the read-ahead as one that waits does: in the background.
         let (grid, blocks) = grid::of_blob(blob_offset, blob_len, self.len);
-        // A small blob's blocks are shared with its neighbours: no part of
-        // its own. A read at hand (a FUSE worker's) starts the read-ahead
-        // as one that waits does: in the background.
-        let part = (blob_len >= BIG_BLOB).then_some(PartRead {
+        let part = PartRead {
             blocks,
             offset: blob_offset,
-        });
-        self.read_on(grid, offset, len, reach, part)
+        };
+        self.read_on(grid, offset, len, reach, Some(part))
     }
 
     /// `[offset, offset + len)` on `grid`; `None` when `reach` is

@@ -220,13 +220,20 @@ fn a_big_blob_is_read_on_blocks_laid_from_its_start() {
     }
     let asked: Vec<u64> = store.gets()[1..].iter().map(|g| g.start).collect();
     assert_eq!(asked, [at + BLOCK, at + 5 * BLOCK, at + 3 * BLOCK]);
-    // A small blob stays on grid 0.
+    // A small blob stays on grid 0 (its read fetches the block holding
+    // it; the rest of the blob, block 1, comes in the background).
+    let asked = store.gets().len();
     let (b, range) = r
         .read_blob(at, BLOCK, at + 10, 10, Reach::Wait)
         .unwrap()
         .unwrap();
     assert_eq!(b[range], data[(at + 10) as usize..(at + 20) as usize]);
-    assert_eq!(store.gets().last(), Some(&(0..BLOCK)));
+    eventually("the read-ahead's requests to end", || {
+        r.ahead.load(std::sync::atomic::Ordering::Relaxed) == 0
+    });
+    let mut small = store.gets()[asked..].to_vec();
+    small.sort_by_key(|g| g.start);
+    assert_eq!(small, [0..BLOCK, BLOCK..2 * BLOCK]);
 }
 
 /// A read of a big part from its start fetches the rest of the part at
@@ -545,8 +552,12 @@ fn blocks_kept_in_a_disk_cache_serve_a_later_open() {
 fn a_read_at_hand_never_asks_the_server() {
     let data = bytes(4 * BLOCK, 13);
     let (store, r) = opened(&data);
+    // On the object's blocks, of no part (a part read from its first
+    // block would be fetched whole in the background).
     let at_hand = |off: u64, len: u64| {
-        let read = r.read_blob(0, 3 * BLOCK, off, len, Reach::AtHand).unwrap();
+        let read = r
+            .read_on(Grid::ZERO, off, len, Reach::AtHand, None)
+            .unwrap();
         read.map(|(b, range)| b[range].to_vec())
     };
     assert_eq!(at_hand(10, 100), None);
@@ -598,4 +609,55 @@ fn objects_share_one_cache_budget_and_read_ahead_fits_in_it() {
         let at = (2 * BLOCK) as usize;
         assert_eq!(read(r, 2 * BLOCK, 100).unwrap(), data[at..at + 100]);
     }
+}
+
+/// A small part (under 4 MiB, on the object's own blocks) begun in its
+/// turn keeps the walk going: real models have small tensors between big
+/// ones (norms, biases), and a walk that stopped at each would fetch
+/// ahead only until the first.
+#[test]
+fn a_walk_goes_on_past_a_small_part() {
+    let data = bytes(30 * BLOCK, 23);
+    let mut parts = Vec::new();
+    let mut at = 4096;
+    for n in [5 * BLOCK, 1000, 5 * BLOCK, 5 * BLOCK, 5 * BLOCK] {
+        parts.push((at, n + 7));
+        at += n + 7;
+    }
+    let (store, r) = opened(&data);
+    r.set_parts(parts.clone());
+    for &(o, n) in &parts[..3] {
+        let (b, range) = r.read_blob(o, n, o, 500, Reach::Wait).unwrap().unwrap();
+        assert_eq!(b[range], data[o as usize..o as usize + 500]);
+    }
+    let (o3, n3) = parts[3];
+    let (o2, n2) = parts[2];
+    eventually("part 3 fetched ahead", || {
+        r.read_blob(o2, n2, o2 + BLOCK, 10, Reach::Wait).unwrap();
+        (store.gets()[1..].iter()).any(|g| g.start >= o3 && g.start < o3 + n3)
+    });
+}
+
+/// A walk fetches ahead by blocks, not by a few parts: over parts of a
+/// block each, a dozen parts ahead of the reader (a walk six parts deep
+/// kept a link of 30 ms and 400 MB/s at 0.6x, measured).
+#[test]
+fn a_walk_over_small_parts_reaches_many_parts_ahead() {
+    let data = bytes(30 * BLOCK, 24);
+    let parts: Vec<(u64, u64)> = (0..25)
+        .map(|k| (100 + k * (BLOCK + 7), BLOCK + 7))
+        .collect();
+    let (store, r) = opened(&data);
+    r.set_parts(parts.clone());
+    for &(o, n) in &parts[..2] {
+        r.read_blob(o, n, o, 500, Reach::Wait).unwrap().unwrap();
+    }
+    // The reader goes on in part 1 (each read tops up what is ahead, when
+    // requests are free).
+    let (o1, n1) = parts[1];
+    let (o, n) = parts[14];
+    eventually("part 14 fetched ahead", || {
+        r.read_blob(o1, n1, o1 + 1000, 10, Reach::Wait).unwrap();
+        (store.gets()[1..].iter()).any(|g| g.start < o + n && g.end > o)
+    });
 }
