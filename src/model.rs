@@ -119,6 +119,12 @@ impl Model {
         Ok(model)
     }
 
+    /// Readies a remote root for its first read in this process (see
+    /// [`Store::prepare`]).
+    pub fn prepare(&self) {
+        self.root.prepare();
+    }
+
     /// Tells a remote root where its parts are, so that a reader taking
     /// them in the file's order is fetched ahead across them.
     fn tell_parts(&self) {

@@ -208,6 +208,7 @@ fn prove_shards(model: &Model, args: &MountArgs) {
 /// "ok" once the mount answers, or why it failed.
 fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Result<()> {
     sys::block_signals(&STOP_SIGNALS).map_err(io_err("signal mask"))?;
+    tree.model().prepare();
     sys::install_bus_guard();
     let mnt = &args.mountpoint;
     let mut cfg = Config::default();

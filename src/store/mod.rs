@@ -155,6 +155,15 @@ impl Store {
         }
     }
 
+    /// A remote object makes its client in this process now, in the
+    /// background (a daemon just forked has none), so that its first read
+    /// does not wait for it; nothing for a file.
+    pub fn prepare(&self) {
+        if let Kind::Remote(r) = &self.kind {
+            r.prepare();
+        }
+    }
+
     /// True for a remote object.
     pub fn is_remote(&self) -> bool {
         matches!(self.kind, Kind::Remote(_))

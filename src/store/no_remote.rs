@@ -39,6 +39,10 @@ impl Remote {
         match *self {}
     }
 
+    pub fn prepare(&self) {
+        match *self {}
+    }
+
     pub fn read_blob(
         &self,
         _: u64,

@@ -61,7 +61,9 @@ impl Remote {
     /// doubles with each block up to [`AHEAD`] blocks (as mountpoint-s3
     /// and hf-mount do). The window is topped up when less than half of it
     /// is left, by requests of [`PIECE_MIN`] to [`PIECE`] blocks. Others
-    /// fetch only what they read. Nothing is fetched past the part.
+    /// fetch only what they read. Nothing is fetched past the part. A read
+    /// of several blocks has those after its first fetched in the
+    /// background while it fetches its first: at once, not one by one.
     pub(super) fn read_ahead(&self, grid: Grid, first: u64, last: u64, part: Option<PartRead>) {
         let blocks = grid.count(self.len);
         let end = part.as_ref().map_or(blocks, |p| p.blocks.end.min(blocks));
@@ -86,6 +88,8 @@ impl Remote {
                     if last > s.last {
                         s.window = (s.window * 2).clamp(1, most);
                     }
+                    s.ahead_to = s.ahead_to.max(first + 1);
+                    self.take(grid, &mut s, last + 1, piece, at_once, &mut todo);
                     s.last = s.last.max(last);
                     s.ahead_to = s.ahead_to.max(s.last + 1);
                     let want = (s.last + 1 + s.window).min(end);
@@ -102,7 +106,7 @@ impl Remote {
                         grid,
                         last,
                         window: 0,
-                        ahead_to: last + 1,
+                        ahead_to: first + 1,
                     };
                     if starts {
                         // A part read from its start: all of it, in pieces
@@ -113,6 +117,7 @@ impl Remote {
                         let want = first + s.window;
                         self.take(grid, &mut s, want, spread, at_once, &mut todo);
                     }
+                    self.take(grid, &mut s, last + 1, piece, at_once, &mut todo);
                     s
                 }
             };

@@ -37,6 +37,9 @@ struct Faulty {
     inner: InMemory,
     gets: Mutex<Vec<Range<u64>>>,
     faults: Mutex<VecDeque<Fault>>,
+    /// While set, GETs wait before answering; `waiting` counts them.
+    held: std::sync::atomic::AtomicBool,
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 impl fmt::Display for Faulty {
@@ -79,6 +82,14 @@ impl ObjectStore for Faulty {
         location: &Key,
         mut options: GetOptions,
     ) -> object_store::Result<GetResult> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.held.load(SeqCst) {
+            self.waiting.fetch_add(1, SeqCst);
+            while self.held.load(SeqCst) {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            self.waiting.fetch_sub(1, SeqCst);
+        }
         let fault = self.faults.lock().unwrap().pop_front();
         if let (Some(Fault::Shifted), Some(GetRange::Bounded(r))) = (fault, &options.range) {
             options.range = Some(GetRange::Bounded(r.start + 1..r.end + 1));
@@ -659,5 +670,31 @@ fn a_walk_over_small_parts_reaches_many_parts_ahead() {
     eventually("part 14 fetched ahead", || {
         r.read_blob(o1, n1, o1 + 1000, 10, Reach::Wait).unwrap();
         (store.gets()[1..].iter()).any(|g| g.start < o + n && g.end > o)
+    });
+}
+
+/// A read across two blocks that are not held asks for both at once, not
+/// one after the other (a first read of a small tensor cut by a block
+/// boundary cost two round trips).
+#[test]
+fn a_read_across_blocks_asks_for_them_at_once() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let data = bytes(12 * BLOCK, 25);
+    let (store, r) = opened(&data);
+    let (o, n) = (BLOCK / 2, BLOCK);
+    store.held.store(true, SeqCst);
+    std::thread::scope(|s| {
+        let reader = s.spawn(|| {
+            let (b, range) = r.read_blob(o, n, o, n, Reach::Wait).unwrap().unwrap();
+            assert_eq!(b[range], data[o as usize..(o + n) as usize]);
+        });
+        let start = Instant::now();
+        while store.waiting.load(SeqCst) < 2 && start.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let waiting = store.waiting.load(SeqCst);
+        store.held.store(false, SeqCst);
+        reader.join().unwrap();
+        assert_eq!(waiting, 2, "requests in flight at once");
     });
 }
