@@ -62,9 +62,16 @@ impl Remote {
     /// and hf-mount do). The window is topped up when less than half of it
     /// is left, by requests of [`PIECE_MIN`] to [`PIECE`] blocks. Others
     /// fetch only what they read. Nothing is fetched past the part. A read
-    /// of several blocks has those after its first fetched in the
-    /// background while it fetches its first: at once, not one by one.
-    pub(super) fn read_ahead(&self, grid: Grid, first: u64, last: u64, part: Option<PartRead>) {
+    /// that `waits` for several blocks has those after its first fetched
+    /// in the background while it fetches its first: at once, not one by
+    /// one (a read at hand leaves them to the read that waits after it).
+    pub(super) fn read_ahead(
+        &self,
+        grid: Grid,
+        (first, last): (u64, u64),
+        part: Option<PartRead>,
+        waits: bool,
+    ) {
         let blocks = grid.count(self.len);
         let end = part.as_ref().map_or(blocks, |p| p.blocks.end.min(blocks));
         let starts = part.as_ref().is_some_and(|p| p.blocks.start == first);
@@ -89,7 +96,9 @@ impl Remote {
                         s.window = (s.window * 2).clamp(1, most);
                     }
                     s.ahead_to = s.ahead_to.max(first + 1);
-                    self.take(grid, &mut s, last + 1, piece, at_once, &mut todo);
+                    if waits {
+                        self.take(grid, &mut s, last + 1, piece, at_once, &mut todo);
+                    }
                     s.last = s.last.max(last);
                     s.ahead_to = s.ahead_to.max(s.last + 1);
                     let want = (s.last + 1 + s.window).min(end);
@@ -117,7 +126,9 @@ impl Remote {
                         let want = first + s.window;
                         self.take(grid, &mut s, want, spread, at_once, &mut todo);
                     }
-                    self.take(grid, &mut s, last + 1, piece, at_once, &mut todo);
+                    if waits {
+                        self.take(grid, &mut s, last + 1, piece, at_once, &mut todo);
+                    }
                     s
                 }
             };

@@ -288,7 +288,7 @@ impl Remote {
             return Ok(Some((tail.clone(), at..at + len as usize)));
         }
         let (first, last) = (grid.block_of(offset), grid.block_of(end - 1));
-        self.read_ahead(grid, first, last, part);
+        self.read_ahead(grid, (first, last), part, matches!(reach, Reach::Wait));
         let block = |j: u64| match reach {
             Reach::AtHand => Ok(self.blocks.peek(self.key(grid, j))),
             Reach::Wait => {
