@@ -66,7 +66,10 @@ fn file_attr(a: &Attr) -> FileAttr {
     }
 }
 
-/// The file handle of an open served by passthrough (others are 0).
+/// The file handle of an open served by passthrough. Every other open
+/// gets a handle of its own, from 2 on: a remote model's read-ahead
+/// follows each open file on its own (two readers of one file, one
+/// reading in order and one jumping, do not spoil each other's).
 const PASSTHROUGH_FH: u64 = 1;
 
 /// The kernel's ids of the backing files in use (see [`Registry`]).
@@ -77,6 +80,8 @@ pub struct ZtFs {
     tree: Arc<Tree>,
     xattrs: bool,
     backing_ids: BackingIds,
+    /// The handle the next open gets.
+    next_handle: std::sync::atomic::AtomicU64,
 }
 
 impl ZtFs {
@@ -91,6 +96,7 @@ impl ZtFs {
             tree,
             xattrs,
             backing_ids: Arc::default(),
+            next_handle: std::sync::atomic::AtomicU64::new(PASSTHROUGH_FH + 1),
         }
     }
 }
@@ -175,6 +181,7 @@ impl Filesystem for ZtFs {
         }
         // The answer may come later, from a job thread (see tree::jobs).
         let (ids, tree) = (self.backing_ids.clone(), self.tree.clone());
+        let handle = (self.next_handle).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let done = Box::new(move |r: Result<OpenMode, FsError>| match r {
             Ok(m) => {
                 if let Some(b) = &m.backing {
@@ -195,7 +202,7 @@ impl Filesystem for ZtFs {
                 if m.direct_io {
                     f |= FopenFlags::FOPEN_DIRECT_IO;
                 }
-                reply.opened(FileHandle(0), f)
+                reply.opened(FileHandle(handle), f)
             }
             Err(e) => reply.error(errno(e)),
         });
@@ -206,7 +213,7 @@ impl Filesystem for ZtFs {
         &self,
         req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         size: u32,
         _flags: OpenFlags,
@@ -219,7 +226,11 @@ impl Filesystem for ZtFs {
             Ok(data) => reply.data(&data),
             Err(e) => reply.error(errno(e)),
         });
-        self.tree.read(ino.0, offset, size, req.pid(), done);
+        let caller = crate::tree::Caller {
+            pid: req.pid(),
+            handle: fh.0,
+        };
+        self.tree.read(ino.0, offset, size, caller, done);
     }
 
     fn release(

@@ -249,7 +249,7 @@ impl Store {
             Kind::Remote(r) => {
                 let (buf, range) = match blob {
                     Some((at, n)) => {
-                        let read = r.read_blob(at, n, offset, len, Reach::Wait)?;
+                        let read = r.read_blob(at, n, offset, len, Reach::WAIT)?;
                         read.ok_or_else(|| unreachable_miss(&self.name()))?
                     }
                     None => r.read(offset, len)?,
@@ -283,7 +283,7 @@ impl Store {
     /// `blob_offset` of `blob_len` bytes: the same bytes; a remote object
     /// reads a big blob on blocks laid from its start, so that a reader's
     /// block-sized reads of it are served without joining two blocks.
-    /// `None` when `reach` is [`Reach::AtHand`] and a remote object does
+    /// `None` when `reach` is at hand only and a remote object does
     /// not hold them now.
     pub fn blob_piece(
         &self,
@@ -427,16 +427,37 @@ fn unreachable_miss(name: &str) -> Error {
     )
 }
 
-/// How far a read of a remote object may go for its bytes.
+/// How a read of a remote object is made: how far it may go for its
+/// bytes, and for which reader it is (whose read-ahead it moves on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reach {
-    /// To the server, waiting for it.
-    Wait,
+pub struct Reach {
     /// Only to what is held now (the tail read at open, the block cache):
     /// a FUSE worker answers from the cache so, and hands the read to a
-    /// job only when it would have to wait. A local file's bytes are
-    /// always at hand.
-    AtHand,
+    /// job only when it would have to wait. Else to the server, waiting
+    /// for it. A local file's bytes are always at hand.
+    pub at_hand: bool,
+    /// The open file the read is for (its FUSE file handle), followed by
+    /// a read-ahead of its own; 0 for reads of no open file, followed
+    /// together.
+    pub reader: u64,
+}
+
+impl Reach {
+    /// To the server, waiting for it, for no open file.
+    pub const WAIT: Reach = Reach {
+        at_hand: false,
+        reader: 0,
+    };
+    /// Only to what is held now, for no open file.
+    pub const AT_HAND: Reach = Reach {
+        at_hand: true,
+        reader: 0,
+    };
+
+    /// The same, for the open file `reader`.
+    pub fn by(self, reader: u64) -> Reach {
+        Reach { reader, ..self }
+    }
 }
 
 /// A URL's query (a presigned URL's signature, from its `?`) split off:

@@ -1,10 +1,27 @@
-//! Read-ahead: sequential readers followed per object, and the window of
-//! blocks fetched ahead of each (see [`Remote::read_ahead`]).
+//! Read-ahead: sequential readers followed per object and per open file
+//! (a FUSE file handle, see `Reach::reader`), and the window of blocks
+//! fetched ahead of each (see [`Remote::read_ahead`]). Each open file has
+//! streams and a walk of its own: two readers of one file, interleaved,
+//! each keep theirs, and one that jumps about pushes out only its own.
 
 use std::ops::Range;
 
 use super::grid::Grid;
-use super::Remote;
+use super::{Reach, Remote};
+
+/// Makes room in `streams` (oldest first) for one more of `reader`'s: its
+/// own oldest goes when it has [`STREAMS`], else the oldest of all when
+/// the object has [`ALL_STREAMS`].
+fn make_room(streams: &mut Vec<Stream>, reader: u64) {
+    let mine = streams.iter().filter(|s| s.reader == reader).count();
+    if mine >= STREAMS {
+        if let Some(i) = streams.iter().position(|s| s.reader == reader) {
+            streams.remove(i);
+        }
+    } else if streams.len() >= ALL_STREAMS {
+        streams.remove(0);
+    }
+}
 
 /// Most blocks a sequential reader is kept ahead by, when the block
 /// cache is big enough (see [`Remote::most_ahead`]).
@@ -15,8 +32,12 @@ const AHEAD: u64 = 128;
 /// more at once, the smaller each, so that they fit the window.
 const PIECE: u64 = 16;
 const PIECE_MIN: u64 = 4;
-/// Sequential readers followed per object.
+/// Streams followed per open file (its own reads' and its walk's)...
 const STREAMS: usize = 32;
+/// ...and per object, of all open files together, the oldest going first.
+const ALL_STREAMS: usize = 4 * STREAMS;
+/// Open files whose walk across the parts is followed per object.
+const WALKS: usize = 16;
 /// Parts after the one being read that a walk fetches ahead, at most:
 /// each gets a stream, and the reader keeps one. The walk is bounded by
 /// blocks ([`AHEAD`]) before this for parts of 4 MiB or more. Six parts
@@ -25,19 +46,20 @@ const STREAMS: usize = 32;
 /// (scripts/bench-remote-link.sh, 2026-12-04).
 const WALK_PARTS: usize = STREAMS - 1;
 
-/// A reader walking the parts in the object's order: the index (in
-/// `Object::parts`) of the part it began last, and whether the one it
-/// began before was the part just before that.
-#[derive(Default)]
+/// An open file's reader walking the parts in the object's order: the
+/// index (in `Object::parts`) of the part it began last, and whether the
+/// one it began before was the part just before that.
 pub(super) struct Walk {
+    reader: u64,
     last: Option<usize>,
     walking: bool,
 }
 
-/// A sequential reader: the last block it read, how far ahead of it to
-/// fetch, and where fetching ahead has got to.
+/// A sequential reader of an open file: the last block it read, how far
+/// ahead of it to fetch, and where fetching ahead has got to.
 #[derive(Clone, Copy)]
 pub(super) struct Stream {
+    reader: u64,
     grid: Grid,
     last: u64,
     window: u64,
@@ -70,12 +92,13 @@ impl Remote {
         grid: Grid,
         (first, last): (u64, u64),
         part: Option<PartRead>,
-        waits: bool,
+        reach: Reach,
     ) {
+        let (reader, waits) = (reach.reader, !reach.at_hand);
         let blocks = grid.count(self.len);
         let end = part.as_ref().map_or(blocks, |p| p.blocks.end.min(blocks));
         let starts = part.as_ref().is_some_and(|p| p.blocks.start == first);
-        let walk = part.as_ref().and_then(|p| self.walk_step(p.offset, starts));
+        let walk = (part.as_ref()).and_then(|p| self.walk_step(reader, p.offset, starts));
         let at_once = self.pace().limit();
         let most = self.most_ahead();
         let piece = (most / at_once as u64).clamp(PIECE_MIN, PIECE);
@@ -86,7 +109,9 @@ impl Remote {
             // continues it (a part need not start on a block, so its reads
             // may straddle two); the kernel may send a reader's reads a
             // little out of order, so one a block or two behind still is.
-            let near = |s: &Stream| s.grid == grid && first <= s.last + 1 && last + 2 >= s.last;
+            let near = |s: &Stream| {
+                s.reader == reader && s.grid == grid && first <= s.last + 1 && last + 2 >= s.last
+            };
             let s = match streams.iter().position(near) {
                 Some(i) => {
                     let mut s = streams.remove(i);
@@ -108,10 +133,9 @@ impl Remote {
                     s
                 }
                 None => {
-                    if streams.len() >= STREAMS {
-                        streams.remove(0);
-                    }
+                    make_room(&mut streams, reader);
                     let mut s = Stream {
+                        reader,
                         grid,
                         last,
                         window: 0,
@@ -135,7 +159,8 @@ impl Remote {
             let ahead = s.ahead_to - s.last - 1;
             streams.push(s); // most recent last
             if let Some(k) = walk {
-                self.walk_ahead(&mut streams, k, ahead, piece, at_once, &mut todo);
+                let s = (reader, k, ahead);
+                self.walk_ahead(&mut streams, s, piece, at_once, &mut todo);
             }
         }
         self.spawn_fills(todo);
@@ -148,13 +173,32 @@ impl Remote {
         AHEAD.min(self.blocks.budget() / super::BLOCK / 2).max(1)
     }
 
-    /// Notes a read of the part at `offset` (`starts`: from its start);
-    /// returns its index in the object's parts while a reader walks them
-    /// in order (it began this part right after the one before).
-    fn walk_step(&self, offset: u64, starts: bool) -> Option<usize> {
+    /// Notes a read by `reader` of the part at `offset` (`starts`: from
+    /// its start); returns its index in the object's parts while that
+    /// reader walks them in order (it began this part right after the one
+    /// before).
+    fn walk_step(&self, reader: u64, offset: u64, starts: bool) -> Option<usize> {
         let parts = self.parts.get()?;
         let k = parts.binary_search_by_key(&offset, |p| p.0).ok()?;
-        let mut w = self.walk.lock().unwrap_or_else(|e| e.into_inner());
+        let mut walks = self.walks.lock().unwrap_or_else(|e| e.into_inner());
+        let i = match walks.iter().position(|w| w.reader == reader) {
+            Some(i) => i,
+            None => {
+                if walks.len() >= WALKS {
+                    walks.remove(0);
+                }
+                walks.push(Walk {
+                    reader,
+                    last: None,
+                    walking: false,
+                });
+                walks.len() - 1
+            }
+        };
+        // Most recent last.
+        let w = walks.remove(i);
+        walks.push(w);
+        let w = walks.last_mut().expect("pushed");
         if starts && w.last != Some(k) {
             w.walking = k > 0 && w.last == Some(k - 1);
             w.last = Some(k);
@@ -162,7 +206,7 @@ impl Remote {
         (w.walking && w.last == Some(k)).then_some(k)
     }
 
-    /// For a reader walking the parts in order, in part `k` with `ahead`
+    /// For `reader` walking the parts in order, in part `k` with `ahead`
     /// blocks of it fetched or asked for ahead: the parts after it, each
     /// on its own grid, until [`AHEAD`] blocks are ahead, [`WALK_PARTS`]
     /// parts, or every allowed request runs. Each gets a stream that its
@@ -170,8 +214,7 @@ impl Remote {
     fn walk_ahead(
         &self,
         streams: &mut Vec<Stream>,
-        k: usize,
-        ahead: u64,
+        (reader, k, ahead): (u64, usize, u64),
         piece: u64,
         at_once: usize,
         todo: &mut Vec<(Grid, u64, u64)>,
@@ -188,11 +231,15 @@ impl Remote {
             let (grid, blocks) = super::grid::of_blob(offset, len, self.len);
             let n = blocks.end - blocks.start;
             let mine = |s: &Stream| {
-                s.grid == grid && s.last <= blocks.start + 1 && s.ahead_to >= blocks.start
+                s.reader == reader
+                    && s.grid == grid
+                    && s.last <= blocks.start + 1
+                    && s.ahead_to >= blocks.start
             };
             let mut s = match streams.iter().position(mine) {
                 Some(i) => streams.remove(i),
                 None => Stream {
+                    reader,
                     grid,
                     last: blocks.start,
                     window: n.min(most),
@@ -201,9 +248,7 @@ impl Remote {
             };
             let want = blocks.end.min(s.ahead_to + budget);
             let busy = !self.take(grid, &mut s, want, piece, at_once, todo);
-            if streams.len() >= STREAMS {
-                streams.remove(0);
-            }
+            make_room(streams, reader);
             streams.insert(streams.len().saturating_sub(1), s);
             budget = budget.saturating_sub(n);
             if busy {

@@ -119,7 +119,8 @@ pub struct Object {
     /// Where the model's parts are (offset, length; sorted), when told:
     /// for the read-ahead of a reader walking them in order.
     parts: std::sync::OnceLock<Vec<(u64, u64)>>,
-    walk: Mutex<Walk>,
+    /// Open files walking the parts lately, most recent last.
+    walks: Mutex<Vec<Walk>>,
 }
 
 /// What every request after the first must match.
@@ -211,7 +212,7 @@ impl Remote {
             ahead: Default::default(),
             pace: Mutex::new(pace::Pace::new()),
             parts: Default::default(),
-            walk: Default::default(),
+            walks: Default::default(),
         })))
     }
 
@@ -232,13 +233,13 @@ impl Remote {
     /// length the server's size claims is never allocated before the
     /// server has sent it.
     pub fn read(&self, offset: u64, len: u64) -> Result<Shared> {
-        let read = self.read_on(Grid::ZERO, offset, len, Reach::Wait, None)?;
+        let read = self.read_on(Grid::ZERO, offset, len, Reach::WAIT, None)?;
         read.ok_or_else(|| super::unreachable_miss(&self.url))
     }
 
     /// [`Remote::read`] of `[offset, offset + len)` within the blob at
     /// `blob_offset` of `blob_len` bytes: a big blob's on blocks laid from
-    /// its start (see `Grid`). With [`Reach::AtHand`], only from what is
+    /// its start (see `Grid`). At hand ([`Reach::at_hand`]), only from what is
     /// held now: `None` where a block would have to be fetched.
     pub fn read_blob(
         &self,
@@ -261,7 +262,7 @@ impl Remote {
     }
 
     /// `[offset, offset + len)` on `grid`; `None` when `reach` is
-    /// [`Reach::AtHand`] and a block is not held.
+    /// at hand only and a block is not held.
     fn read_on(
         &self,
         grid: Grid,
@@ -288,10 +289,10 @@ impl Remote {
             return Ok(Some((tail.clone(), at..at + len as usize)));
         }
         let (first, last) = (grid.block_of(offset), grid.block_of(end - 1));
-        self.read_ahead(grid, (first, last), part, matches!(reach, Reach::Wait));
-        let block = |j: u64| match reach {
-            Reach::AtHand => Ok(self.blocks.peek(self.key(grid, j))),
-            Reach::Wait => {
+        self.read_ahead(grid, (first, last), part, reach);
+        let block = |j: u64| match reach.at_hand {
+            true => Ok(self.blocks.peek(self.key(grid, j))),
+            false => {
                 let (b, waited) =
                     (self.blocks).get_noting(self.key(grid, j), || self.load(grid, j))?;
                 if waited {

@@ -224,7 +224,7 @@ fn a_big_blob_is_read_on_blocks_laid_from_its_start() {
     for k in [1, 5, 3] {
         let off = at + k * BLOCK;
         let (b, range) = r
-            .read_blob(at, blob, off, BLOCK, Reach::Wait)
+            .read_blob(at, blob, off, BLOCK, Reach::WAIT)
             .unwrap()
             .unwrap();
         assert_eq!(b[range], data[off as usize..(off + BLOCK) as usize]);
@@ -235,7 +235,7 @@ fn a_big_blob_is_read_on_blocks_laid_from_its_start() {
     // it; the rest of the blob, block 1, comes in the background).
     let asked = store.gets().len();
     let (b, range) = r
-        .read_blob(at, BLOCK, at + 10, 10, Reach::Wait)
+        .read_blob(at, BLOCK, at + 10, 10, Reach::WAIT)
         .unwrap()
         .unwrap();
     assert_eq!(b[range], data[(at + 10) as usize..(at + 20) as usize]);
@@ -255,7 +255,7 @@ fn a_part_read_from_its_start_is_fetched_whole_at_once() {
     let data = bytes(20 * BLOCK, 14);
     let (store, r) = opened(&data);
     let (at, blob) = (4096, 9 * BLOCK + 100);
-    let (b, range) = (r.read_blob(at, blob, at, BLOCK, Reach::Wait))
+    let (b, range) = (r.read_blob(at, blob, at, BLOCK, Reach::WAIT))
         .unwrap()
         .unwrap();
     assert_eq!(b[range], data[at as usize..(at + BLOCK) as usize]);
@@ -279,7 +279,7 @@ fn a_part_read_from_its_start_is_fetched_whole_at_once() {
     let before = store.gets().len();
     for k in 1..9 {
         let off = at + k * BLOCK;
-        let (b, range) = (r.read_blob(at, blob, off, BLOCK, Reach::Wait))
+        let (b, range) = (r.read_blob(at, blob, off, BLOCK, Reach::WAIT))
             .unwrap()
             .unwrap();
         assert_eq!(b[range], data[off as usize..(off + BLOCK) as usize]);
@@ -301,7 +301,7 @@ fn a_reader_walking_the_parts_in_order_is_fetched_ahead_across_them() {
     }
     let begin = |r: &Remote, k: usize| {
         let (o, n) = parts[k];
-        let (b, range) = r.read_blob(o, n, o, 1000, Reach::Wait).unwrap().unwrap();
+        let (b, range) = r.read_blob(o, n, o, 1000, Reach::WAIT).unwrap().unwrap();
         assert_eq!(b[range], data[o as usize..o as usize + 1000]);
     };
     let touches = |store: &Faulty, k: usize| {
@@ -319,7 +319,7 @@ fn a_reader_walking_the_parts_in_order_is_fetched_ahead_across_them() {
     // requests are free).
     let (o1, _) = parts[1];
     eventually("part 2 fetched ahead", || {
-        r.read_blob(o1, parts[1].1, o1 + BLOCK, 10, Reach::Wait)
+        r.read_blob(o1, parts[1].1, o1 + BLOCK, 10, Reach::WAIT)
             .unwrap();
         touches(&store, 2)
     });
@@ -567,7 +567,7 @@ fn a_read_at_hand_never_asks_the_server() {
     // block would be fetched whole in the background).
     let at_hand = |off: u64, len: u64| {
         let read = r
-            .read_on(Grid::ZERO, off, len, Reach::AtHand, None)
+            .read_on(Grid::ZERO, off, len, Reach::AT_HAND, None)
             .unwrap();
         read.map(|(b, range)| b[range].to_vec())
     };
@@ -638,13 +638,13 @@ fn a_walk_goes_on_past_a_small_part() {
     let (store, r) = opened(&data);
     r.set_parts(parts.clone());
     for &(o, n) in &parts[..3] {
-        let (b, range) = r.read_blob(o, n, o, 500, Reach::Wait).unwrap().unwrap();
+        let (b, range) = r.read_blob(o, n, o, 500, Reach::WAIT).unwrap().unwrap();
         assert_eq!(b[range], data[o as usize..o as usize + 500]);
     }
     let (o3, n3) = parts[3];
     let (o2, n2) = parts[2];
     eventually("part 3 fetched ahead", || {
-        r.read_blob(o2, n2, o2 + BLOCK, 10, Reach::Wait).unwrap();
+        r.read_blob(o2, n2, o2 + BLOCK, 10, Reach::WAIT).unwrap();
         (store.gets()[1..].iter()).any(|g| g.start >= o3 && g.start < o3 + n3)
     });
 }
@@ -661,14 +661,14 @@ fn a_walk_over_small_parts_reaches_many_parts_ahead() {
     let (store, r) = opened(&data);
     r.set_parts(parts.clone());
     for &(o, n) in &parts[..2] {
-        r.read_blob(o, n, o, 500, Reach::Wait).unwrap().unwrap();
+        r.read_blob(o, n, o, 500, Reach::WAIT).unwrap().unwrap();
     }
     // The reader goes on in part 1 (each read tops up what is ahead, when
     // requests are free).
     let (o1, n1) = parts[1];
     let (o, n) = parts[14];
     eventually("part 14 fetched ahead", || {
-        r.read_blob(o1, n1, o1 + 1000, 10, Reach::Wait).unwrap();
+        r.read_blob(o1, n1, o1 + 1000, 10, Reach::WAIT).unwrap();
         (store.gets()[1..].iter()).any(|g| g.start < o + n && g.end > o)
     });
 }
@@ -685,7 +685,7 @@ fn a_read_across_blocks_asks_for_them_at_once() {
     store.held.store(true, SeqCst);
     std::thread::scope(|s| {
         let reader = s.spawn(|| {
-            let (b, range) = r.read_blob(o, n, o, n, Reach::Wait).unwrap().unwrap();
+            let (b, range) = r.read_blob(o, n, o, n, Reach::WAIT).unwrap().unwrap();
             assert_eq!(b[range], data[o as usize..(o + n) as usize]);
         });
         let start = Instant::now();
@@ -696,5 +696,70 @@ fn a_read_across_blocks_asks_for_them_at_once() {
         store.held.store(false, SeqCst);
         reader.join().unwrap();
         assert_eq!(waiting, 2, "requests in flight at once");
+    });
+}
+
+/// Two sequential readers of one object, interleaved, and a random reader
+/// among them, each an open file of its own: each sequential one keeps
+/// its own stream (the random reader's reads push out only its own), so
+/// each is read ahead.
+#[test]
+fn interleaved_readers_each_keep_their_stream() {
+    let data = bytes(200 * BLOCK, 26);
+    let (store, r) = opened(&data);
+    // Each reader its own open file (FUSE handles 2, 3 and 4).
+    let read_at = |reader: u64, j: u64| {
+        let at = (j * BLOCK) as usize;
+        let how = Reach::WAIT.by(reader);
+        let (b, range) = (r.read_on(Grid::ZERO, j * BLOCK, 100, how, None))
+            .unwrap()
+            .unwrap();
+        assert_eq!(b[range], data[at..at + 100]);
+    };
+    for k in 0..6 {
+        read_at(2, k);
+        read_at(3, 150 + k);
+        // 40 blocks apart from each other, each read once in each round,
+        // in a shuffled order: more than the streams an open file keeps.
+        for m in 0..40 {
+            read_at(4, 20 + 3 * ((m * 17 + k * 5) % 40));
+        }
+    }
+    // Both are read ahead past block 6 of their own.
+    let ahead_of = |from: u64| {
+        (store.gets()[1..].iter())
+            .any(|g| g.start >= (from + 7) * BLOCK && g.start < (from + 30) * BLOCK)
+    };
+    eventually("both readers read ahead", || ahead_of(0) && ahead_of(150));
+}
+
+/// Two open files walking the parts in order, interleaved: each walk is
+/// followed, so the parts after each reader's are fetched ahead.
+#[test]
+fn interleaved_walks_are_each_followed() {
+    let data = bytes(75 * BLOCK, 27);
+    let n = 5 * BLOCK + 7;
+    let parts: Vec<(u64, u64)> = (0..14).map(|k| (100 + k * n, n)).collect();
+    let (store, r) = opened(&data);
+    r.set_parts(parts.clone());
+    let begin = |reader: u64, k: usize, at: u64| {
+        let (o, n) = parts[k];
+        let how = Reach::WAIT.by(reader);
+        let (b, range) = r.read_blob(o, n, o + at, 10, how).unwrap().unwrap();
+        assert_eq!(b[range], data[(o + at) as usize..(o + at + 10) as usize]);
+    };
+    for (reader, k) in [(2, 0), (3, 8), (2, 1), (3, 9)] {
+        begin(reader, k, 0);
+    }
+    // A request that begins in the part (a part's last block may hold the
+    // next one's first bytes).
+    let begins_in = |k: usize| {
+        let (o, n) = parts[k];
+        (store.gets()[1..].iter()).any(|g| g.start >= o && g.start < o + n)
+    };
+    eventually("parts 2 and 10 fetched ahead", || {
+        begin(2, 1, BLOCK);
+        begin(3, 9, BLOCK);
+        begins_in(2) && begins_in(10)
     });
 }

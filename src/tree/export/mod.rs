@@ -476,14 +476,16 @@ impl Tree {
         }
     }
 
-    /// A range of a safetensors shard or of the index. A read within one
-    /// tensor is served as that tensor's file serves it (from the map,
-    /// without a copy).
+    /// A range of a safetensors shard or of the index, for the open file
+    /// `reader` (see [`Tree::read_node_for`]). A read within one tensor is
+    /// served as that tensor's file serves it (from the map, without a
+    /// copy).
     pub(in crate::tree) fn read_safetensors(
         &self,
         node: &Node,
         offset: u64,
         size: u32,
+        reader: u64,
     ) -> Result<Data<'_>, FsError> {
         if self.safetensors.is_none() {
             return Err(FsError::NotFound);
@@ -506,7 +508,7 @@ impl Tree {
             len,
         }] = segments[..]
         {
-            return self.read_tensor(object, offset, len);
+            return self.read_tensor(object, offset, len, reader);
         }
         let mut out = Vec::with_capacity(size as usize);
         for s in segments.drain(..) {
@@ -516,7 +518,7 @@ impl Tree {
                     object,
                     offset,
                     len,
-                } => out.extend_from_slice(&self.read_tensor(object, offset, len)?),
+                } => out.extend_from_slice(&self.read_tensor(object, offset, len, reader)?),
             }
         }
         Ok(Data::Owned(out))
@@ -524,9 +526,9 @@ impl Tree {
 
     /// `len` bytes of object `i`'s tensor file from `offset`; all of them
     /// (a short read here would shift every later byte of the shard).
-    fn read_tensor(&self, i: u32, offset: u64, len: u64) -> Result<Data<'_>, FsError> {
+    fn read_tensor(&self, i: u32, offset: u64, len: u64, reader: u64) -> Result<Data<'_>, FsError> {
         let (node, _, _) = self.tensor_file(i).map_err(|_| FsError::Io)?;
-        let d = self.read_node(node, offset, len as u32)?;
+        let d = self.read_node_for(node, offset, len as u32, reader)?;
         if d.len() as u64 != len {
             log::error!(
                 "{:?}: its tensor file gave {} bytes of {len} at {offset}",

@@ -204,7 +204,19 @@ impl Tree {
         offset: u64,
         size: u32,
     ) -> Result<Data<'_>, FsError> {
-        match self.read_reach(node, offset, size, Reach::Wait)? {
+        self.read_node_for(node, offset, size, 0)
+    }
+
+    /// [`Tree::read_node`] for the open file `reader` (its FUSE handle):
+    /// a remote model's read-ahead follows each open file on its own.
+    pub(in crate::tree) fn read_node_for(
+        &self,
+        node: Node,
+        offset: u64,
+        size: u32,
+        reader: u64,
+    ) -> Result<Data<'_>, FsError> {
+        match self.read_reach(node, offset, size, Reach::WAIT.by(reader))? {
             Some(data) => Ok(data),
             None => {
                 log::error!("a read that may wait came back without its bytes");
@@ -214,9 +226,9 @@ impl Tree {
     }
 
     /// [`Tree::read_node`], going for a remote model's stored bytes only as
-    /// far as `reach` says: with [`Reach::AtHand`], `None` where they are
-    /// not held now (a job reads them then). Other files are read as
-    /// `read_node` reads them: the caller asks `AtHand` only of stored
+    /// far as `reach` says: at hand only ([`Reach::at_hand`]), `None` where
+    /// they are not held now (a job reads them then). Other files are read
+    /// as `read_node` reads them: the caller asks at hand only of stored
     /// bytes ([`Tree::read_fetched`]).
     pub(in crate::tree) fn read_reach(
         &self,
@@ -250,7 +262,7 @@ impl Tree {
             },
             Node::Npy { object, part } => return self.read_npy(object, part, offset, size, reach),
             Node::Safetensors { .. } | Node::SafetensorsIndex => {
-                self.read_safetensors(&node, offset, size)
+                self.read_safetensors(&node, offset, size, reach.reader)
             }
             Node::FolderFile { file } => self.read_folder_file(file, offset, size),
         };

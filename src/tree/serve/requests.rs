@@ -22,6 +22,16 @@ pub type OpenReply = Box<dyn FnOnce(Result<OpenMode, FsError>) + Send>;
 /// Where a read's answer goes; the bytes may borrow from the tree.
 pub type ReadReply = Box<dyn for<'a> FnOnce(Result<Data<'a>, FsError>) + Send>;
 
+/// Who a read is for: the calling process (a job it waits for is
+/// abandoned when it is interrupted) and its open file (the FUSE file
+/// handle, 0 for none: a remote model's read-ahead follows each open file
+/// on its own).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Caller {
+    pub pid: u32,
+    pub handle: u64,
+}
+
 impl Tree {
     /// Opens `ino` for the thread `tid` (0: unknown). A part's decoder is
     /// resolved on its first open; with `--verify` the part is verified
@@ -115,12 +125,19 @@ impl Tree {
         self.jobs.submit(JobKey::PlanSafetensors, tid, done, work);
     }
 
-    /// Reads up to `size` bytes of `ino` at `offset` for thread `tid`;
-    /// short at the end. After a compressed part's read is answered, the
-    /// next frame is decoded ahead of a sequential reader.
-    pub fn read(self: &Arc<Self>, ino: Ino, offset: u64, size: u32, tid: u32, reply: ReadReply) {
+    /// Reads up to `size` bytes of `ino` at `offset` for `caller`; short
+    /// at the end. After a compressed part's read is answered, the next
+    /// frame is decoded ahead of a sequential reader.
+    pub fn read(
+        self: &Arc<Self>,
+        ino: Ino,
+        offset: u64,
+        size: u32,
+        caller: Caller,
+        reply: ReadReply,
+    ) {
         match self.node(ino) {
-            Ok(node) => self.read_resolved(ino, node, offset, size, tid, reply),
+            Ok(node) => self.read_resolved(ino, node, offset, size, caller, reply),
             Err(e) => reply(Err(e)),
         }
     }
@@ -133,12 +150,13 @@ impl Tree {
         node: Node,
         offset: u64,
         size: u32,
-        tid: u32,
+        caller: Caller,
         reply: ReadReply,
     ) {
+        let tid = caller.pid;
         let Some(wait) = self.waits(node, offset, size) else {
             if self.fetches(node) {
-                return self.read_fetched(ino, node, offset, size, tid, reply);
+                return self.read_fetched(ino, node, offset, size, caller, reply);
             }
             reply(self.read_node(node, offset, size));
             return self.read_ahead(node, offset, size);
@@ -146,7 +164,7 @@ impl Tree {
         // Not ready: wait for the job, then read again.
         let tree = self.clone();
         let again = Box::new(move |r: Result<(), FsError>| match r {
-            Ok(()) => tree.read_resolved(ino, node, offset, size, tid, reply),
+            Ok(()) => tree.read_resolved(ino, node, offset, size, caller, reply),
             Err(e) => reply(Err(e)),
         });
         match wait {
@@ -213,11 +231,12 @@ impl Tree {
         node: Node,
         offset: u64,
         size: u32,
-        tid: u32,
+        caller: Caller,
         reply: ReadReply,
     ) {
+        let fh = caller.handle;
         if self.stored_bytes(node) {
-            match self.read_reach(node, offset, size, Reach::AtHand) {
+            match self.read_reach(node, offset, size, Reach::AT_HAND.by(fh)) {
                 Ok(Some(data)) => return reply(Ok(data)),
                 Err(e) => return reply(Err(e)),
                 Ok(None) => {} // not held now: a job fetches it
@@ -226,14 +245,15 @@ impl Tree {
         let tree = self.clone();
         let done = Box::new(move |r: Result<(), FsError>| match r {
             Ok(()) => {
-                reply(tree.read_node(node, offset, size));
+                reply(tree.read_node_for(node, offset, size, fh));
                 tree.read_ahead(node, offset, size);
             }
             Err(e) => reply(Err(e)),
         });
         let tree = self.clone();
-        let work: Work = Arc::new(move |_: &Cancel| tree.read_node(node, offset, size).map(drop));
-        (self.fetch_jobs).submit(JobKey::Read(ino, offset, size), tid, done, work);
+        let work: Work =
+            Arc::new(move |_: &Cancel| tree.read_node_for(node, offset, size, fh).map(drop));
+        (self.fetch_jobs).submit(JobKey::Read(ino, offset, size), caller.pid, done, work);
     }
 
     /// [`Tree::open`], waiting for the answer.
@@ -260,7 +280,7 @@ impl Tree {
         let reply: ReadReply = Box::new(move |r: Result<Data<'_>, FsError>| {
             let _ = tx.send(r.map(|d| d.to_vec()));
         });
-        self.read(ino, offset, size, 0, reply);
+        self.read(ino, offset, size, Caller::default(), reply);
         rx.recv().unwrap_or(Err(FsError::Io))
     }
 
