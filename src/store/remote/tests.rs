@@ -265,8 +265,10 @@ fn a_part_read_from_its_start_is_fetched_whole_at_once() {
         gets.sort_by_key(|g| g.start);
         gets
     };
+    // (A request is recorded when answered: all of them ended.)
     eventually("the part fetched", || {
-        covered().last().is_some_and(|g| g.end >= end)
+        r.ahead.load(std::sync::atomic::Ordering::Relaxed) == 0
+            && covered().last().is_some_and(|g| g.end >= end)
     });
     let gets = covered();
     assert!(gets.len() >= 3, "in several requests: {gets:?}");
