@@ -226,7 +226,7 @@ impl Filesystem for ZtFs {
             Ok(data) => reply.data(&data),
             Err(e) => reply.error(errno(e)),
         });
-        let caller = crate::tree::Caller {
+        let caller = crate::store::Reader {
             pid: req.pid(),
             handle: fh.0,
         };

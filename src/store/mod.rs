@@ -436,26 +436,36 @@ pub struct Reach {
     /// job only when it would have to wait. Else to the server, waiting
     /// for it. A local file's bytes are always at hand.
     pub at_hand: bool,
-    /// The open file the read is for (its FUSE file handle), followed by
-    /// a read-ahead of its own; 0 for reads of no open file, followed
-    /// together.
-    pub reader: u64,
+    /// Who the read is for.
+    pub reader: Reader,
+}
+
+/// Who a read is for, as FUSE names them: the calling thread (`pid`; a
+/// job it waits for is abandoned when it is interrupted) and its open
+/// file (`handle`). A remote object's read-ahead follows each open file's
+/// sequential reads on their own, and each thread's walk across the
+/// model's parts (a loader opens one tensor's file after another). Zero
+/// for a read of no open file (`ztfs cat`, `check`, a test).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reader {
+    pub pid: u32,
+    pub handle: u64,
 }
 
 impl Reach {
-    /// To the server, waiting for it, for no open file.
+    /// To the server, waiting for it, for no reader in particular.
     pub const WAIT: Reach = Reach {
         at_hand: false,
-        reader: 0,
+        reader: Reader { pid: 0, handle: 0 },
     };
-    /// Only to what is held now, for no open file.
+    /// Only to what is held now, for no reader in particular.
     pub const AT_HAND: Reach = Reach {
         at_hand: true,
-        reader: 0,
+        reader: Reader { pid: 0, handle: 0 },
     };
 
-    /// The same, for the open file `reader`.
-    pub fn by(self, reader: u64) -> Reach {
+    /// The same, for `reader`.
+    pub fn by(self, reader: Reader) -> Reach {
         Reach { reader, ..self }
     }
 }

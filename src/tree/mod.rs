@@ -28,7 +28,7 @@ pub use build::{Arrangement, Options, PART_NAME_MAX, PART_RESERVED, ROOT_RESERVE
 pub use content::Data;
 pub use forms::NpyDtypes;
 pub use jobs::JOB_THREADS;
-pub use requests::{Caller, OpenReply, ReadReply};
+pub use requests::{OpenReply, ReadReply};
 
 use crate::model::Model;
 

@@ -1,13 +1,22 @@
 //! Read-ahead: sequential readers followed per object and per open file
-//! (a FUSE file handle, see `Reach::reader`), and the window of blocks
+//! (a FUSE file handle, see `store::Reader`), and the window of blocks
 //! fetched ahead of each (see [`Remote::read_ahead`]). Each open file has
-//! streams and a walk of its own: two readers of one file, interleaved,
-//! each keep theirs, and one that jumps about pushes out only its own.
+//! streams of its own: two readers of one file, interleaved, each keep
+//! theirs, and one that jumps about pushes out only its own. A walk across
+//! the model's parts is followed per thread, since a loader opens one
+//! tensor's file after another: the streams it makes for the next parts
+//! are the thread's until an open file's read takes them up.
 
 use std::ops::Range;
 
 use super::grid::Grid;
 use super::{Reach, Remote};
+
+/// The owner of the streams thread `pid`'s walk makes: apart from every
+/// file handle (a counter, far below 2^63).
+fn walk_key(pid: u32) -> u64 {
+    1 << 63 | u64::from(pid)
+}
 
 /// Makes room in `streams` (oldest first) for one more of `reader`'s: its
 /// own oldest goes when it has [`STREAMS`], else the oldest of all when
@@ -46,17 +55,18 @@ const WALKS: usize = 16;
 /// (scripts/bench-remote-link.sh, 2026-12-04).
 const WALK_PARTS: usize = STREAMS - 1;
 
-/// An open file's reader walking the parts in the object's order: the
-/// index (in `Object::parts`) of the part it began last, and whether the
-/// one it began before was the part just before that.
+/// A thread walking the parts in the object's order: the index (in
+/// `Object::parts`) of the part it began last, and whether the one it
+/// began before was the part just before that.
 pub(super) struct Walk {
-    reader: u64,
+    pid: u32,
     last: Option<usize>,
     walking: bool,
 }
 
-/// A sequential reader of an open file: the last block it read, how far
-/// ahead of it to fetch, and where fetching ahead has got to.
+/// A sequential reader of an open file (or a part a thread's walk fetches
+/// ahead, see [`walk_key`]): the last block it read, how far ahead of it
+/// to fetch, and where fetching ahead has got to.
 #[derive(Clone, Copy)]
 pub(super) struct Stream {
     reader: u64,
@@ -94,11 +104,12 @@ impl Remote {
         part: Option<PartRead>,
         reach: Reach,
     ) {
-        let (reader, waits) = (reach.reader, !reach.at_hand);
+        let (reader, waits) = (reach.reader.handle, !reach.at_hand);
+        let walker = walk_key(reach.reader.pid);
         let blocks = grid.count(self.len);
         let end = part.as_ref().map_or(blocks, |p| p.blocks.end.min(blocks));
         let starts = part.as_ref().is_some_and(|p| p.blocks.start == first);
-        let walk = (part.as_ref()).and_then(|p| self.walk_step(reader, p.offset, starts));
+        let walk = (part.as_ref()).and_then(|p| self.walk_step(reach.reader.pid, p.offset, starts));
         let at_once = self.pace().limit();
         let most = self.most_ahead();
         let piece = (most / at_once as u64).clamp(PIECE_MIN, PIECE);
@@ -109,12 +120,17 @@ impl Remote {
             // continues it (a part need not start on a block, so its reads
             // may straddle two); the kernel may send a reader's reads a
             // little out of order, so one a block or two behind still is.
+            // The open file's own, or one its thread's walk made.
             let near = |s: &Stream| {
-                s.reader == reader && s.grid == grid && first <= s.last + 1 && last + 2 >= s.last
+                (s.reader == reader || s.reader == walker)
+                    && s.grid == grid
+                    && first <= s.last + 1
+                    && last + 2 >= s.last
             };
             let s = match streams.iter().position(near) {
                 Some(i) => {
                     let mut s = streams.remove(i);
+                    s.reader = reader;
                     // A second block in a row may be chance (the model's
                     // header, then a part's start); a third is a reader.
                     if last > s.last {
@@ -159,7 +175,7 @@ impl Remote {
             let ahead = s.ahead_to - s.last - 1;
             streams.push(s); // most recent last
             if let Some(k) = walk {
-                let s = (reader, k, ahead);
+                let s = (walker, k, ahead);
                 self.walk_ahead(&mut streams, s, piece, at_once, &mut todo);
             }
         }
@@ -173,22 +189,22 @@ impl Remote {
         AHEAD.min(self.blocks.budget() / super::BLOCK / 2).max(1)
     }
 
-    /// Notes a read by `reader` of the part at `offset` (`starts`: from
-    /// its start); returns its index in the object's parts while that
-    /// reader walks them in order (it began this part right after the one
+    /// Notes a read by thread `pid` of the part at `offset` (`starts`:
+    /// from its start); returns its index in the object's parts while that
+    /// thread walks them in order (it began this part right after the one
     /// before).
-    fn walk_step(&self, reader: u64, offset: u64, starts: bool) -> Option<usize> {
+    fn walk_step(&self, pid: u32, offset: u64, starts: bool) -> Option<usize> {
         let parts = self.parts.get()?;
         let k = parts.binary_search_by_key(&offset, |p| p.0).ok()?;
         let mut walks = self.walks.lock().unwrap_or_else(|e| e.into_inner());
-        let i = match walks.iter().position(|w| w.reader == reader) {
+        let i = match walks.iter().position(|w| w.pid == pid) {
             Some(i) => i,
             None => {
                 if walks.len() >= WALKS {
                     walks.remove(0);
                 }
                 walks.push(Walk {
-                    reader,
+                    pid,
                     last: None,
                     walking: false,
                 });
@@ -206,11 +222,11 @@ impl Remote {
         (w.walking && w.last == Some(k)).then_some(k)
     }
 
-    /// For `reader` walking the parts in order, in part `k` with `ahead`
-    /// blocks of it fetched or asked for ahead: the parts after it, each
-    /// on its own grid, until [`AHEAD`] blocks are ahead, [`WALK_PARTS`]
-    /// parts, or every allowed request runs. Each gets a stream that its
-    /// reader's first read continues.
+    /// For a walk (its streams' owner `reader`, a [`walk_key`]) in part `k`
+    /// with `ahead` blocks of it fetched or asked for ahead: the parts
+    /// after it, each on its own grid, until [`AHEAD`] blocks are ahead,
+    /// [`WALK_PARTS`] parts, or every allowed request runs. Each gets a
+    /// stream that the first read of the part continues.
     fn walk_ahead(
         &self,
         streams: &mut Vec<Stream>,

@@ -709,10 +709,11 @@ fn a_read_across_blocks_asks_for_them_at_once() {
 fn interleaved_readers_each_keep_their_stream() {
     let data = bytes(200 * BLOCK, 26);
     let (store, r) = opened(&data);
-    // Each reader its own open file (FUSE handles 2, 3 and 4).
-    let read_at = |reader: u64, j: u64| {
+    // Each reader its own open file (FUSE handles 2, 3 and 4), in one
+    // thread.
+    let read_at = |handle: u64, j: u64| {
         let at = (j * BLOCK) as usize;
-        let how = Reach::WAIT.by(reader);
+        let how = Reach::WAIT.by(super::super::Reader { pid: 7, handle });
         let (b, range) = (r.read_on(Grid::ZERO, j * BLOCK, 100, how, None))
             .unwrap()
             .unwrap();
@@ -735,8 +736,10 @@ fn interleaved_readers_each_keep_their_stream() {
     eventually("both readers read ahead", || ahead_of(0) && ahead_of(150));
 }
 
-/// Two open files walking the parts in order, interleaved: each walk is
-/// followed, so the parts after each reader's are fetched ahead.
+/// Two threads walking the parts in order, interleaved, each opening one
+/// part's file after another (a handle per part, as a loader reading each
+/// tensor's `data`): each walk is followed, so the parts after each
+/// thread's are fetched ahead.
 #[test]
 fn interleaved_walks_are_each_followed() {
     let data = bytes(75 * BLOCK, 27);
@@ -744,9 +747,10 @@ fn interleaved_walks_are_each_followed() {
     let parts: Vec<(u64, u64)> = (0..14).map(|k| (100 + k * n, n)).collect();
     let (store, r) = opened(&data);
     r.set_parts(parts.clone());
-    let begin = |reader: u64, k: usize, at: u64| {
+    let begin = |pid: u32, k: usize, at: u64| {
         let (o, n) = parts[k];
-        let how = Reach::WAIT.by(reader);
+        let handle = 100 * u64::from(pid) + k as u64;
+        let how = Reach::WAIT.by(super::super::Reader { pid, handle });
         let (b, range) = r.read_blob(o, n, o + at, 10, how).unwrap().unwrap();
         assert_eq!(b[range], data[(o + at) as usize..(o + at + 10) as usize]);
     };

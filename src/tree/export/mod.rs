@@ -16,7 +16,7 @@ use crate::format::profiles::Layout;
 use crate::format::types::DType;
 use crate::model::TensorData;
 use crate::report;
-use crate::store::Reach;
+use crate::store::{Reach, Reader};
 use crate::tree::safetensors::{Candidate, Plan, Segment};
 use crate::tree::{Data, FsError, Node, Tree, VIEW};
 use forms::{Elem, Npy, Shape};
@@ -485,7 +485,7 @@ impl Tree {
         node: &Node,
         offset: u64,
         size: u32,
-        reader: u64,
+        reader: Reader,
     ) -> Result<Data<'_>, FsError> {
         if self.safetensors.is_none() {
             return Err(FsError::NotFound);
@@ -526,7 +526,13 @@ impl Tree {
 
     /// `len` bytes of object `i`'s tensor file from `offset`; all of them
     /// (a short read here would shift every later byte of the shard).
-    fn read_tensor(&self, i: u32, offset: u64, len: u64, reader: u64) -> Result<Data<'_>, FsError> {
+    fn read_tensor(
+        &self,
+        i: u32,
+        offset: u64,
+        len: u64,
+        reader: Reader,
+    ) -> Result<Data<'_>, FsError> {
         let (node, _, _) = self.tensor_file(i).map_err(|_| FsError::Io)?;
         let d = self.read_node_for(node, offset, len as u32, reader)?;
         if d.len() as u64 != len {

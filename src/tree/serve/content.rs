@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::decode::{ContentCheck, Encoding};
 use crate::format::{json, Object, Part};
 use crate::report;
-use crate::store::Reach;
+use crate::store::{Reach, Reader};
 
 /// Bytes returned by a read: borrowed from the map or owned.
 pub enum Data<'a> {
@@ -204,17 +204,17 @@ impl Tree {
         offset: u64,
         size: u32,
     ) -> Result<Data<'_>, FsError> {
-        self.read_node_for(node, offset, size, 0)
+        self.read_node_for(node, offset, size, Reader::default())
     }
 
-    /// [`Tree::read_node`] for the open file `reader` (its FUSE handle):
-    /// a remote model's read-ahead follows each open file on its own.
+    /// [`Tree::read_node`] for `reader`: a remote model's read-ahead
+    /// follows each reader on its own.
     pub(in crate::tree) fn read_node_for(
         &self,
         node: Node,
         offset: u64,
         size: u32,
-        reader: u64,
+        reader: Reader,
     ) -> Result<Data<'_>, FsError> {
         match self.read_reach(node, offset, size, Reach::WAIT.by(reader))? {
             Some(data) => Ok(data),

@@ -12,7 +12,7 @@ use std::sync::{mpsc, Arc};
 use crate::decode::Encoding;
 use crate::error::Error;
 use crate::read;
-use crate::store::Reach;
+use crate::store::{Reach, Reader};
 use crate::tree::export::Wait;
 use crate::tree::jobs::{Cancel, JobKey, Work};
 use crate::tree::{Data, FsError, Ino, Node, OpenMode, Tree};
@@ -21,16 +21,6 @@ use crate::tree::{Data, FsError, Ino, Node, OpenMode, Tree};
 pub type OpenReply = Box<dyn FnOnce(Result<OpenMode, FsError>) + Send>;
 /// Where a read's answer goes; the bytes may borrow from the tree.
 pub type ReadReply = Box<dyn for<'a> FnOnce(Result<Data<'a>, FsError>) + Send>;
-
-/// Who a read is for: the calling process (a job it waits for is
-/// abandoned when it is interrupted) and its open file (the FUSE file
-/// handle, 0 for none: a remote model's read-ahead follows each open file
-/// on its own).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Caller {
-    pub pid: u32,
-    pub handle: u64,
-}
 
 impl Tree {
     /// Opens `ino` for the thread `tid` (0: unknown). A part's decoder is
@@ -133,7 +123,7 @@ impl Tree {
         ino: Ino,
         offset: u64,
         size: u32,
-        caller: Caller,
+        caller: Reader,
         reply: ReadReply,
     ) {
         match self.node(ino) {
@@ -150,7 +140,7 @@ impl Tree {
         node: Node,
         offset: u64,
         size: u32,
-        caller: Caller,
+        caller: Reader,
         reply: ReadReply,
     ) {
         let tid = caller.pid;
@@ -231,12 +221,12 @@ impl Tree {
         node: Node,
         offset: u64,
         size: u32,
-        caller: Caller,
+        caller: Reader,
         reply: ReadReply,
     ) {
-        let fh = caller.handle;
+        let fh = caller;
         if self.stored_bytes(node) {
-            match self.read_reach(node, offset, size, Reach::AT_HAND.by(fh)) {
+            match self.read_reach(node, offset, size, Reach::AT_HAND.by(caller)) {
                 Ok(Some(data)) => return reply(Ok(data)),
                 Err(e) => return reply(Err(e)),
                 Ok(None) => {} // not held now: a job fetches it
@@ -280,7 +270,7 @@ impl Tree {
         let reply: ReadReply = Box::new(move |r: Result<Data<'_>, FsError>| {
             let _ = tx.send(r.map(|d| d.to_vec()));
         });
-        self.read(ino, offset, size, Caller::default(), reply);
+        self.read(ino, offset, size, Reader::default(), reply);
         rx.recv().unwrap_or(Err(FsError::Io))
     }
 
