@@ -302,9 +302,19 @@ impl Remote {
                 Ok(Some(b))
             }
         };
+        // Blocks read to their end go first from the cache.
+        let done = |j: u64| {
+            if end >= grid.range(j, self.len).end {
+                self.blocks.done_with(self.key(grid, j));
+            }
+        };
         if first == last {
             let at = (offset - grid.start(first)) as usize;
-            return Ok(block(first)?.map(|b| (b, at..at + len as usize)));
+            let read = block(first)?.map(|b| (b, at..at + len as usize));
+            if read.is_some() {
+                done(first);
+            }
+            return Ok(read);
         }
         let mut out = Vec::with_capacity(len.min(BLOCK) as usize);
         for j in first..=last {
@@ -315,6 +325,7 @@ impl Remote {
             let from = offset.max(r.start) - r.start;
             let to = end.min(r.end) - r.start;
             out.extend_from_slice(&b[from as usize..to as usize]);
+            done(j);
         }
         Ok(Some((Arc::new(out), 0..len as usize)))
     }
