@@ -338,13 +338,19 @@ def main():
             log(f"  ztfs {scheme}:// mount to ls {t_ls * 1000:.0f} ms, {r_ls} requests; "
                 f"first byte {t_byte * 1000:.0f} ms, {r_byte} requests; one ranged GET of "
                 f"its first MiB {t_trip * 1000:.0f} ms")
+        # The bound of a reader taking the tensors in an order it does not
+        # tell: each costs a round trip (a 1-byte ranged GET) before its
+        # bytes come at the link's rate.
+        rtt = min(ranged_get(servers.http_url("model.safetensors"), tensors[0][1], 1)
+                  for _ in range(3))
+        shape = (len(tensors), sum(t[2] for t in tensors), rtt)
     finally:
         for m in list(mounts):
             m.close()
         link.close()
         if a.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    report(a, results, latency, pieces)
+    report(a, results, latency, pieces, shape)
 
 
 def median(runs):
@@ -352,7 +358,7 @@ def median(runs):
     return sorted(runs, key=lambda r: r.rate)[(len(runs) - 1) // 2]
 
 
-def report(a, results, latency, pieces):
+def report(a, results, latency, pieces, shape):
     the_link = ("big", f"curl x{pieces} (the link)")
     results = {k: (max(v, key=lambda r: r.rate) if k == the_link else median(v), len(v))
                for k, v in results.items()}
@@ -374,6 +380,15 @@ def report(a, results, latency, pieces):
             ratios = f"{run.rate / link:.2f} | {run.rate / cap:.2f}"
         print(f"| {figure} | {reader} | {run.rate / 1e6:.0f} | {ratios} | "
               f"{run.cpu * 100:.0f}% | {rss} | {run.requests} | {n} |")
+    n, total, rtt = shape
+    bound = total / (n * rtt + total / link)
+    print(f"\nThe latency bound of the shuffled loads: {n} tensors, {total / 1e9:.2f} GB, a round trip "
+          f"(a 1-byte ranged GET) of {rtt * 1000:.0f} ms, the link above: one round trip per tensor "
+          f"plus its bytes at the link's rate give {bound / 1e6:.0f} MB/s "
+          f"({bound / link:.2f}x the link) to a reader that does not tell its order.")
+    for (figure, reader), (run, _) in results.items():
+        if figure == "load shuffled" and run.cpu * 100 <= a.max_cpu:
+            print(f"- {reader}: {run.rate / bound:.2f}x that bound")
     print("\n| latency | mount to first ls | requests | first byte of a tensor | round trips "
           "| requests (with its read-ahead) |")
     print("|---|---|---|---|---|---|")
