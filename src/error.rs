@@ -192,7 +192,9 @@ GgufTensorInfo,
 /// `general.alignment` not a `uint32`, or not a power of two that is a multiple of 8 (gguf.md § Required: general.alignment).
 GgufAlignment,
 /// A tensor's data misplaced: an offset not a multiple of the alignment, bytes past the end of the file, two tensors overlapping, a repeated name, a data section starting past the end (gguf.md `tensor_data`).
-GgufData,}
+GgufData,
+/// A file of a split model (`NAME-0000K-of-0000N.gguf`, opened from its first file) disagrees with the split: its `split.no` is not K - 1, its `split.count` not N, its `split.tensors.count` not the first file's, a tensor name is in two files, or the files together do not hold `split.tensors.count` tensors (llama.cpp's loader refuses each).
+GgufSplit,}
 
 impl Rule {
     /// Parses a rule name as printed by [`Rule::name`].

@@ -10,6 +10,7 @@
 //! at open, and a part's `blob.shard` names its file.
 
 pub mod folder;
+pub mod gguf_split;
 pub mod hf;
 #[cfg(feature = "remote")]
 mod hub;
@@ -29,13 +30,23 @@ use crate::format::{self, gguf, hurray, safetensors, Container, Footer, Manifest
 use crate::shards::{self, Found};
 use crate::store::Store;
 
+/// The last component of `path` (of a URL, without its query).
+fn file_name(path: &Path) -> Option<&str> {
+    let s = match crate::store::url_query(path) {
+        Some((base, _)) => base,
+        None => path.to_str()?,
+    };
+    s.rsplit('/').next().filter(|n| !n.is_empty())
+}
+
 /// A validated root file and its lazily opened shards.
 pub struct Model {
     root: Store,
     /// What the root file is, with its format's own facts.
     input: Input,
     /// The files of a sharded safetensors checkpoint by name, sorted, each
-    /// opened and validated at open; empty for any other model.
+    /// opened and validated at open; of a split GGUF model, the files after
+    /// the first; empty for any other model.
     files: Vec<(String, Store)>,
     manifest: Option<Manifest>,
     overrides: Vec<(String, PathBuf)>,
@@ -251,16 +262,16 @@ impl Model {
     }
 
     /// Opens a GGUF file: every structural rule is checked here (the
-    /// format has no digests and no content rules). A file of a split
-    /// model is read alone; it has no shards in ztfs' sense.
+    /// format has no digests and no content rules). The first file of a
+    /// split model opens the model, its other files with it
+    /// ([`gguf_split`]); they are not shards in ztfs' sense.
     fn open_gguf(root: Store, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
         no_shards(
             &overrides,
-            "a GGUF file has no shards (a split GGUF file is read alone)",
+            "a GGUF file has no shards (a split model's files are found by their names)",
         )?;
         let file = gguf::read_file_from(&root)?;
-        let objects = gguf::objects::objects(&file);
-        Ok(Model::one_file(root, objects, Input::Gguf(file)))
+        Model::open_gguf_file(root, file)
     }
 
     /// Opens a safetensors file: every rule of the format is checked here
@@ -352,6 +363,13 @@ impl Model {
         self.safetensors().is_some_and(|s| s.index_files.is_some())
     }
 
+    /// True when a part's `blob.shard` names one of the model's files,
+    /// opened with it (a sharded checkpoint, a split GGUF model), not a
+    /// zTensor shard.
+    fn opened_files(&self) -> bool {
+        self.is_checkpoint() || !self.files.is_empty()
+    }
+
     /// True when the model's file has no content digests (Hurray, safetensors, GGUF):
     /// `digest` is refused and `MNT/digest` absent.
     pub fn has_no_digests(&self) -> bool {
@@ -441,7 +459,7 @@ impl Model {
     pub fn store_of(&self, part: &Part) -> Result<&Store> {
         match &part.blob.shard {
             None => Ok(&self.root),
-            Some(name) if self.is_checkpoint() => self.checkpoint_file(name),
+            Some(name) if self.opened_files() => self.checkpoint_file(name),
             Some(name) => self.prove_shard(name, &mut |_| {}),
         }
     }
@@ -473,7 +491,7 @@ impl Model {
     /// cannot be resolved, or its digest was checked and differs. Does not
     /// hash anything itself.
     pub fn shard_usable(&self, name: &str) -> bool {
-        if self.is_checkpoint() {
+        if self.opened_files() {
             return self.checkpoint_file(name).is_ok();
         }
         let failed_proof = self

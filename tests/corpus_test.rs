@@ -137,7 +137,7 @@ fn cases_are_well_formed() {
                 assert!(matches!(c.open, Outcome::Reject(_)), "{}", c.name);
                 assert_eq!(c.open, c.verify, "{}", c.name);
             }
-            Dir::SafetensorsSharded => {
+            Dir::SafetensorsSharded | Dir::GgufSplit => {
                 assert!(c.open != Outcome::Refused, "{}", c.name);
                 assert_eq!(c.open, c.verify, "{}", c.name);
             }
@@ -178,7 +178,7 @@ fn cases_are_well_formed() {
             }
             // A family (or checkpoint) folder and a file in it; the file
             // may keep an extension of its own.
-            Dir::Families | Dir::SafetensorsSharded => {
+            Dir::Families | Dir::SafetensorsSharded | Dir::GgufSplit => {
                 let parts: Vec<&str> = c.name.split('/').collect();
                 let [family, file] = parts[..] else {
                     panic!("{} is not <family>/<file>", c.name);
@@ -258,7 +258,7 @@ fn safetensors_cases_stay_small() {
 fn gguf_cases_stay_small() {
     let total: usize = corpus::all()
         .iter()
-        .filter(|c| matches!(c.dir, Dir::GgufValid | Dir::GgufReject))
+        .filter(|c| matches!(c.dir, Dir::GgufValid | Dir::GgufReject | Dir::GgufSplit))
         .map(|c| c.bytes.len())
         .sum();
     assert!(total < MAX_GGUF_BYTES, "GGUF cases take {total} bytes");

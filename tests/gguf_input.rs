@@ -23,6 +23,18 @@ fn gguf_rows(open: impl Fn(&str) -> bool) -> Vec<PathBuf> {
 
 fn check_gguf_mount(file: &Path) {
     let bytes = fs::read(file).unwrap();
+    // A split model's tensors are in the file its info names.
+    let split_file = |info: &json::Json| -> Vec<u8> {
+        if info["split"].is_null() {
+            return bytes.clone();
+        }
+        let doc =
+            json::Json::parse(&String::from_utf8(ztfs_ok(&[Path::new("manifest"), file])).unwrap());
+        let name = doc["split_files"].items()[info["split"].uint() as usize]
+            .text()
+            .to_string();
+        fs::read(file.with_file_name(name)).unwrap()
+    };
     let m = Mount::new(file, &[]);
     let manifest = fs::read(m.join("manifest.json")).unwrap();
     assert_eq!(manifest, ztfs_ok(&[Path::new("manifest"), file]));
@@ -39,7 +51,8 @@ fn check_gguf_mount(file: &Path) {
             info["file_offset"].uint() as usize,
             info["length"].uint() as usize,
         );
-        let want = &bytes[start..start + len];
+        let holder = split_file(info);
+        let want = &holder[start..start + len];
         let data = fs::read(dir.join("data")).unwrap();
         assert_same(&data, want, &format!("{name}: data vs the file"));
         assert_same(
@@ -196,5 +209,35 @@ fn a_sparse_1_tib_file_with_huge_counts_is_rejected_not_a_crash() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{what}: {err}");
         assert!(err.contains(&format!("rejected ({rule})")), "{what}: {err}");
+    }
+}
+
+/// A split model opened from its first file whose last file is missing is
+/// not opened: the error names the file (an I/O error, exit 2, as for a
+/// sharded checkpoint's missing file). A later file is read alone, with
+/// the note.
+#[test]
+fn a_split_model_missing_a_file_is_not_opened() {
+    let src = corpus().join("gguf/split/usual");
+    let dir = tempfile::tempdir().unwrap();
+    for n in ["m-00001-of-00003.gguf", "m-00002-of-00003.gguf"] {
+        fs::copy(src.join(n), dir.path().join(n)).unwrap();
+    }
+    let out = ztfs(&[
+        Path::new("check"),
+        &dir.path().join("m-00001-of-00003.gguf"),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("m-00003-of-00003.gguf"), "{err}");
+    let out = ztfs(&[Path::new("check"), &src.join("m-00002-of-00003.gguf")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("read alone"), "{err}");
+    let out = ztfs(&[Path::new("ls"), &src.join("m-00001-of-00003.gguf")]);
+    assert!(out.status.success());
+    let listed = String::from_utf8_lossy(&out.stdout);
+    for t in ["token_embd.weight", "blk.0.ffn_up.weight", "output.weight"] {
+        assert!(listed.contains(t), "{t} in {listed}");
     }
 }

@@ -225,7 +225,7 @@ fn open_headers(index: &Path, names: &[String]) -> Vec<Found> {
 }
 
 /// A rejection of file `name` of a checkpoint, its message naming the file.
-fn in_file(name: &str, e: Error) -> Error {
+pub(super) fn in_file(name: &str, e: Error) -> Error {
     match e {
         Error::Reject { rule, detail } => Error::reject(rule, format!("{name:?}: {detail}")),
         other => other,

@@ -179,8 +179,12 @@ impl Input {
             Input::Zt(_) => summary(m),
             Input::Gguf(f) => {
                 let kv = f.kv.len();
+                let files = match f.split_files.len() {
+                    0 => String::new(),
+                    n => format!(", split model of {n} files"),
+                };
                 format!(
-                    "GGUF v{}, {}, {kv} KV pair{}, {} of tensor data",
+                    "GGUF v{}{files}, {}, {kv} KV pair{}, {} of tensor data",
                     f.version,
                     count(f.tensors.len(), "tensor"),
                     if kv == 1 { "" } else { "s" },
@@ -249,7 +253,7 @@ impl Input {
     /// reader will refuse to decode.
     pub fn notes(&self, m: &Manifest) -> Vec<String> {
         match self {
-            Input::Gguf(f) => (f.split_count().is_some())
+            Input::Gguf(f) => (f.split_count().is_some() && f.split_files.is_empty())
                 .then(|| gguf::json::SPLIT_NOTE.to_string())
                 .into_iter()
                 .collect(),

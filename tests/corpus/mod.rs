@@ -36,7 +36,7 @@ use std::path::PathBuf;
 /// `Rule` enum, in the order a reader checks them (implementer notes §1),
 /// then the Hurray, safetensors and GGUF rules in the order of `Rule::ALL`
 /// in `src/error.rs`.
-pub const RULES: [&str; 75] = [
+pub const RULES: [&str; 76] = [
     "FileTooSmall",
     "HeaderMagic",
     "FooterMagic",
@@ -112,6 +112,7 @@ pub const RULES: [&str; 75] = [
     "GgufTensorInfo",
     "GgufAlignment",
     "GgufData",
+    "GgufSplit",
 ];
 
 /// The directory a case lives in.
@@ -141,6 +142,9 @@ pub enum Dir {
     GgufValid,
     /// GGUF files rejected at open.
     GgufReject,
+    /// Split GGUF models: a folder per case, the files of one model; the
+    /// first file's outcome is the model's, the others are read alone.
+    GgufSplit,
 }
 
 impl Dir {
@@ -157,6 +161,7 @@ impl Dir {
             Dir::SafetensorsSharded => "safetensors/sharded",
             Dir::GgufValid => "gguf/valid",
             Dir::GgufReject => "gguf/reject",
+            Dir::GgufSplit => "gguf/split",
         }
     }
 
@@ -173,6 +178,7 @@ impl Dir {
             Dir::SafetensorsSharded,
             Dir::GgufValid,
             Dir::GgufReject,
+            Dir::GgufSplit,
         ]
         .into_iter()
         .find(|d| d.as_str() == s)

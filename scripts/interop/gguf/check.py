@@ -122,6 +122,17 @@ def json_value(v):
     return v
 
 
+def object_dirs(mnt: str) -> dict:
+    """A mount's object directories by object name (from each meta.json)."""
+    dirs = {}
+    for d in os.listdir(mnt):
+        meta_path = os.path.join(mnt, d, "meta.json")
+        if os.path.isfile(meta_path):
+            with open(meta_path) as f:
+                dirs[json.load(f)["name"]] = os.path.join(mnt, d)
+    return dirs
+
+
 def check_forward(path: str, z, res: Results):
     import gguf
 
@@ -156,12 +167,7 @@ def check_forward(path: str, z, res: Results):
     with mounted(z, path, res, where) as (rc, err, mnt):
         if not res.check(rc == 0, where, f"mount: {short(err)}"):
             return
-        dirs = {}
-        for d in os.listdir(mnt):
-            meta_path = os.path.join(mnt, d, "meta.json")
-            if os.path.isfile(meta_path):
-                with open(meta_path) as f:
-                    dirs[json.load(f)["name"]] = os.path.join(mnt, d)
+        dirs = object_dirs(mnt)
         for t in r.tensors:
             d = dirs.get(t.name)
             if not res.check(d is not None, where, f"no directory for {t.name!r}"):
@@ -212,6 +218,9 @@ def run_gguf(args, z, res: Results, outdir: str):
                 check_forward(p, z, res)
             except Exception as e:  # noqa: BLE001 - a harness error is a failure
                 res.fail(os.path.basename(p), f"harness error: {type(e).__name__}: {e}")
+        if not args.only or "split" in args.only:
+            from .split import run_split
+            run_split(z, res, outdir)
     if not args.skip_corpus:
         print(f"\n== gguf reverse: {args.corpus}/gguf/reject through GGUFReader")
         check_rejects(args.corpus, res)

@@ -52,16 +52,18 @@ pub fn write_manifest(file: &File, out: &mut dyn json::Sink) {
     );
 }
 
-/// The note on a file of a split model (`split.count` > 1).
-pub const SPLIT_NOTE: &str = "split.count > 1: this is one file of a split model, read alone (its own tensors and KVs); the other files are not looked for";
+/// The note on a file of a split model (`split.count` > 1) read alone.
+pub const SPLIT_NOTE: &str = "split.count > 1: this is one file of a split model, read alone (its own tensors and KVs); open the model's first file, NAME-00001-of-0000N.gguf, for all of it";
 
 /// The document with its KVs and tensor infos left for [`write_manifest`].
+/// A split model opened from its first file lists its files
+/// (`split_files`); its tensors name theirs (`split`, an index in it).
 fn document(file: &File) -> J<'_> {
     let notes = J::Array(match file.split_count() {
-        Some(_) => vec![t(SPLIT_NOTE)],
-        None => Vec::new(),
+        Some(_) if file.split_files.is_empty() => vec![t(SPLIT_NOTE)],
+        _ => Vec::new(),
     });
-    map(vec![
+    let mut fields = vec![
         ("format", t("gguf")),
         ("version", uint(file.version.into())),
         ("tensor_count", uint(file.tensors.len() as u64)),
@@ -69,15 +71,22 @@ fn document(file: &File) -> J<'_> {
         ("alignment", uint(file.alignment)),
         ("data_offset", uint(file.data_offset)),
         ("notes", notes),
+    ];
+    if !file.split_files.is_empty() {
+        let names = file.split_files.iter().map(|n| t(n)).collect();
+        fields.push(("split_files", J::Array(names)));
+    }
+    fields.extend([
         ("kv", J::Array(Vec::new())),
         ("tensors", J::Array(Vec::new())),
-    ])
+    ]);
+    map(fields)
 }
 
 /// The JSON of one tensor info (also in `meta.json`).
 pub fn tensor(x: &TensorInfo) -> J<'_> {
     let dims = |d: Vec<u64>| J::Array(d.into_iter().map(uint).collect());
-    map(vec![
+    let mut fields = vec![
         ("name", t(&x.name)),
         ("dims", dims(x.dims.clone())),
         ("shape", dims(x.shape())),
@@ -88,7 +97,11 @@ pub fn tensor(x: &TensorInfo) -> J<'_> {
         ("offset", uint(x.offset)),
         ("file_offset", uint(x.start)),
         ("length", uint(x.len)),
-    ])
+    ];
+    if let Some(k) = x.split {
+        fields.push(("split", uint(k.into())));
+    }
+    map(fields)
 }
 
 /// The type name of a value: `array<T>` for an array of T.

@@ -40,8 +40,10 @@
 //!   tensors are exempt from the overlap check, not from alignment.
 //! - **Padding** bytes are not checked (the spec says 0x00, no reader
 //!   checks), nor is anything after the last tensor.
-//! - **A split file** (`split.count` > 1) is read alone: its own tensors,
-//!   its KVs; the other files of the split are not looked for.
+//! - **A split model** (`split.count` > 1) opened from its first file,
+//!   named `NAME-00001-of-0000N.gguf`, is the union of its files
+//!   (`model::gguf_split`); any other file of a split is read alone: its
+//!   own tensors, its KVs.
 
 mod attributes;
 pub mod json;
@@ -98,6 +100,9 @@ pub struct File {
     pub alignment: u64,
     /// Where the data section starts (absolute offset).
     pub data_offset: u64,
+    /// For a split model opened from its first file, every file's name in
+    /// order (the tensors of all of them are in `tensors`); else empty.
+    pub split_files: Vec<Box<str>>,
 }
 
 /// One key-value pair.
@@ -124,6 +129,9 @@ pub struct TensorInfo {
     pub start: u64,
     /// The tensor's length in bytes.
     pub len: u64,
+    /// In a split model opened from its first file, the index of the file
+    /// holding it (in `File::split_files`; offsets are in that file).
+    pub split: Option<u16>,
 }
 
 impl TensorInfo {
@@ -210,6 +218,7 @@ pub fn read_file_from(src: &dyn Ranges) -> Result<File> {
         tensors,
         alignment,
         data_offset,
+        split_files: Vec::new(),
     })
 }
 
@@ -358,6 +367,7 @@ fn read_info(c: &mut Cursor<'_>) -> Result<TensorInfo> {
         offset,
         start: 0,
         len,
+        split: None,
     })
 }
 

@@ -3,6 +3,7 @@
 //! of `src/error.rs` (`Rule::Gguf*`), reached in file order: header, KVs,
 //! `general.alignment`, tensor infos, then the data section.
 
+pub mod split;
 pub mod writer;
 
 use super::{Case, Dir, Outcome};
@@ -137,6 +138,7 @@ pub fn all() -> Vec<Case> {
         .tensor("b", &[32], 8, &pattern(34, 2));
     v.push(valid("alignment-64", &a64));
     v.extend(rejects());
+    v.extend(split::all());
     v
 }
 
