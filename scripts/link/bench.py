@@ -60,13 +60,14 @@ S3FS = [[f"parallel_count={p}", f"multireq_max={m}", "multipart_size=16"]
         for p in (5, 32) for m in (20, 64)]
 
 
-def write_model(path, sizes, seed):
-    """A safetensors file of U8 tensors t000.. of `sizes` bytes, random
-    bytes; returns [(name, offset in file, size)] in file order."""
+def write_model(path, sizes, seed, prefix="t"):
+    """A safetensors file of U8 tensors t000.. (`prefix`000..) of `sizes`
+    bytes, random bytes; returns [(name, offset in file, size)] in file
+    order."""
     rnd = random.Random(seed)
     header, off = {}, 0
     for i, n in enumerate(sizes):
-        header[f"t{i:03d}"] = {"dtype": "U8", "shape": [n], "data_offsets": [off, off + n]}
+        header[f"{prefix}{i:03d}"] = {"dtype": "U8", "shape": [n], "data_offsets": [off, off + n]}
         off += n
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
@@ -79,7 +80,7 @@ def write_model(path, sizes, seed):
                 k = min(n, MIB)
                 f.write(chunk[:k])
                 n -= k
-    return [(f"t{i:03d}", base + o, n) for i, (o, n) in
+    return [(f"{prefix}{i:03d}", base + o, n) for i, (o, n) in
             enumerate(zip([sum(sizes[:i]) for i in range(len(sizes))], sizes))]
 
 
@@ -124,6 +125,22 @@ def read_ranges(path_of, order):
         finally:
             os.close(fd)
     return total
+
+
+CHECKPOINT_INDEX = "ckpt-model.safetensors.index.json"
+
+
+def write_checkpoint(files):
+    """A sharded checkpoint of two small safetensors files and its index,
+    beside the model (names with the prefix ckpt-); returns the names."""
+    names = ["ckpt-model-00001-of-00002.safetensors", "ckpt-model-00002-of-00002.safetensors"]
+    weight_map = {}
+    for k, name in enumerate(names):
+        for t in write_model(os.path.join(files, name), [MIB // 4] * 4, 10 + k, prefix="ab"[k]):
+            weight_map[t[0]] = name
+    with open(os.path.join(files, CHECKPOINT_INDEX), "w") as f:
+        json.dump({"metadata": {"total_size": 2 * MIB}, "weight_map": weight_map}, f)
+    return [*names, CHECKPOINT_INDEX]
 
 
 def ranged_get(url, offset, length):
@@ -178,6 +195,11 @@ def main():
         f"({a.big_mib} MiB) in {files}")
     tensors = write_model(os.path.join(files, "model.safetensors"), sizes, 2)
     big = write_model(os.path.join(files, "big.safetensors"), [a.big_mib * MIB], 3)[0]
+    # The shapes whose mount-to-ls round trips are counted: the model as a
+    # .zt, and a sharded checkpoint of two small files and its index.
+    subprocess.run([a.ztfs, "pack", os.path.join(files, "model.safetensors"), "-o",
+                    os.path.join(files, "model.zt")], check=True, capture_output=True)
+    checkpoint = write_checkpoint(files)
     weed = os.environ.get("ZTFS_WEED") or shutil.which("weed")
     if not weed:
         raise Failed("no weed (SeaweedFS): scripts/venv.sh installs it; set ZTFS_WEED")
@@ -186,9 +208,10 @@ def main():
     mounts = []
     results = {}   # (figure, reader) -> [Run]
     latency = {}   # reader -> (time to ls, requests, time to a first byte, requests)
+    opened = {}    # reader and shape -> (time to ls, requests)
     try:
         servers = Servers(link, work, files, a.conn_mbs * 1e6, a.delay_ms, weed=weed)
-        for name in ("model.safetensors", "big.safetensors"):
+        for name in ("model.safetensors", "big.safetensors", "model.zt", *checkpoint):
             log(f"uploading {name} to the bucket")
             servers.put(os.path.join(files, name), name)
         s3env = servers.s3_env()
@@ -314,6 +337,30 @@ def main():
 
         # Latency: mount to first ls, and to a tensor's first byte.
         log("latency")
+        rtt = min(ranged_get(servers.http_url("model.safetensors"), tensors[0][1], 1)
+                  for _ in range(3))
+        # The same mounts of the local files: what a mount costs without
+        # the network (the fork, FUSE's start), taken off before round
+        # trips are counted.
+        local = {}
+        for scheme in ("local", "s3", "http"):
+            for what, name in (("a .zt file", "model.zt"), ("a checkpoint index, 2 files",
+                                                            CHECKPOINT_INDEX)):
+                src = os.path.join(files, name) if scheme == "local" else urls[scheme] + name
+                r0, t0 = servers.requests(), time.perf_counter()
+                m = peers.ztfs_mount(a.ztfs, src, mnt, s3env)
+                mounts.append(m)
+                try:
+                    os.listdir(m.mnt)
+                    t_ls, r_ls = time.perf_counter() - t0, servers.requests() - r0
+                finally:
+                    m.close()
+                    mounts.remove(m)
+                if scheme == "local":
+                    local[what] = t_ls
+                    continue
+                opened[f"ztfs {scheme}://, {what}"] = (t_ls, r_ls, local[what])
+                log(f"  ztfs {scheme}:// {what}: mount to ls {t_ls * 1000:.0f} ms, {r_ls} requests")
         for scheme in ("s3", "http"):
             src = urls[scheme] + "model.safetensors"
             r0, t0 = servers.requests(), time.perf_counter()
@@ -341,8 +388,6 @@ def main():
         # The bound of a reader taking the tensors in an order it does not
         # tell: each costs a round trip (a 1-byte ranged GET) before its
         # bytes come at the link's rate.
-        rtt = min(ranged_get(servers.http_url("model.safetensors"), tensors[0][1], 1)
-                  for _ in range(3))
         shape = (len(tensors), sum(t[2] for t in tensors), rtt)
     finally:
         for m in list(mounts):
@@ -350,7 +395,7 @@ def main():
         link.close()
         if a.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    report(a, results, latency, pieces, shape)
+    report(a, results, latency, pieces, shape, opened)
 
 
 def median(runs):
@@ -358,7 +403,7 @@ def median(runs):
     return sorted(runs, key=lambda r: r.rate)[(len(runs) - 1) // 2]
 
 
-def report(a, results, latency, pieces, shape):
+def report(a, results, latency, pieces, shape, opened):
     the_link = ("big", f"curl x{pieces} (the link)")
     results = {k: (max(v, key=lambda r: r.rate) if k == the_link else median(v), len(v))
                for k, v in results.items()}
@@ -389,6 +434,12 @@ def report(a, results, latency, pieces, shape):
     for (figure, reader), (run, _) in results.items():
         if figure == "load shuffled" and run.cpu * 100 <= a.max_cpu:
             print(f"- {reader}: {run.rate / bound:.2f}x that bound")
+    print(f"\n| mount to the first answered ls | time | the same file mounted locally | round trips "
+          f"(the difference, in {rtt * 1000:.0f} ms round trips) | requests |")
+    print("|---|---|---|---|---|")
+    for reader, (t_ls, r_ls, t_local) in opened.items():
+        print(f"| {reader} | {t_ls * 1000:.0f} ms | {t_local * 1000:.0f} ms | "
+              f"{(t_ls - t_local) / rtt:.1f} | {r_ls} |")
     print("\n| latency | mount to first ls | requests | first byte of a tensor | round trips "
           "| requests (with its read-ahead) |")
     print("|---|---|---|---|---|---|")

@@ -2,9 +2,12 @@
 //! `s3://` URLs, through the Arrow project's `object_store` client (request
 //! signing, retries with backoff, timeouts).
 //!
-//! Opening costs one request: a suffix range of the object's last
-//! [`TAIL`] bytes, whose answer also gives the object's size and ETag.
-//! The model's footer, and for most models its manifest, are in it. Every
+//! Opening costs one round trip: a suffix range of the object's last
+//! [`TAIL`] bytes, whose answer also gives the object's size and ETag
+//! (the model's footer, and for most models its manifest, are in it),
+//! and at the same time its first block (every format's header, the
+//! format's magic, a safetensors header), kept when the same version of
+//! the object answered both. Every
 //! later request is conditional on that ETag (`If-Match`; the modification
 //! time where a server gives no ETag), so an object replaced under a mount
 //! fails its reads instead of mixing two versions' bytes. Reads go through
@@ -137,7 +140,7 @@ impl Remote {
         let (server, _, secret) = parse(given)?;
         let url = &super::shown(Path::new(given));
         let client = shared_client(&server).map_err(|e| fail(url, secret.as_deref(), e))?;
-        Remote::open_with(given, client, disk::cache(), shared_blocks())
+        Remote::open_at(given, client, disk::cache(), shared_blocks(), true)
     }
 
     /// [`Remote::open`] through `client`, which serves the URL's server
@@ -150,6 +153,20 @@ impl Remote {
         disk: Option<Arc<disk::Disk>>,
         blocks: Arc<Blocks>,
     ) -> Result<Remote> {
+        Remote::open_at(given, client, disk, blocks, false)
+    }
+
+    /// [`Remote::open_with`]; with `head`, the object's first block is
+    /// asked for with its tail, at once (see the module's note), unless a
+    /// disk cache may hold it (its name needs the tail's answer: with
+    /// `--cache-dir`, a second open reads it from the disk instead).
+    fn open_at(
+        given: &str,
+        client: Arc<dyn ObjectStore>,
+        disk: Option<Arc<disk::Disk>>,
+        blocks: Arc<Blocks>,
+        head: bool,
+    ) -> Result<Remote> {
         static NUMBERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let (server, key, secret) = parse(given)?;
         let url = &super::shown(Path::new(given));
@@ -158,17 +175,34 @@ impl Remote {
             range: Some(GetRange::Suffix(TAIL)),
             ..GetOptions::default()
         };
-        let (meta, range, bytes) = runtime()?
+        let head = head && disk.is_none();
+        let first = GetOptions {
+            range: Some(GetRange::Bounded(0..BLOCK)),
+            ..GetOptions::default()
+        };
+        let ((meta, range, bytes), first) = runtime()?
             .block_on(async {
-                match get(&*client, &key, opts, TAIL).await {
-                    Ok(answer) => Ok(answer),
-                    // An empty object has no range to ask for (416): it
-                    // is refused as a file too small, like a local one.
-                    Err(e) => match client.head(&key).await {
-                        Ok(meta) if meta.size == 0 => Ok((meta, 0..0, Vec::new())),
-                        _ => Err(e),
-                    },
-                }
+                let tail = async {
+                    match get(&*client, &key, opts, TAIL).await {
+                        Ok(answer) => Ok(answer),
+                        // An empty object has no range to ask for (416): it
+                        // is refused as a file too small, like a local one.
+                        Err(e) => match client.head(&key).await {
+                            Ok(meta) if meta.size == 0 => Ok((meta, 0..0, Vec::new())),
+                            _ => Err(e),
+                        },
+                    }
+                };
+                // Any failure of the first block's request only costs the
+                // request a reader makes later.
+                let first = async {
+                    match head {
+                        true => get(&*client, &key, first, BLOCK).await.ok(),
+                        false => None,
+                    }
+                };
+                let (tail, first) = futures::join!(tail, first);
+                tail.map(|t| (t, first))
             })
             .map_err(fail)?;
         let len = meta.size;
@@ -180,7 +214,7 @@ impl Remote {
             return Err(bad_answer(url, &range, len - TAIL.min(len)..len));
         }
         log::debug!(
-            "{url}: opened with 1 request: {len} bytes, ETag {:?}, the last {} bytes read",
+            "{url}: opened with 1 request: {len} bytes, ETag {:?}, the last {} bytes read (and its first block with it, when longer)",
             meta.e_tag,
             bytes.len()
         );
@@ -192,7 +226,17 @@ impl Remote {
             len,
             meta.last_modified.timestamp_micros(),
         );
-        Ok(Remote(Arc::new(Object {
+        // The first block, when the object is longer than its tail and the
+        // answer is of the version the tail's was (same ETag and size).
+        let first = first.filter(|(m, r, b)| {
+            len > TAIL
+                && meta.e_tag.is_some()
+                && m.e_tag == meta.e_tag
+                && m.size == len
+                && *r == (0..BLOCK)
+                && b.len() as u64 == BLOCK
+        });
+        let remote = Remote(Arc::new(Object {
             id,
             url: url.clone(),
             server,
@@ -213,7 +257,12 @@ impl Remote {
             pace: Mutex::new(pace::Pace::new()),
             parts: Default::default(),
             walks: Default::default(),
-        })))
+        }));
+        if let Some((_, _, bytes)) = first {
+            let key = remote.key(Grid::ZERO, 0);
+            let _ = remote.blocks.get(key, || Ok(bytes));
+        }
+        Ok(remote)
     }
 
     /// The object's size at open.

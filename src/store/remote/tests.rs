@@ -769,3 +769,28 @@ fn interleaved_walks_are_each_followed() {
         begins_in(2) && begins_in(10)
     });
 }
+
+/// Opened as `ztfs` opens (the first block asked for with the tail): one
+/// round trip of two requests, after which the object's first bytes (a
+/// format's header) cost no request. A small object is its tail alone.
+#[test]
+fn opening_asks_for_the_first_block_with_the_tail() {
+    let data = bytes(5 * BLOCK + 777, 28);
+    let store = Arc::new(Faulty::default());
+    put(&store, &data);
+    let r = Remote::open_at(URL, store.clone(), None, blocks(), true).unwrap();
+    let len = data.len() as u64;
+    let mut gets = store.gets();
+    gets.sort_by_key(|g| g.start);
+    assert_eq!(gets, [0..BLOCK, len - TAIL..len]);
+    assert_eq!(read(&r, 10, 100).unwrap(), data[10..110]);
+    assert_eq!(store.gets().len(), 2, "the first block was kept");
+
+    let small = bytes(TAIL / 2, 29);
+    let store = Arc::new(Faulty::default());
+    put(&store, &small);
+    let r = Remote::open_at(URL, store.clone(), None, blocks(), true).unwrap();
+    assert_eq!(read(&r, 10, 100).unwrap(), small[10..110]);
+    let asked = store.gets().len();
+    assert!(asked <= 2, "{:?}", store.gets());
+}
