@@ -45,7 +45,7 @@ const PIECE_MIN: u64 = 4;
 const STREAMS: usize = 32;
 /// ...and per object, of all open files together, the oldest going first.
 const ALL_STREAMS: usize = 4 * STREAMS;
-/// Open files whose walk across the parts is followed per object.
+/// Threads whose walk across the parts is followed per object.
 const WALKS: usize = 16;
 /// Parts after the one being read that a walk fetches ahead, at most:
 /// each gets a stream, and the reader keeps one. The walk is bounded by

@@ -224,7 +224,6 @@ impl Tree {
         caller: Reader,
         reply: ReadReply,
     ) {
-        let fh = caller;
         if self.stored_bytes(node) {
             match self.read_reach(node, offset, size, Reach::AT_HAND.by(caller)) {
                 Ok(Some(data)) => return reply(Ok(data)),
@@ -235,14 +234,14 @@ impl Tree {
         let tree = self.clone();
         let done = Box::new(move |r: Result<(), FsError>| match r {
             Ok(()) => {
-                reply(tree.read_node_for(node, offset, size, fh));
+                reply(tree.read_node_for(node, offset, size, caller));
                 tree.read_ahead(node, offset, size);
             }
             Err(e) => reply(Err(e)),
         });
         let tree = self.clone();
         let work: Work =
-            Arc::new(move |_: &Cancel| tree.read_node_for(node, offset, size, fh).map(drop));
+            Arc::new(move |_: &Cancel| tree.read_node_for(node, offset, size, caller).map(drop));
         (self.fetch_jobs).submit(JobKey::Read(ino, offset, size), caller.pid, done, work);
     }
 
