@@ -194,14 +194,29 @@ impl Remote {
                     }
                 };
                 // Any failure of the first block's request only costs the
-                // request a reader makes later.
-                let first = async {
+                // request a reader makes later; so does its slowness: once
+                // the tail is in, it gets as long again as the tail took
+                // (a server stalling it must not hold the open for the
+                // client's timeout).
+                let start = std::time::Instant::now();
+                let mut first = std::pin::pin!(async {
                     match head {
                         true => get(&*client, &key, first, BLOCK).await.ok(),
                         false => None,
                     }
+                });
+                let (tail, done) =
+                    match futures::future::select(std::pin::pin!(tail), &mut first).await {
+                        futures::future::Either::Left((tail, _)) => (tail, None),
+                        futures::future::Either::Right((got, tail)) => (tail.await, Some(got)),
+                    };
+                let first = match done {
+                    Some(got) => got,
+                    None => {
+                        let grace = start.elapsed().max(std::time::Duration::from_millis(100));
+                        tokio::time::timeout(grace, first).await.ok().flatten()
+                    }
                 };
-                let (tail, first) = futures::join!(tail, first);
                 tail.map(|t| (t, first))
             })
             .map_err(fail)?;

@@ -39,6 +39,9 @@ struct Faulty {
     faults: Mutex<VecDeque<Fault>>,
     /// While set, GETs wait before answering; `waiting` counts them.
     held: std::sync::atomic::AtomicBool,
+    /// While set, a GET of a range from byte 0 waits (a server stalling
+    /// one request).
+    stall_first: std::sync::atomic::AtomicBool,
     waiting: std::sync::atomic::AtomicUsize,
 }
 
@@ -89,6 +92,11 @@ impl ObjectStore for Faulty {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
             self.waiting.fetch_sub(1, SeqCst);
+        }
+        if matches!(&options.range, Some(GetRange::Bounded(r)) if r.start == 0) {
+            while self.stall_first.load(SeqCst) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
         }
         let fault = self.faults.lock().unwrap().pop_front();
         if let (Some(Fault::Shifted), Some(GetRange::Bounded(r))) = (fault, &options.range) {
@@ -793,4 +801,23 @@ fn opening_asks_for_the_first_block_with_the_tail() {
     assert_eq!(read(&r, 10, 100).unwrap(), small[10..110]);
     let asked = store.gets().len();
     assert!(asked <= 2, "{:?}", store.gets());
+}
+
+/// A server that stalls the first block's request does not hold the open:
+/// the tail is enough, the block is left to its reader.
+#[test]
+fn a_stalled_first_block_does_not_hold_the_open() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let data = bytes(5 * BLOCK + 777, 30);
+    let store = Arc::new(Faulty::default());
+    put(&store, &data);
+    store.stall_first.store(true, SeqCst);
+    let start = Instant::now();
+    let r = Remote::open_at(URL, store.clone(), None, blocks(), true).unwrap();
+    let took = start.elapsed();
+    store.stall_first.store(false, SeqCst);
+    // Stalled for as long as the test runs; the open's grace is the tail's
+    // own time (at least 100 ms): far below 10 s however loaded the host.
+    assert!(took < Duration::from_secs(10), "the open took {took:?}");
+    assert_eq!(read(&r, 10, 100).unwrap(), data[10..110]);
 }
