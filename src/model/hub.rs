@@ -53,10 +53,35 @@ fn open_model(snap: &Snapshot, file: &str, overrides: Vec<(String, PathBuf)>) ->
     Model::open_file(&PathBuf::from(snap.file_url(file)), overrides)
 }
 
+/// `names` with the files of one whole split GGUF model (every
+/// `NAME-0000K-of-0000N.gguf` of one name and count, and nothing else)
+/// counted as one: its first file, which opens the model.
+fn first_of_split(names: Vec<&str>) -> Vec<&str> {
+    let split: Vec<_> = names
+        .iter()
+        .map(|n| super::gguf_split::split_name(n))
+        .collect();
+    let whole = match split.first() {
+        Some(Some((prefix, _, count))) => {
+            names.len() == *count as usize
+                && (split.iter()).all(|s| matches!(s, Some((p, _, c)) if p == prefix && c == count))
+        }
+        _ => false,
+    };
+    if !whole {
+        return names;
+    }
+    (names.into_iter().zip(split))
+        .filter(|(_, s)| matches!(s, Some((_, 1, _))))
+        .map(|(n, _)| n)
+        .collect()
+}
+
 /// The folder (its path in the repository) and the model file in it: the
 /// file the URL names; else in the folder it names (the root by
 /// default), its one `*.safetensors.index.json`, else its one
-/// `*.safetensors`, else its one `.gguf`, `.zt` or `.hrry`.
+/// `*.safetensors`, else its one `.gguf` (or the first file of a split
+/// GGUF model), `.zt` or `.hrry`.
 fn choose(snap: &Snapshot, text: &str) -> Result<(String, String)> {
     let path = snap.url.path.as_str();
     if snap.files.iter().any(|e| e.path == path) {
@@ -86,7 +111,7 @@ fn choose(snap: &Snapshot, text: &str) -> Result<(String, String)> {
     };
     let indexes = ending(INDEX_SUFFIX);
     let files = ending(FILE_SUFFIX);
-    let others: Vec<&str> = OTHER_MODELS.iter().flat_map(|s| ending(s)).collect();
+    let others = first_of_split(OTHER_MODELS.iter().flat_map(|s| ending(s)).collect());
     let one = match (&indexes[..], &files[..], &others[..]) {
         ([one], _, _) | ([], [one], _) | ([], [], [one]) => *one,
         ([], [], []) => {

@@ -565,3 +565,37 @@ fn a_checkpoints_files_by_url_are_opened_together() {
     let counts = common::json::Json::parse(&hub.get("/_emulator/requests"));
     assert!(counts["max_in_flight"].uint() >= 2, "{counts:?}");
 }
+
+/// A repository whose model is a GGUF model split into several files:
+/// its first file is the model, found alone in the folder, and brings
+/// the others (read beside it through the Hub, by name).
+#[test]
+fn a_split_gguf_model_is_found_by_its_first_file() {
+    let hub = Hub::start(None);
+    let t = tempfile::tempdir().unwrap();
+    let env = env_of(&hub, &t.path().join("home"));
+    let split = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/gguf/split/usual");
+    let src = t.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for k in 1..=3 {
+        let name = format!("m-{k:05}-of-00003.gguf");
+        std::fs::copy(split.join(&name), src.join(&name)).unwrap();
+    }
+    hub.add("models", "org/split", &src, &["main"]);
+    let local = ztfs_env(
+        &["ls", split.join("m-00001-of-00003.gguf").to_str().unwrap()],
+        &env,
+    );
+    let by_hub = ztfs_env(&["ls", "hf://org/split"], &env);
+    let err = String::from_utf8_lossy(&by_hub.stderr);
+    assert!(by_hub.status.success(), "{err}");
+    let (local, by_hub) = (
+        String::from_utf8_lossy(&local.stdout),
+        String::from_utf8_lossy(&by_hub.stdout),
+    );
+    assert!(
+        by_hub.starts_with(local.trim_end()),
+        "hf:// lists {by_hub}\nthe file lists {local}"
+    );
+    assert!(by_hub.contains("output.weight"), "{by_hub}");
+}
