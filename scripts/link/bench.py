@@ -339,6 +339,17 @@ def main():
         log("latency")
         rtt = min(ranged_get(servers.http_url("model.safetensors"), tensors[0][1], 1)
                   for _ in range(3))
+        def mount_to_ls(src, then=lambda m: None):
+            """Seconds and requests from `ztfs mount SRC` to its first answered
+            ls, and what `then(mount)` gives after it."""
+            r0, t0 = servers.requests(), time.perf_counter()
+
+            def body(m):
+                os.listdir(m.mnt)
+                return time.perf_counter() - t0, servers.requests() - r0, then(m)
+
+            return with_mount(lambda: peers.ztfs_mount(a.ztfs, src, mnt, s3env), body)
+
         # The same mounts of the local files: what a mount costs without
         # the network (the fork, FUSE's start), taken off before round
         # trips are counted.
@@ -347,36 +358,23 @@ def main():
             for what, name in (("a .zt file", "model.zt"), ("a checkpoint index, 2 files",
                                                             CHECKPOINT_INDEX)):
                 src = os.path.join(files, name) if scheme == "local" else urls[scheme] + name
-                r0, t0 = servers.requests(), time.perf_counter()
-                m = peers.ztfs_mount(a.ztfs, src, mnt, s3env)
-                mounts.append(m)
-                try:
-                    os.listdir(m.mnt)
-                    t_ls, r_ls = time.perf_counter() - t0, servers.requests() - r0
-                finally:
-                    m.close()
-                    mounts.remove(m)
+                t_ls, r_ls, _ = mount_to_ls(src)
                 if scheme == "local":
                     local[what] = t_ls
                     continue
                 opened[f"ztfs {scheme}://, {what}"] = (t_ls, r_ls, local[what])
                 log(f"  ztfs {scheme}:// {what}: mount to ls {t_ls * 1000:.0f} ms, {r_ls} requests")
+        mid = tensors[len(tensors) // 2]
+
+        def first_byte(m):
+            r1, t1 = servers.requests(), time.perf_counter()
+            with open(os.path.join(m.mnt, mid[0], "data"), "rb") as f:
+                f.read(1)
+            return time.perf_counter() - t1, servers.requests() - r1
+
         for scheme in ("s3", "http"):
-            src = urls[scheme] + "model.safetensors"
-            r0, t0 = servers.requests(), time.perf_counter()
-            m = peers.ztfs_mount(a.ztfs, src, mnt, s3env)
-            mounts.append(m)
-            try:
-                os.listdir(m.mnt)
-                t_ls, r_ls = time.perf_counter() - t0, servers.requests() - r0
-                mid = tensors[len(tensors) // 2]
-                r1, t1 = servers.requests(), time.perf_counter()
-                with open(os.path.join(m.mnt, mid[0], "data"), "rb") as f:
-                    f.read(1)
-                t_byte, r_byte = time.perf_counter() - t1, servers.requests() - r1
-            finally:
-                m.close()
-                mounts.remove(m)
+            t_ls, r_ls, (t_byte, r_byte) = mount_to_ls(urls[scheme] + "model.safetensors",
+                                                       first_byte)
             # One round trip of that read: the tensor's first block by one
             # ranged GET (what a reader that knew where to ask would wait).
             t_trip = min(ranged_get(servers.http_url("model.safetensors"), mid[1], MIB)

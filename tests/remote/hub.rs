@@ -427,6 +427,25 @@ fn the_disk_cache_serves_hub_files_again() {
     );
 }
 
+/// `ztfs ls URL`'s listing, after checking that it succeeds and begins
+/// with `ztfs ls FILE`'s (the model's tree; a repository adds its folder's
+/// other files after it).
+fn lists_as_the_file(file: &Path, url: &str, env: &[(&str, String)]) -> String {
+    let local = ztfs_env(&["ls", file.to_str().unwrap()], env);
+    let by_hub = ztfs_env(&["ls", url], env);
+    let err = String::from_utf8_lossy(&by_hub.stderr);
+    assert!(by_hub.status.success(), "{err}");
+    let (local, by_hub) = (
+        String::from_utf8_lossy(&local.stdout),
+        String::from_utf8_lossy(&by_hub.stdout).into_owned(),
+    );
+    assert!(
+        by_hub.starts_with(local.trim_end()),
+        "{url} lists {by_hub}\nthe file lists {local}"
+    );
+    by_hub
+}
+
 /// A repository whose model is a `.zt`, a `.gguf` or a `.hrry` file found
 /// alone in its folder, or named by the URL's path: the file's tree and
 /// the folder's other files.
@@ -450,24 +469,7 @@ fn a_zt_gguf_or_hurray_file_is_the_model_found_alone_or_named() {
     .unwrap();
     std::fs::write(src.join("README.md"), "a zt repo\n").unwrap();
     hub.add("models", "org/zt", &src, &["main"]);
-    let local = ztfs_env(
-        &["ls", corpus.join("samples/tiny-llama.zt").to_str().unwrap()],
-        &env,
-    );
-    let by_hub = ztfs_env(&["ls", "hf://org/zt"], &env);
-    assert!(
-        by_hub.status.success(),
-        "{}",
-        String::from_utf8_lossy(&by_hub.stderr)
-    );
-    let (local, by_hub) = (
-        String::from_utf8_lossy(&local.stdout),
-        String::from_utf8_lossy(&by_hub.stdout),
-    );
-    assert!(
-        by_hub.starts_with(local.trim_end()),
-        "hf:// lists {by_hub}\nthe file lists {local}"
-    );
+    let by_hub = lists_as_the_file(&corpus.join("samples/tiny-llama.zt"), "hf://org/zt", &env);
     assert!(
         by_hub.contains("README.md") && by_hub.contains("more/tiny-llama.hrry"),
         "{by_hub}"
@@ -582,20 +584,6 @@ fn a_split_gguf_model_is_found_by_its_first_file() {
         std::fs::copy(split.join(&name), src.join(&name)).unwrap();
     }
     hub.add("models", "org/split", &src, &["main"]);
-    let local = ztfs_env(
-        &["ls", split.join("m-00001-of-00003.gguf").to_str().unwrap()],
-        &env,
-    );
-    let by_hub = ztfs_env(&["ls", "hf://org/split"], &env);
-    let err = String::from_utf8_lossy(&by_hub.stderr);
-    assert!(by_hub.status.success(), "{err}");
-    let (local, by_hub) = (
-        String::from_utf8_lossy(&local.stdout),
-        String::from_utf8_lossy(&by_hub.stdout),
-    );
-    assert!(
-        by_hub.starts_with(local.trim_end()),
-        "hf:// lists {by_hub}\nthe file lists {local}"
-    );
+    let by_hub = lists_as_the_file(&split.join("m-00001-of-00003.gguf"), "hf://org/split", &env);
     assert!(by_hub.contains("output.weight"), "{by_hub}");
 }

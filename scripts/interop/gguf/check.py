@@ -133,6 +133,24 @@ def object_dirs(mnt: str) -> dict:
     return dirs
 
 
+def check_cat(z, path: str, t, res: Results, where: str):
+    """`ztfs cat PATH TENSOR` gives reader tensor `t`'s bytes."""
+    rc, data, err = z.run("cat", [path, t.name])
+    res.check(rc == 0 and data == t.data.tobytes(), where,
+              f"cat {t.name!r}: {short(err)} ({len(data)} bytes vs {t.data.nbytes})")
+
+
+def check_data(dirs: dict, t, res: Results, where: str):
+    """A mount's `data` of reader tensor `t` (its directory in `dirs`) is
+    the reader's bytes; returns the directory, None when there is none."""
+    d = dirs.get(t.name)
+    if not res.check(d is not None, where, f"no directory for {t.name!r}"):
+        return None
+    with open(os.path.join(d, "data"), "rb") as f:
+        res.check(f.read() == t.data.tobytes(), where, f"{t.name!r}: data differs")
+    return d
+
+
 def check_forward(path: str, z, res: Results):
     import gguf
 
@@ -161,20 +179,14 @@ def check_forward(path: str, z, res: Results):
                   and info["file_offset"] == t.data_offset and info["length"] == t.n_bytes,
                   where, f"tensor info {t.name!r}: {info} vs {t.shape.tolist()} "
                   f"{t.tensor_type.name} {t.data_offset} {t.n_bytes}")
-        rc, data, err = z.run("cat", [path, t.name])
-        res.check(rc == 0 and data == t.data.tobytes(), where,
-                  f"cat {t.name!r}: {short(err)} ({len(data)} bytes vs {t.data.nbytes})")
+        check_cat(z, path, t, res, where)
     with mounted(z, path, res, where) as (rc, err, mnt):
         if not res.check(rc == 0, where, f"mount: {short(err)}"):
             return
         dirs = object_dirs(mnt)
         for t in r.tensors:
-            d = dirs.get(t.name)
-            if not res.check(d is not None, where, f"no directory for {t.name!r}"):
-                continue
-            with open(os.path.join(d, "data"), "rb") as f:
-                res.check(f.read() == t.data.tobytes(), where, f"{t.name!r}: data differs")
-            if t.tensor_type.name in ("F32", "F16"):
+            d = check_data(dirs, t, res, where)
+            if d and t.tensor_type.name in ("F32", "F16"):
                 a = np.load(os.path.join(d, "data.npy"))
                 res.check(a.dtype == t.data.dtype and a.shape == t.data.shape
                           and np.array_equal(a, t.data), where,

@@ -61,7 +61,7 @@ def write_split(outdir: str) -> list[str]:
 
 def check_forward(files: list[str], z, res: Results):
     import gguf
-    from .check import json_value, object_dirs, reader_kvs
+    from .check import check_cat, check_data, json_value, object_dirs, reader_kvs
 
     where = "split forward"
     if not res.check(len(files) == 3, where, f"GGUFWriter wrote {len(files)} files, not 3"):
@@ -90,9 +90,7 @@ def check_forward(files: list[str], z, res: Results):
             res.check(info.get("split") == k and info.get("file_offset") == t.data_offset
                       and info.get("length") == t.n_bytes, where,
                       f"{t.name!r}: {info} vs file {k}, {t.data_offset}, {t.n_bytes}")
-            rc, data, err = z.run("cat", [first, t.name])
-            res.check(rc == 0 and data == t.data.tobytes(), where,
-                      f"cat {t.name!r}: {short(err)}")
+            check_cat(z, first, t, res, where)
     with mounted(z, first, res, where) as (rc, err, mnt):
         if not res.check(rc == 0, where, f"mount: {short(err)}"):
             return
@@ -103,12 +101,8 @@ def check_forward(files: list[str], z, res: Results):
             names = set(st.keys())
             for r in readers:
                 for t in r.tensors:
-                    d = dirs.get(t.name)
-                    if not res.check(d is not None, where, f"no directory for {t.name!r}"):
-                        continue
-                    with open(os.path.join(d, "data"), "rb") as f:
-                        res.check(f.read() == t.data.tobytes(), where, f"{t.name!r}: data differs")
-                    if t.tensor_type.name in ("F32", "F16"):
+                    d = check_data(dirs, t, res, where)
+                    if d and t.tensor_type.name in ("F32", "F16"):
                         ok = t.name in names and np.array_equal(st.get_tensor(t.name), t.data)
                         res.check(ok, where, f"{t.name!r}: model.safetensors differs from the reader")
 
