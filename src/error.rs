@@ -194,7 +194,19 @@ GgufAlignment,
 /// A tensor's data misplaced: an offset not a multiple of the alignment, bytes past the end of the file, two tensors overlapping, a repeated name, a data section starting past the end (gguf.md `tensor_data`).
 GgufData,
 /// A file of a split model (`NAME-0000K-of-0000N.gguf`, opened from its first file) disagrees with the split: its `split.no` is not K - 1, its `split.count` not N, its `split.tensors.count` not the first file's, a tensor name is in two files, or the files together do not hold `split.tensors.count` tensors (llama.cpp's loader refuses each).
-GgufSplit,}
+GgufSplit,
+// PyTorch checkpoints (`torch.save`'s zip format; src/format/pytorch).
+/// A zip archive (a PyTorch checkpoint, a `.npz`) rawzip cannot read (no end of central directory, a truncated or malformed directory or local header, a member past the end of the file, more than `MAX_MEMBERS` members), or a member of a kind ztfs does not read: encrypted, or compressed where it must be mapped (`torch.save` stores every member) or by another method than deflate.
+Zip,
+/// The archive is not `torch.save`'s layout: no `ARCHIVE/data.pkl`, members under more than one top folder, a storage's `ARCHIVE/data/KEY` missing or of another size than its id says, `byteorder` other than `little`; or it is a TorchScript archive (`constants.pkl`, `code/`), whose code ztfs does not run.
+TorchArchive,
+/// `data.pkl` is not a pickle this reader interprets: an opcode outside protocols 2-5's that build values (or one that calls code: `INST`, `OBJ`, `NEWOBJ`, `EXT*`, out-of-band buffers), truncated, a stack or memo misuse, a value of the wrong kind for an opcode, or a limit passed (`MAX_OBJECTS`, `MAX_CELLS`, `MAX_MEMO`, `MAX_MARKS`, `MAX_DEPTH`).
+TorchPickle,
+/// A global outside the allowlist `torch.load(weights_only=True)` keeps for state dicts (`os.system`, `builtins.eval`, any class of the program's): refused by name, never looked up; or an allowed one called in a way it does not build a state dict's value.
+TorchGlobal,
+/// A tensor ztfs cannot serve as the file says it: a dtype with no zTensor type (complex128, quantized), a size or stride that is not a tuple of small non-negative ints, or elements past the end of its storage.
+TorchTensor,
+}
 
 impl Rule {
     /// Parses a rule name as printed by [`Rule::name`].

@@ -213,6 +213,7 @@ impl Model {
             Format::Gguf => return Model::open_gguf(root, overrides),
             Format::Safetensors => return Model::open_safetensors(root, overrides),
             Format::SafetensorsIndex => return Model::open_safetensors_index(root, overrides),
+            Format::Zip => return Model::open_zip(root, overrides),
             Format::Zt => {}
         }
         let container = format::read_container_from(&root).map_err(|e| match e.rule() {
@@ -289,6 +290,22 @@ impl Model {
             index_files: None,
         };
         Ok(Model::one_file(root, objects, Input::Safetensors(info)))
+    }
+
+    /// Opens a zip archive: a PyTorch checkpoint (`torch.save`'s layout,
+    /// every rule checked here; its pickle is run by an interpreter that
+    /// calls nothing). Any other zip is named as what it is.
+    fn open_zip(root: Store, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
+        no_shards(&overrides, "a PyTorch checkpoint has no shards")?;
+        let members = format::zip::members(&root)?;
+        if !format::pytorch::is_torch(&members) {
+            return Err(Error::Foreign(sniff::foreign_named(
+                "a zip archive that is not a PyTorch checkpoint (no ARCHIVE/data.pkl)",
+            )));
+        }
+        let file = format::pytorch::read_archive(&root, &members)?;
+        let objects = format::pytorch::objects::objects(&file);
+        Ok(Model::one_file(root, objects, Input::Torch(file)))
     }
 
     /// A model of one file of another format than zTensor, its tensors

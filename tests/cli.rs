@@ -103,8 +103,8 @@ fn foreign_files_are_named() {
         ),
         (
             "m.bin",
-            [b"PK\x03\x04".as_slice(), &[0; 64]].concat(),
-            "zip",
+            [b"PK\x05\x06".as_slice(), &[0; 18]].concat(),
+            "empty zip",
         ),
         (
             "m.zt",

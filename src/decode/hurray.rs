@@ -171,6 +171,34 @@ fn partition(file: &File, i: usize, members: &Members, depth: usize) -> Result<R
 }
 
 impl RowMajor {
+    /// The row-major view of a tensor of `shape` whose `elem_bits`-wide
+    /// elements lie at `stride` elements apart, element `[0, …, 0]` at
+    /// `byte_offset` of the `stored` bytes at `start` of the file (a
+    /// PyTorch strided view of its storage).
+    pub fn strided(
+        start: u64,
+        stored: u64,
+        shape: &[u64],
+        elem_bits: u32,
+        stride: &[u64],
+        byte_offset: u64,
+    ) -> Result<RowMajor, String> {
+        let stride = (stride.iter())
+            .map(|&s| i64::try_from(s).map_err(|_| format!("stride {s} too large")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let r = Relayout::new(shape, elem_bits, Order::Strided(stride), byte_offset)?;
+        if r.stored_extent() > stored {
+            return Err(format!(
+                "the storage holds {stored} bytes; the view reaches byte {}",
+                r.stored_extent()
+            ));
+        }
+        Ok(RowMajor {
+            len: r.len(),
+            kind: Kind::Relayout { start, stored, r },
+        })
+    }
+
     /// The view's size in bytes.
     pub fn len(&self) -> u64 {
         self.len

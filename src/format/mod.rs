@@ -14,12 +14,14 @@ pub mod json;
 pub mod manifest;
 pub mod npy;
 pub mod profiles;
+pub mod pytorch;
 pub mod safetensors;
 pub mod sniff;
 pub mod text;
 pub mod types;
 pub mod validate;
 pub mod write;
+pub mod zip;
 
 pub use footer::Footer;
 pub use manifest::{shape, BlobRef, Digest, Manifest, Object, Part, Shape, Shard};

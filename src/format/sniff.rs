@@ -30,23 +30,27 @@ pub enum Format {
     Gguf,
     Safetensors,
     SafetensorsIndex,
+    /// A zip archive: a PyTorch checkpoint (or something else in a zip,
+    /// told apart by its members).
+    Zip,
 }
 
 /// Each format with a magic, and the magic.
-const MAGICS: [(Format, &[u8]); 3] = [
+const MAGICS: [(Format, &[u8]); 4] = [
     (Format::Zt, &super::MAGIC),
+    (Format::Zip, b"PK\x03\x04"),
     (Format::Hurray, &hurray::FILE_MAGIC),
     (Format::Gguf, &gguf::MAGIC),
 ];
 
 /// Magics of formats ztfs does not read, and what to call such a file.
 const FOREIGN: [(&[u8], &str); 12] = [
+    (b"PK\x05\x06", "an empty zip archive"),
     (
         &hurray::MAGIC,
         "a Hurray stream (a tensor descriptor and its data, no container)",
     ),
     (b"ZTEN", "an older zTensor (v1) file"),
-    (b"PK\x03\x04", "a zip archive (a PyTorch checkpoint?)"),
     (
         super::npy::MAGIC,
         "a NumPy .npy file (`ztfs pack FILE.npy -o model.zt` makes a zTensor file of it)",
@@ -69,7 +73,7 @@ const FOREIGN: [(&[u8], &str); 12] = [
     (b"%PDF-", "a PDF document"),
     (
         b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19",
-        "a PyTorch checkpoint of the legacy (pre-zip) format, a pickle",
+        "a PyTorch checkpoint of the legacy format (torch.save with _use_new_zipfile_serialization=False, before torch 1.6): a bare pickle, which ztfs does not read; save it again with a torch of 1.6 or later",
     ),
 ];
 
@@ -119,10 +123,15 @@ pub fn sniff(head: &[u8], name: &str) -> Format {
 pub fn foreign(head: &[u8]) -> Option<String> {
     let known = FOREIGN.iter().find(|(m, _)| head.starts_with(m));
     let what = known.map(|(_, what)| *what).or_else(|| looks_like(head))?;
-    Some(format!(
+    Some(foreign_named(what))
+}
+
+/// The message for a file that is `what`, of a format ztfs does not read.
+pub fn foreign_named(what: &str) -> String {
+    format!(
         "this is {what}; ztfs reads zTensor v2 (.zt) files, \
-         Hurray HRRYFILE containers, safetensors and GGUF files"
-    ))
+         Hurray HRRYFILE containers, safetensors, GGUF files and PyTorch checkpoints (torch.save's zip)"
+    )
 }
 
 /// What a file with no magic of [`FOREIGN`] looks like from its first

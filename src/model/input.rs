@@ -8,7 +8,7 @@ use super::{Model, SafetensorsFile};
 use crate::error::Result;
 use crate::format::cbor::Value;
 use crate::format::json::Sink;
-use crate::format::{gguf, hurray, safetensors, Footer, Manifest, Object};
+use crate::format::{gguf, hurray, pytorch, safetensors, Footer, Manifest, Object};
 use crate::report::{count, human, summary, total};
 
 /// Which `meta.json` an object gets.
@@ -35,6 +35,9 @@ pub enum Input {
     /// A GGUF file, whose tensors are the manifest's objects in the same
     /// order.
     Gguf(gguf::File),
+    /// A PyTorch checkpoint (`torch.save`'s zip), whose tensors are the
+    /// manifest's objects in the same order.
+    Torch(pytorch::File),
 }
 
 impl Input {
@@ -45,6 +48,7 @@ impl Input {
             Input::Hurray(_) => "Hurray",
             Input::Safetensors(_) => "safetensors",
             Input::Gguf(_) => "GGUF",
+            Input::Torch(_) => "PyTorch",
         }
     }
 
@@ -52,7 +56,7 @@ impl Input {
     pub fn has_digests(&self) -> bool {
         match self {
             Input::Zt(_) => true,
-            Input::Hurray(_) | Input::Safetensors(_) | Input::Gguf(_) => false,
+            Input::Hurray(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Torch(_) => false,
         }
     }
 
@@ -60,7 +64,7 @@ impl Input {
     /// refused; GGUF's quantized block arrays are served as their bytes.
     pub fn refuses_uninterpreted(&self) -> bool {
         match self {
-            Input::Zt(_) | Input::Hurray(_) | Input::Safetensors(_) => true,
+            Input::Zt(_) | Input::Hurray(_) | Input::Safetensors(_) | Input::Torch(_) => true,
             Input::Gguf(_) => false,
         }
     }
@@ -77,7 +81,9 @@ impl Input {
                 let data = o.parts[j].name == hurray::objects::DATA;
                 Some((data, !data))
             }
-            Input::Zt(_) | Input::Safetensors(_) => None,
+            // A strided view's storage is bytes; its `data` is computed.
+            Input::Torch(_) if o.parts[j].name == pytorch::objects::STORAGE => Some((false, true)),
+            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) => None,
         }
     }
 
@@ -87,7 +93,7 @@ impl Input {
     /// them ([`Model::verify_format_rules`]), and GGUF has none.
     pub fn verifies_parts(&self) -> bool {
         match self {
-            Input::Zt(_) | Input::Safetensors(_) => true,
+            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) => true,
             Input::Hurray(_) | Input::Gguf(_) => false,
         }
     }
@@ -98,7 +104,7 @@ impl Input {
     pub fn raw_is_data(&self) -> bool {
         match self {
             Input::Hurray(_) => true,
-            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => false,
+            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Torch(_) => false,
         }
     }
 
@@ -110,7 +116,11 @@ impl Input {
             Input::Hurray(f) if part == hurray::objects::DATA => {
                 Some(f.tensors[i].descriptor.elem.name())
             }
-            Input::Hurray(_) | Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => None,
+            Input::Hurray(_)
+            | Input::Zt(_)
+            | Input::Safetensors(_)
+            | Input::Gguf(_)
+            | Input::Torch(_) => None,
         }
     }
 
@@ -118,7 +128,9 @@ impl Input {
     pub fn meta_form(&self, i: usize) -> MetaForm<'_> {
         match self {
             Input::Hurray(f) => MetaForm::Hurray(&f.tensors[i]),
-            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => MetaForm::Object,
+            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Torch(_) => {
+                MetaForm::Object
+            }
         }
     }
 
@@ -136,6 +148,7 @@ impl Input {
                 fields.push(("gguf", gguf::json::tensor(info)));
                 fields
             }
+            Input::Torch(f) => vec![("torch", pytorch::json::tensor(f, &f.tensors[i]))],
             Input::Zt(_) | Input::Hurray(_) | Input::Safetensors(_) => Vec::new(),
         }
     }
@@ -143,7 +156,7 @@ impl Input {
     /// The bytes `--verify` reads of the model `m` (its shards aside).
     pub fn verify_bytes(&self, m: &Manifest) -> u64 {
         match self {
-            Input::Zt(_) | Input::Safetensors(_) => total(
+            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) => total(
                 (m.objects.iter())
                     .flat_map(|o| &o.parts)
                     .map(|p| p.decoded_size()),
@@ -159,6 +172,7 @@ impl Input {
             Input::Gguf(_) => "every structural rule holds; the format has no content digests and no rules on tensor bytes".into(),
             Input::Hurray(_) => "every structural rule, the index CRC (when present) and the MXFP scale bytes hold; the format has no content digests".into(),
             Input::Safetensors(_) => "every structural rule holds and every tensor reads (bool bytes are 0 or 1); the format has no content digests".into(),
+            Input::Torch(_) => "the archive and its pickle (run by an interpreter that calls nothing) hold and every tensor reads (bool bytes are 0 or 1); the format has no content digests".into(),
             Input::Zt(_) => format!(
                 "{} {}, {} no digest",
                 count(report.verified, "digest"),
@@ -206,6 +220,18 @@ impl Input {
                     human(st.data_len)
                 )
             }
+            Input::Torch(f) => {
+                let other = match f.other_values {
+                    0 => String::new(),
+                    n => format!(", {} besides", count(n, "other value")),
+                };
+                format!(
+                    "PyTorch checkpoint (torch.save zip), {}, {}{other}, {} of tensor data",
+                    count(f.tensors.len(), "tensor"),
+                    count(f.storages.len(), "storage"),
+                    human(total(f.storages.iter().map(|s| s.len)))
+                )
+            }
             Input::Hurray(file) => {
                 let bytes = total(
                     (file.tensors.iter())
@@ -229,6 +255,10 @@ impl Input {
         match self {
             Input::Hurray(f) => f.tensors[i].descriptor.elem.name().to_string(),
             Input::Gguf(f) => f.tensors[i].ty.name.to_string(),
+            Input::Torch(f) => {
+                let (dtype, logical) = safetensors::objects::ztensor_type(f.tensors[i].dtype);
+                logical.unwrap_or(dtype.name()).to_string()
+            }
             Input::Zt(_) | Input::Safetensors(_) => {
                 let mut types: Vec<&str> = o.parts.iter().map(|p| p.ty.type_name()).collect();
                 types.dedup();
@@ -242,6 +272,7 @@ impl Input {
     pub fn object_size(&self, i: usize, o: &Object) -> u64 {
         match self {
             Input::Hurray(f) => total(f.tensors[i].descriptor.buffers.iter().map(|b| b.size)),
+            Input::Torch(f) => f.tensors[i].numel() * f.tensors[i].width(),
             Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => {
                 total(o.parts.iter().map(|p| p.decoded_size()))
             }
@@ -257,7 +288,9 @@ impl Input {
                 .then(|| gguf::json::SPLIT_NOTE.to_string())
                 .into_iter()
                 .collect(),
-            Input::Zt(_) | Input::Hurray(_) | Input::Safetensors(_) => crate::report::refusals(m),
+            Input::Zt(_) | Input::Hurray(_) | Input::Safetensors(_) | Input::Torch(_) => {
+                crate::report::refusals(m)
+            }
         }
     }
 }
@@ -279,7 +312,7 @@ impl Model {
     ) -> Result<()> {
         match &self.input {
             Input::Hurray(f) => hurray::data_rules::check_tensor_data(f, i, self.root(), progress),
-            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => Ok(()),
+            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Torch(_) => Ok(()),
         }
     }
 
@@ -294,6 +327,7 @@ impl Model {
                 Ok(self.manifest().and_then(|m| m.attributes.clone()))
             }
             Input::Gguf(file) => gguf::attributes(file),
+            Input::Torch(_) => Ok(None),
             Input::Safetensors(_) => {
                 let file = match self.checkpoint_files().first() {
                     Some((_, store)) => store,
@@ -315,7 +349,7 @@ impl Model {
     pub fn exported_attributes(&self) -> Result<Option<Vec<u8>>> {
         match &self.input {
             Input::Zt(_) | Input::Safetensors(_) => self.file_attributes(),
-            Input::Hurray(_) | Input::Gguf(_) => Ok(None),
+            Input::Hurray(_) | Input::Gguf(_) | Input::Torch(_) => Ok(None),
         }
     }
 
@@ -335,6 +369,10 @@ impl Model {
             }
             Input::Gguf(file) => {
                 gguf::json::write_manifest(file, out);
+                Ok(())
+            }
+            Input::Torch(file) => {
+                pytorch::json::write_manifest(file, out);
                 Ok(())
             }
             Input::Safetensors(st) => {

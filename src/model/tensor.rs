@@ -15,6 +15,7 @@ use super::{Input, Model};
 use crate::decode::hurray::RowMajor;
 use crate::format::hurray::{self, objects::Data, ElemType};
 use crate::format::types::{DType, Interpretation, LogicalType};
+use crate::format::{pytorch, safetensors};
 
 /// The element type of a tensor file, as its format names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +90,7 @@ impl Computed {
     fn of(input: &Input) -> Computed {
         let file = match input {
             Input::Hurray(file) => file,
+            Input::Torch(file) => return Computed::of_torch(file),
             Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => return Computed::default(),
         };
         let members = hurray::composite_members(&file.tensors);
@@ -96,6 +98,22 @@ impl Computed {
             .filter_map(|i| {
                 let v = crate::decode::hurray::view(file, i, &members)?;
                 Some((i as u32, v))
+            })
+            .collect();
+        Computed { views }
+    }
+
+    /// The views of a PyTorch checkpoint's strided tensors, each over its
+    /// storage's bytes.
+    fn of_torch(file: &pytorch::File) -> Computed {
+        let views = (file.tensors.iter().enumerate())
+            .filter(|(_, t)| !t.contiguous())
+            .map(|(i, t)| {
+                let s = &file.storages[t.storage];
+                let bits = (t.width() * 8) as u32;
+                let at = t.offset.saturating_mul(t.width());
+                let view = RowMajor::strided(s.offset, s.len, &t.shape, bits, &t.stride, at);
+                (i as u32, view)
             })
             .collect();
         Computed { views }
@@ -112,6 +130,7 @@ impl Model {
     pub fn tensor_data(&self, i: u32) -> TensorData<'_> {
         let file = match &self.input {
             Input::Hurray(file) => file,
+            Input::Torch(file) => return self.torch_data(file, i),
             Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => return TensorData::ByLayout,
         };
         let Some(t) = file.tensors.get(i as usize) else {
@@ -130,6 +149,29 @@ impl Model {
         }
     }
 
+    /// Where tensor `i` of a PyTorch checkpoint is: its `data` part, or
+    /// its view of its storage.
+    fn torch_data(&self, file: &pytorch::File, i: u32) -> TensorData<'_> {
+        let Some(t) = file.tensors.get(i as usize) else {
+            return TensorData::Absent("no such tensor".into());
+        };
+        let elem = match safetensors::objects::ztensor_type(t.dtype) {
+            (d, None) => Elem::Plain(d),
+            (_, Some(l)) => match LogicalType::parse(l) {
+                Some(l) => Elem::Logical(l),
+                None => return TensorData::Absent(format!("{l} has no registered zTensor type")),
+            },
+        };
+        if t.contiguous() {
+            return TensorData::Stored { part: 0, elem };
+        }
+        match self.computed().get(i) {
+            Some(Ok(view)) => TensorData::Computed { view, elem },
+            Some(Err(why)) => TensorData::Absent(why.clone()),
+            None => TensorData::Absent("no row-major view".into()),
+        }
+    }
+
     /// Object `i`'s computed view, when its format computes one and it
     /// could be made: [`TensorData::Computed`]'s view, found without
     /// asking the format again (the tree asks this on every lookup of an
@@ -143,7 +185,7 @@ impl Model {
     /// file's objects are its buffers, which zTensor gives no meaning.
     pub fn packs_tensor_data(&self) -> bool {
         match &self.input {
-            Input::Hurray(_) => true,
+            Input::Hurray(_) | Input::Torch(_) => true,
             Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => false,
         }
     }

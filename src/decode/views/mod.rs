@@ -101,6 +101,7 @@ pub fn check_data(o: &Object, part: PartFn<'_>) -> Result<()> {
         | Layout::Gguf { .. }
         | Layout::File
         | Layout::Hurray
+        | Layout::Torch
         | Layout::Unknown => Ok(()),
     }
 }
@@ -253,11 +254,17 @@ fn plan(o: &Object) -> Result<Plan> {
             }
             (DEQUANTIZED_VIEW, f32_bytes(o, q.codes)?, Kind::Quant(q))
         }
-        Layout::Dense | Layout::Gguf { .. } | Layout::File | Layout::Hurray | Layout::Unknown => {
+        Layout::Dense
+        | Layout::Gguf { .. }
+        | Layout::File
+        | Layout::Hurray
+        | Layout::Torch
+        | Layout::Unknown => {
             let why = match layout {
                 Layout::Dense => "its data part is the tensor",
                 Layout::File => "it is a file of the model's folder, served at its path",
                 Layout::Hurray => "a Hurray tensor's data is served by the tree",
+                Layout::Torch => "a strided PyTorch tensor's data is served by the tree",
                 Layout::Gguf { .. } => "the gguf payload is opaque ggml blocks, preserved verbatim",
                 _ => "this reader does not interpret the layout",
             };

@@ -99,6 +99,10 @@ pub enum Layout {
     /// checked by the Hurray reader (`crate::format::hurray`); its parts
     /// are its `data` range and its buffers, plain bytes.
     Hurray,
+    /// `torch:strided`: a strided view of a PyTorch checkpoint's storage
+    /// (`crate::format::pytorch`), checked by its reader; its one part is
+    /// the storage's bytes.
+    Torch,
     /// Any other id, including a `gguf.` id for a type that is not a listed
     /// quantized ggml type, or a registered profile at another version.
     Unknown,
@@ -116,6 +120,7 @@ impl Layout {
             MX => Layout::Mx,
             FILE => Layout::File,
             _ if id.starts_with(crate::format::hurray::objects::LAYOUT_PREFIX) => Layout::Hurray,
+            crate::format::pytorch::objects::STRIDED => Layout::Torch,
             _ => match id.strip_prefix("gguf.").and_then(|t| t.strip_suffix("/1")) {
                 Some(t) if GGML_TYPES.contains(&t) => Layout::Gguf {
                     ggml_type: t.to_string(),
@@ -145,7 +150,7 @@ pub fn check_metadata(o: &Object) -> Result<()> {
         Layout::Mx => parse_mx(o).map(drop),
         Layout::Gguf { .. } => parse_gguf(o).map(drop),
         Layout::File => check_file(o),
-        Layout::Hurray | Layout::Unknown => Ok(()),
+        Layout::Hurray | Layout::Torch | Layout::Unknown => Ok(()),
     }
 }
 

@@ -1,0 +1,410 @@
+//! PyTorch checkpoints in the zip format `torch.save` writes since 1.6:
+//! pure bytes in (through [`Ranges`]), the tensors and where their bytes
+//! are out. Nothing in the file is ever run.
+//!
+//! An archive holds, under one top folder `ARCHIVE/`: `data.pkl` (the
+//! pickled object: a state dict, or a dict holding one), `data/KEY` (each
+//! storage's bytes, stored uncompressed and 64-byte aligned), `byteorder`
+//! (`little`; absent in files of torch before 1.10, which wrote little
+//! endian), `version` and `.data/serialization_id`. [`read_file_from`]:
+//!
+//! 1. reads the zip directory ([`crate::format::zip`]);
+//! 2. checks the layout: one top folder, `data.pkl` there, no
+//!    `constants.pkl` or `code/` (a TorchScript archive, refused by name:
+//!    its tensors come with code), `byteorder` `little`;
+//! 3. runs `data.pkl` through [`pickle`], which builds values only for
+//!    the allowlist of `torch.load(weights_only=True)`;
+//! 4. names each tensor by its path in the pickled value (dict keys and
+//!    list indices joined by `.`: a state dict's own names, and for a
+//!    training checkpoint `state_dict.layer.weight`); other values (an
+//!    epoch number, a config string) are counted, not served;
+//! 5. checks each tensor against its storage's member: stored, of the size
+//!    its id says, holding every element the tensor's offset, size and
+//!    strides reach.
+//!
+//! A tensor whose elements are its storage's bytes in row-major order
+//! ([`Tensor::contiguous`]) is that range of the file; several tensors of
+//! one storage (tied weights) are ranges of the same bytes.
+
+pub mod json;
+pub mod objects;
+pub mod pickle;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, HashSet};
+
+use crate::error::{Error, Result, Rule};
+use crate::format::safetensors::Dtype;
+use crate::format::zip::{self, Member};
+use crate::format::Ranges;
+use pickle::{Obj, Pickled, StorageType, Value};
+
+/// The largest `data.pkl` read, in bytes (it is read whole).
+pub const MAX_PICKLE_LEN: u64 = 1 << 30;
+/// The deepest nesting of containers walked for tensors.
+pub const MAX_DEPTH: usize = 64;
+
+/// A storage's bytes in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Storage {
+    pub key: String,
+    /// Where its member's bytes start.
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// A tensor of the checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tensor {
+    pub name: String,
+    pub dtype: Dtype,
+    pub shape: Vec<u64>,
+    /// In elements.
+    pub stride: Vec<u64>,
+    /// In elements, from the storage's start.
+    pub offset: u64,
+    /// Index into [`File::storages`].
+    pub storage: usize,
+}
+
+impl Tensor {
+    /// Its element count (checked against its storage at read).
+    pub fn numel(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// Bytes per element.
+    pub fn width(&self) -> u64 {
+        width(self.dtype)
+    }
+
+    /// True when its elements are its storage's bytes from its offset in
+    /// row-major order (a dimension of size 1 may have any stride, as
+    /// `torch.Tensor.is_contiguous` says).
+    pub fn contiguous(&self) -> bool {
+        let mut want = 1u64;
+        for (&d, &s) in self.shape.iter().zip(&self.stride).rev() {
+            if d != 1 && s != want {
+                return self.numel() == 0;
+            }
+            want = want.saturating_mul(d);
+        }
+        true
+    }
+}
+
+/// Bytes per element of `d` (every dtype a torch storage has is whole
+/// bytes).
+pub fn width(d: Dtype) -> u64 {
+    match d {
+        Dtype::I16 | Dtype::U16 | Dtype::F16 | Dtype::BF16 => 2,
+        Dtype::I32 | Dtype::U32 | Dtype::F32 => 4,
+        Dtype::I64 | Dtype::U64 | Dtype::F64 | Dtype::C64 => 8,
+        _ => 1,
+    }
+}
+
+/// A checkpoint's tensors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct File {
+    /// The archive's top folder.
+    pub archive: String,
+    /// `data.pkl`'s length.
+    pub pickle_len: u64,
+    pub storages: Vec<Storage>,
+    /// In the pickled value's order.
+    pub tensors: Vec<Tensor>,
+    /// Values of the pickled object that are not tensors (an epoch, a
+    /// config): counted, not served.
+    pub other_values: usize,
+}
+
+fn archive_err(what: impl std::fmt::Display) -> Error {
+    Error::reject(Rule::TorchArchive, what.to_string())
+}
+
+/// Reads and checks a checkpoint (see the module docs).
+pub fn read_file_from(file: &dyn Ranges) -> Result<File> {
+    read_archive(file, &zip::members(file)?)
+}
+
+/// True when `members` are those of a `torch.save` archive (or of a
+/// TorchScript one, refused by [`read_archive`]): a `data.pkl` or a
+/// `constants.pkl` one folder down.
+pub fn is_torch(members: &[Member]) -> bool {
+    members.iter().any(|m| {
+        let mut parts = m.name.split(|&b| b == b'/');
+        let (_, second, rest) = (parts.next(), parts.next(), parts.next());
+        rest.is_none() && matches!(second, Some(b"data.pkl" | b"constants.pkl"))
+    })
+}
+
+/// [`read_file_from`] of an archive whose members are read already.
+pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
+    let archive = top_folder(members)?;
+    let find = |rest: &str| {
+        let name = format!("{archive}/{rest}");
+        members.iter().find(|m| m.name == name.as_bytes())
+    };
+    if find("constants.pkl").is_some()
+        || members
+            .iter()
+            .any(|m| m.name.starts_with(format!("{archive}/code/").as_bytes()))
+    {
+        return Err(archive_err(
+            "a TorchScript archive (torch.jit.save: constants.pkl, code/): its tensors come with code, which ztfs does not run; save the module's state_dict() with torch.save",
+        ));
+    }
+    let pkl = find("data.pkl")
+        .ok_or_else(|| archive_err(format!("no {archive}/data.pkl: not a torch.save archive")))?;
+    if let Some(b) = find("byteorder") {
+        let bytes = stored(file, b, 16)?;
+        if bytes != b"little" {
+            return Err(archive_err(format!(
+                "byteorder {:?}: only little-endian checkpoints are read",
+                String::from_utf8_lossy(&bytes)
+            )));
+        }
+    }
+    let data = stored(file, pkl, MAX_PICKLE_LEN)?;
+    let pickled = pickle::load(&data)?;
+    drop(data);
+    let mut walk = Walk {
+        p: &pickled,
+        seen: HashSet::new(),
+        names: HashSet::new(),
+        found: Vec::new(),
+        other: 0,
+    };
+    walk.value(pickled.value, &mut Vec::new(), 0)?;
+    let (found, other_values) = (walk.found, walk.other);
+    let mut storages: Vec<Storage> = Vec::new();
+    // torch.load keeps one storage per key, however many ids name it.
+    let mut by_key: HashMap<&str, usize> = HashMap::new();
+    let mut tensors = Vec::with_capacity(found.len());
+    for (name, t) in found {
+        let Some(Obj::Storage(s)) = pickled.arena.get(t.storage as usize) else {
+            unreachable!("the pickle makes a tensor of a storage only")
+        };
+        let storage = match by_key.get(s.key.as_str()) {
+            Some(&k) => k,
+            None => {
+                let m = find(&format!("data/{}", s.key)).ok_or_else(|| {
+                    archive_err(format!(
+                        "storage {:?} has no member {archive}/data/{}",
+                        s.key, s.key
+                    ))
+                })?;
+                check_member(m)?;
+                let unit = match s.ty {
+                    StorageType::Typed(d) => width(d),
+                    StorageType::Untyped | StorageType::Other => 1,
+                };
+                let want = s.numel.checked_mul(unit);
+                if want != Some(m.len) {
+                    return Err(archive_err(format!(
+                        "storage {:?} holds {} bytes; its id says {} elements of {unit} bytes",
+                        s.key, m.len, s.numel
+                    )));
+                }
+                storages.push(Storage {
+                    key: s.key.clone(),
+                    offset: m.offset,
+                    len: m.len,
+                });
+                by_key.insert(&s.key, storages.len() - 1);
+                storages.len() - 1
+            }
+        };
+        let tensor = Tensor {
+            name,
+            dtype: t.dtype,
+            shape: t.shape.clone(),
+            stride: t.stride.clone(),
+            offset: t.offset,
+            storage,
+        };
+        check_extent(&tensor, storages[storage].len)?;
+        tensors.push(tensor);
+    }
+    Ok(File {
+        archive,
+        pickle_len: pkl.len,
+        storages,
+        tensors,
+        other_values,
+    })
+}
+
+/// The one top folder every member is under.
+fn top_folder(members: &[Member]) -> Result<String> {
+    let mut top: Option<&[u8]> = None;
+    for m in members {
+        let first = m.name.split(|&b| b == b'/').next().unwrap_or_default();
+        if m.name.len() == first.len() {
+            return Err(archive_err(format!(
+                "member {:?} is not under a folder: not a torch.save archive",
+                m.name()
+            )));
+        }
+        match top {
+            Some(t) if t != first => {
+                return Err(archive_err(format!(
+                    "members under two top folders ({:?} and {:?}): not a torch.save archive",
+                    String::from_utf8_lossy(t),
+                    String::from_utf8_lossy(first)
+                )))
+            }
+            _ => top = Some(first),
+        }
+    }
+    let top = top.ok_or_else(|| archive_err("an empty zip archive"))?;
+    String::from_utf8(top.to_vec()).map_err(|_| archive_err("the top folder's name is not UTF-8"))
+}
+
+fn check_member(m: &Member) -> Result<()> {
+    match m.is_stored() {
+        true => Ok(()),
+        false => Err(Error::reject(
+            Rule::Zip,
+            format!(
+                "member {:?} is {}: torch.save stores every member, and ztfs maps them in place",
+                m.name(),
+                if m.encrypted {
+                    "encrypted".to_string()
+                } else {
+                    format!("compressed (method {})", m.method)
+                }
+            ),
+        )),
+    }
+}
+
+/// A stored member's bytes, at most `max` of them.
+fn stored(file: &dyn Ranges, m: &Member, max: u64) -> Result<Vec<u8>> {
+    check_member(m)?;
+    if m.len > max {
+        return Err(archive_err(format!(
+            "member {:?} is {} bytes; at most {max} are read",
+            m.name(),
+            m.len
+        )));
+    }
+    Ok(file.get(m.offset, m.len)?.into_owned())
+}
+
+/// Checks that every element `t` reaches lies in its storage's `len` bytes.
+fn check_extent(t: &Tensor, len: u64) -> Result<()> {
+    let bad = |why: String| Error::reject(Rule::TorchTensor, format!("tensor {:?}: {why}", t.name));
+    let numel = (t.shape.iter()).try_fold(1u64, |a, &d| a.checked_mul(d));
+    let numel = numel.ok_or_else(|| bad(format!("size {:?} overflows", t.shape)))?;
+    let elems = len / t.width();
+    if numel == 0 {
+        return match t.offset <= elems {
+            true => Ok(()),
+            false => Err(bad(format!(
+                "offset {} is past its storage's {elems} elements",
+                t.offset
+            ))),
+        };
+    }
+    let last = (t.shape.iter().zip(&t.stride)).try_fold(t.offset, |a, (&d, &s)| {
+        (d - 1).checked_mul(s).and_then(|x| a.checked_add(x))
+    });
+    match last {
+        Some(last) if last < elems => Ok(()),
+        _ => Err(bad(format!(
+            "offset {}, size {:?} and stride {:?} reach past its storage's {elems} elements",
+            t.offset, t.shape, t.stride
+        ))),
+    }
+}
+
+/// The walk of the pickled value for its tensors.
+struct Walk<'a> {
+    p: &'a Pickled,
+    /// Containers walked, by arena index.
+    seen: HashSet<u32>,
+    names: HashSet<String>,
+    found: Vec<(String, &'a pickle::Tensor)>,
+    other: usize,
+}
+
+impl<'a> Walk<'a> {
+    fn value(&mut self, v: Value, path: &mut Vec<String>, depth: usize) -> Result<()> {
+        let bad = |why: String| Error::reject(Rule::TorchPickle, why);
+        if depth > MAX_DEPTH {
+            return Err(bad(format!("containers nest deeper than {MAX_DEPTH}")));
+        }
+        let Value::Obj(i) = v else {
+            self.other += 1;
+            return Ok(());
+        };
+        match &self.p.arena[i as usize] {
+            Obj::Tensor(t) => {
+                let name = match path.is_empty() {
+                    true => "tensor".to_string(),
+                    false => path.join("."),
+                };
+                if name.is_empty() || !self.names.insert(name.clone()) {
+                    return Err(Error::reject(
+                        Rule::TorchTensor,
+                        format!("two tensors are named {name:?}"),
+                    ));
+                }
+                self.found.push((name, t));
+                Ok(())
+            }
+            Obj::Dict(_) | Obj::List(_) | Obj::Tuple(_) if !self.seen.insert(i) => Err(bad(
+                "a container reached twice (a cycle, or one shared between entries)".into(),
+            )),
+            Obj::Dict(items) => {
+                // A key set again keeps its first place, with its last value.
+                let mut order: Vec<(String, Value)> = Vec::new();
+                let mut at: HashMap<String, usize> = HashMap::new();
+                for &(k, v) in items {
+                    let key = match (k, self.p.obj(k)) {
+                        (_, Some(Obj::Str(s))) => s.clone(),
+                        (Value::Int(n), _) => n.to_string(),
+                        _ => {
+                            return Err(bad(format!(
+                                "a dict key {k:?} that is not a string or an int"
+                            )))
+                        }
+                    };
+                    match at.get(&key) {
+                        Some(&j) => order[j].1 = v,
+                        None => {
+                            at.insert(key.clone(), order.len());
+                            order.push((key, v));
+                        }
+                    }
+                }
+                for (key, v) in order {
+                    path.push(key);
+                    self.value(v, path, depth + 1)?;
+                    path.pop();
+                }
+                Ok(())
+            }
+            Obj::List(items) | Obj::Tuple(items) => {
+                for (k, &v) in items.iter().enumerate() {
+                    path.push(k.to_string());
+                    self.value(v, path, depth + 1)?;
+                    path.pop();
+                }
+                Ok(())
+            }
+            Obj::Storage(_) => Err(Error::reject(
+                Rule::TorchTensor,
+                format!("{:?} is a bare storage, not a tensor", path.join(".")),
+            )),
+            Obj::Str(_) | Obj::Bytes(_) | Obj::Global(_) => {
+                self.other += 1;
+                Ok(())
+            }
+        }
+    }
+}

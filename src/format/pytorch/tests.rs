@@ -1,0 +1,178 @@
+//! The pickle interpreter and the archive's rules, one test per attack
+//! or rule, on byte literals (the interop suite holds whole files against
+//! a second reader).
+
+use super::pickle::{self, Obj, Value};
+use super::*;
+use crate::error::Rule;
+
+fn rule(data: &[u8]) -> Rule {
+    pickle::load(data).unwrap_err().rule().expect("a rejection")
+}
+
+/// `GLOBAL module name` as protocol 2 writes it.
+fn global(module: &str, name: &str) -> Vec<u8> {
+    format!("c{module}\n{name}\n").into_bytes()
+}
+
+#[test]
+fn a_state_dict_of_one_tensor_is_read() {
+    // OrderedDict(w=_rebuild_tensor_v2(storage('0', Float, 6), 0, (2, 3), (3, 1), False, OrderedDict()))
+    let mut p = b"\x80\x02".to_vec();
+    p.extend(global("collections", "OrderedDict"));
+    p.extend(b")Rq\x00X\x01\x00\x00\x00w");
+    p.extend(global("torch._utils", "_rebuild_tensor_v2"));
+    p.extend(b"((X\x07\x00\x00\x00storage");
+    p.extend(global("torch", "FloatStorage"));
+    p.extend(b"X\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x06tQK\x00K\x02K\x03\x86K\x03K\x01\x86\x89");
+    p.extend(global("collections", "OrderedDict"));
+    p.extend(b")RtRs.");
+    let got = pickle::load(&p).unwrap();
+    let Some(Obj::Dict(items)) = got.obj(got.value) else {
+        panic!("a dict: {:?}", got.value)
+    };
+    let Some(Obj::Tensor(t)) = got.obj(items[0].1) else {
+        panic!("a tensor")
+    };
+    assert_eq!(
+        (t.shape.clone(), t.stride.clone(), t.offset),
+        (vec![2, 3], vec![3, 1], 0)
+    );
+    assert_eq!(t.dtype, crate::format::safetensors::Dtype::F32);
+}
+
+#[test]
+fn every_global_off_the_allowlist_is_refused_by_name() {
+    for (m, n) in [
+        ("os", "system"),
+        ("posix", "system"),
+        ("builtins", "eval"),
+        ("builtins", "exec"),
+        ("__builtin__", "getattr"),
+        ("subprocess", "Popen"),
+        ("torch", "load"),
+        ("torch._utils", "_rebuild_qtensor"),
+        ("collections", "defaultdict"),
+    ] {
+        let mut p = b"\x80\x02".to_vec();
+        p.extend(global(m, n));
+        p.push(b'.');
+        let e = pickle::load(&p).unwrap_err();
+        assert_eq!(e.rule(), Some(Rule::TorchGlobal), "{m}.{n}");
+        assert!(e.to_string().contains(&format!("{m}.{n}")), "{e}");
+    }
+    // STACK_GLOBAL too.
+    assert_eq!(
+        rule(b"\x80\x04\x8c\x02os\x8c\x06system\x93."),
+        Rule::TorchGlobal
+    );
+}
+
+#[test]
+fn an_allowed_global_called_as_it_builds_nothing_is_refused() {
+    let mut p = b"\x80\x02".to_vec();
+    p.extend(global("torch", "FloatStorage"));
+    p.extend(b")R.");
+    assert_eq!(rule(&p), Rule::TorchGlobal);
+}
+
+#[test]
+fn opcodes_that_call_code_are_refused() {
+    for p in [
+        &b"\x80\x02(cos\nsystem\nX\x01\x00\x00\x00xo."[..], // OBJ after a refused GLOBAL: refused at the global
+        b"\x80\x02(ios\nsystem\nX\x01\x00\x00\x00x.",       // INST
+        b"\x80\x02\x82\x01.",                               // EXT1
+        b"\x80\x05\x97.",                                   // NEXT_BUFFER
+        b"\x80\x02I1\n.",                                   // protocol 0 INT
+    ] {
+        let r = rule(p);
+        assert!(
+            matches!(r, Rule::TorchPickle | Rule::TorchGlobal),
+            "{p:?}: {r:?}"
+        );
+    }
+}
+
+#[test]
+fn bounds_hold_before_anything_grows() {
+    let flood = [b"\x80\x02".as_slice(), &[b'('; pickle::MAX_MARKS + 1], b"."].concat();
+    assert_eq!(rule(&flood), Rule::TorchPickle);
+    // A string claiming more bytes than are left.
+    assert_eq!(rule(b"\x80\x02X\xff\xff\xff\x7f."), Rule::TorchPickle);
+    assert_eq!(
+        rule(b"\x80\x02\x8d\xff\xff\xff\xff\xff\xff\xff\xff."),
+        Rule::TorchPickle
+    );
+    // A memo fetch of an entry never put; a stack underflow; no STOP.
+    assert_eq!(rule(b"\x80\x02h\x05."), Rule::TorchPickle);
+    assert_eq!(rule(b"\x80\x02s."), Rule::TorchPickle);
+    assert_eq!(rule(b"\x80\x02N"), Rule::TorchPickle);
+    // An integer too wide.
+    assert_eq!(
+        rule(b"\x80\x02\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01."),
+        Rule::TorchPickle
+    );
+}
+
+#[test]
+fn a_memo_bomb_costs_what_its_opcodes_cost() {
+    // Each step makes a list of the previous one twice: 2^60 leaves if
+    // copied; here 60 lists of two indices.
+    let mut p = b"\x80\x02]q\x00".to_vec();
+    for _ in 0..60 {
+        p.extend(b"(h\x00h\x00lq\x00");
+    }
+    p.push(b'.');
+    let got = pickle::load(&p).unwrap();
+    assert!(got.arena.len() < 100);
+}
+
+#[test]
+fn negative_and_wide_integers_read_as_python_does() {
+    let got = pickle::load(b"\x80\x02\x8a\x01\xff.").unwrap();
+    assert_eq!(got.value, Value::Int(-1));
+    let got = pickle::load(b"\x80\x02\x8a\x02\x00\x80.").unwrap();
+    assert_eq!(got.value, Value::Int(-32768));
+    let got = pickle::load(b"\x80\x02J\xfe\xff\xff\xff.").unwrap();
+    assert_eq!(got.value, Value::Int(-2));
+}
+
+#[test]
+fn contiguity_is_torchs() {
+    let t = |shape: Vec<u64>, stride: Vec<u64>| Tensor {
+        name: "t".into(),
+        dtype: crate::format::safetensors::Dtype::F32,
+        shape,
+        stride,
+        offset: 0,
+        storage: 0,
+    };
+    assert!(t(vec![2, 3], vec![3, 1]).contiguous());
+    assert!(!t(vec![3, 2], vec![1, 3]).contiguous());
+    // A dimension of size 1 may have any stride.
+    assert!(t(vec![1, 3], vec![99, 1]).contiguous());
+    assert!(t(vec![], vec![]).contiguous());
+    assert!(!t(vec![2, 2], vec![4, 2]).contiguous());
+}
+
+#[test]
+fn a_tensor_past_its_storage_is_refused() {
+    let t = Tensor {
+        name: "t".into(),
+        dtype: crate::format::safetensors::Dtype::F32,
+        shape: vec![2, 3],
+        stride: vec![3, 1],
+        offset: 1,
+        storage: 0,
+    };
+    assert!(check_extent(&t, 24).is_err());
+    assert!(check_extent(&t, 28).is_ok());
+    let huge = Tensor {
+        shape: vec![u64::MAX, 2],
+        ..t
+    };
+    assert_eq!(
+        check_extent(&huge, 28).unwrap_err().rule(),
+        Some(Rule::TorchTensor)
+    );
+}
