@@ -161,7 +161,7 @@ impl Model {
         let name = file.file_name()?.to_str()?.to_string();
         let dir = if given.is_dir() {
             given.to_path_buf()
-        } else if self.is_checkpoint() || name == hf::SINGLE_FILE {
+        } else if self.is_checkpoint() || name == hf::SINGLE_FILE || name == hf::TORCH_SINGLE_FILE {
             match file.parent() {
                 Some(p) if p.as_os_str().is_empty() => PathBuf::from("."),
                 Some(p) => p.to_path_buf(),
@@ -377,7 +377,10 @@ impl Model {
 
     /// True for a sharded safetensors checkpoint (opened from its index).
     pub fn is_checkpoint(&self) -> bool {
-        self.safetensors().is_some_and(|s| s.index_files.is_some())
+        match &self.input {
+            Input::Torch(f) => !f.files.is_empty(),
+            _ => self.safetensors().is_some_and(|s| s.index_files.is_some()),
+        }
     }
 
     /// True when a part's `blob.shard` names one of the model's files,

@@ -82,7 +82,9 @@ fn cat(
             .position(|x| std::ptr::eq(x, o))
             .unwrap_or(0);
         match model.tensor_data(i as u32) {
-            TensorData::Computed { view, .. } => return cat_view(&model, view),
+            TensorData::Computed { view, .. } => {
+                return cat_view(model.view_store(i as u32)?, view)
+            }
             TensorData::Absent(why) => {
                 let names: Vec<&str> = o.parts.iter().map(|p| p.name.as_str()).collect();
                 return Err(Error::Unsupported(format!(
@@ -110,13 +112,13 @@ fn cat(
 
 /// Writes a tensor's computed `data` (a Hurray tensor in another dense
 /// layout, a partition), a chunk at a time.
-fn cat_view(model: &Model, v: &crate::decode::hurray::RowMajor) -> Result<()> {
+fn cat_view(file: &crate::store::Store, v: &crate::decode::hurray::RowMajor) -> Result<()> {
     let mut out = std::io::stdout().lock();
     let mut buf = vec![0; 1 << 20];
     let mut offset = 0;
     while offset < v.len() {
         let n = (v.len() - offset).min(buf.len() as u64) as usize;
-        v.read_into(model.root(), offset, &mut buf[..n])
+        v.read_into(file, offset, &mut buf[..n])
             .map_err(Error::Unsupported)?;
         stdout_write(&mut out, &buf[..n])?;
         offset += n as u64;

@@ -1,6 +1,9 @@
-//! A Hugging Face sharded safetensors checkpoint as one model: its index
-//! (`model.safetensors.index.json`, see [`crate::format::safetensors::index`])
-//! and the safetensors files it names, the union of their tensors.
+//! A Hugging Face sharded checkpoint as one model: its index
+//! (`model.safetensors.index.json`, or `pytorch_model.bin.index.json`; see
+//! [`crate::format::safetensors::index`]) and the files it names, the union
+//! of their tensors. The files are all safetensors or all PyTorch
+//! checkpoints (`torch.save`'s zip; told by their first bytes), never a
+//! mix: transformers reads one kind per index.
 //!
 //! Every file is opened and its header validated at open (every
 //! safetensors rule, then the index's agreement with it), so a model that
@@ -17,12 +20,18 @@ use std::path::{Path, PathBuf};
 
 use super::{no_shards, Model, SafetensorsFile};
 use crate::error::{Error, Result};
+use crate::format::pytorch;
 use crate::format::safetensors::{self, index};
 use crate::format::{text::Text, Object};
 use crate::store::Store;
 
 /// How an index's name ends, for finding it in a folder.
 pub const INDEX_SUFFIX: &str = ".safetensors.index.json";
+/// How a PyTorch checkpoint's index's name ends (transformers'
+/// `pytorch_model.bin.index.json`).
+pub const TORCH_INDEX_SUFFIX: &str = ".bin.index.json";
+/// The name of a PyTorch checkpoint of one file in a transformers folder.
+pub const TORCH_SINGLE_FILE: &str = "pytorch_model.bin";
 /// How a safetensors file's name ends, for finding it in a folder.
 pub const FILE_SUFFIX: &str = ".safetensors";
 /// The name of a checkpoint of one safetensors file, whose folder's other
@@ -30,15 +39,28 @@ pub const FILE_SUFFIX: &str = ".safetensors";
 pub const SINGLE_FILE: &str = "model.safetensors";
 
 /// `path` itself, or for a local folder the model file in it: its one
-/// `*.safetensors.index.json`, or with none its one `*.safetensors`. A
+/// `*.safetensors.index.json`, or with none its one `*.safetensors`; with
+/// neither, its one `*.bin.index.json`, or with none its
+/// `pytorch_model.bin` (transformers prefers safetensors the same way). A
 /// folder with none, or with several and no single choice, is a usage
 /// error naming what it holds.
 pub(super) fn resolve_dir(path: &Path) -> Result<PathBuf> {
     if crate::store::remote::url_of(path).is_some() || !path.is_dir() {
         return Ok(path.to_path_buf());
     }
-    let (indexes, files) = model_files_in(path)?;
+    let (indexes, files, torch) = model_files_in(path)?;
     let shown = path.display();
+    match (&indexes[..], &files[..], &torch[..]) {
+        ([], [], [one]) => return Ok(path.join(one)),
+        ([], [], [_, ..]) => {
+            return Err(Error::Usage(format!(
+                "{shown}: the folder holds {} PyTorch index files ({}); give one of them",
+                torch.len(),
+                list(&torch)
+            )))
+        }
+        _ => {}
+    }
     match (&indexes[..], &files[..]) {
         ([one], _) | ([], [one]) => Ok(path.join(one)),
         ([], []) => Err(Error::Usage(format!(
@@ -57,10 +79,11 @@ pub(super) fn resolve_dir(path: &Path) -> Result<PathBuf> {
     }
 }
 
-/// The names of the indexes and of the safetensors files in `dir`, sorted.
-fn model_files_in(dir: &Path) -> Result<(Vec<String>, Vec<String>)> {
+/// The names of the indexes and of the safetensors files in `dir`, and
+/// of the PyTorch indexes (or, with none, its `pytorch_model.bin`), sorted.
+fn model_files_in(dir: &Path) -> Result<(Vec<String>, Vec<String>, Vec<String>)> {
     let io = |e| Error::io(dir.display().to_string(), e);
-    let (mut indexes, mut files) = (Vec::new(), Vec::new());
+    let (mut indexes, mut files, mut torch, mut single) = (vec![], vec![], vec![], false);
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let name = entry.map_err(io)?.file_name();
         let Some(name) = name.to_str() else { continue };
@@ -68,11 +91,19 @@ fn model_files_in(dir: &Path) -> Result<(Vec<String>, Vec<String>)> {
             indexes.push(name.to_string());
         } else if name.ends_with(FILE_SUFFIX) {
             files.push(name.to_string());
+        } else if name.ends_with(TORCH_INDEX_SUFFIX) {
+            torch.push(name.to_string());
+        } else if name == TORCH_SINGLE_FILE {
+            single = true;
         }
+    }
+    if torch.is_empty() && single {
+        torch.push(TORCH_SINGLE_FILE.to_string());
     }
     indexes.sort();
     files.sort();
-    Ok((indexes, files))
+    torch.sort();
+    Ok((indexes, files, torch))
 }
 
 /// Names for a message: the first few, then how many more.
@@ -106,8 +137,14 @@ impl Model {
             objects,
             mut files,
             data_len,
+            torch,
         } = open_files(root.path(), &idx)?;
         files.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Some(merged) = torch {
+            let mut model = Model::one_file(root, objects, super::Input::Torch(merged));
+            model.files = files;
+            return Ok(model);
+        }
         let info = SafetensorsFile {
             header_len: root.len(),
             metadata_entries: idx.metadata_entries.unwrap_or(0),
@@ -141,6 +178,24 @@ struct Opened {
     files: Vec<(String, Store)>,
     /// Their byte buffers' lengths together.
     data_len: u64,
+    /// For PyTorch files, their tensors as one checkpoint's, in
+    /// `weight_map` order.
+    torch: Option<pytorch::File>,
+}
+
+/// A file of a checkpoint, read: its tensors.
+enum Shard {
+    Safetensors(safetensors::Header),
+    Torch(pytorch::File),
+}
+
+impl Shard {
+    fn names(&self) -> Vec<&str> {
+        match self {
+            Shard::Safetensors(h) => h.tensors.iter().map(|t| t.name.as_str()).collect(),
+            Shard::Torch(f) => f.tensors.iter().map(|t| t.name.as_str()).collect(),
+        }
+    }
 }
 
 /// Opens and validates every file `idx` names, beside `index`.
@@ -150,45 +205,71 @@ fn open_files(index: &Path, idx: &index::Index) -> Result<Opened> {
         .collect();
     let mut files = Vec::with_capacity(idx.files.len());
     let mut data_len = 0u64;
+    let mut torch = pytorch::Merged::default();
     let mut opened = open_headers(index, &idx.files).into_iter();
     for (i, name) in idx.files.iter().enumerate() {
-        let (store, header) = match opened.next() {
+        let (store, shard) = match opened.next() {
             Some(found) => found?,
             None => open_header(index, name)?,
         };
-        idx.check_file(i, &header)?;
-        data_len = data_len.saturating_add(store.len() - header.data_start());
-        let shard = Text::from(name.as_str());
-        for mut o in safetensors::objects::objects(&header) {
+        idx.check_file(i, &shard.names())?;
+        let is_torch = matches!(shard, Shard::Torch(_));
+        if i > 0 && is_torch != torch.is_started() {
+            return Err(Error::Unsupported(format!(
+                "{name:?}: the checkpoint's files mix safetensors and PyTorch files; transformers reads one kind per index"
+            )));
+        }
+        let objects = match &shard {
+            Shard::Safetensors(header) => {
+                data_len = data_len.saturating_add(store.len() - header.data_start());
+                safetensors::objects::objects(header)
+            }
+            Shard::Torch(file) => {
+                data_len = data_len.saturating_add(file.data_len());
+                pytorch::objects::objects(file)
+            }
+        };
+        if let Shard::Torch(file) = shard {
+            torch.add(name, file);
+        }
+        let text = Text::from(name.as_str());
+        for mut o in objects {
             for p in &mut o.parts {
-                p.blob.shard = Some(shard.clone());
+                p.blob.shard = Some(text.clone());
             }
             let pos = idx.position(&o.name);
             slots[pos.expect("check_file: every tensor is listed")] = Some(o);
         }
         files.push((name.clone(), store));
     }
-    let objects = (slots.into_iter())
+    let objects: Vec<Object> = (slots.into_iter())
         .map(|o| o.expect("check_file: every listed tensor is in its file"))
         .collect();
+    let torch = (torch.is_started()).then(|| torch.finish(objects.iter().map(|o| &*o.name)));
     Ok(Opened {
         objects,
         files,
         data_len,
+        torch,
     })
 }
 
 /// Files opened at once for a checkpoint by URL.
 const OPEN_AT_ONCE: usize = 8;
 
-/// A file of a checkpoint, opened, and its header.
-type Found = Result<(Store, safetensors::Header)>;
+/// A file of a checkpoint, opened, and its tensors.
+type Found = Result<(Store, Shard)>;
 
-/// File `name` of a checkpoint (beside `index`) opened, its header read.
+/// File `name` of a checkpoint (beside `index`) opened, its header (or
+/// for a zip, the PyTorch checkpoint) read.
 fn open_header(index: &Path, name: &str) -> Found {
     let store = Store::open(&crate::store::beside(index, name))?;
-    let header = safetensors::read_header_from(&store).map_err(|e| in_file(name, e))?;
-    Ok((store, header))
+    let zip = store.slice(0, store.len().min(4))?.as_ref() == b"PK\x03\x04";
+    let shard = match zip {
+        true => pytorch::read_file_from(&store).map(Shard::Torch),
+        false => safetensors::read_header_from(&store).map(Shard::Safetensors),
+    };
+    Ok((store, shard.map_err(|e| in_file(name, e))?))
 }
 
 /// For a checkpoint by URL, each file of `names` opened with its header

@@ -225,8 +225,12 @@ impl Input {
                     0 => String::new(),
                     n => format!(", {} besides", count(n, "other value")),
                 };
+                let what = match f.files.len() {
+                    0 => "PyTorch checkpoint (torch.save zip)".to_string(),
+                    n => format!("sharded PyTorch checkpoint of {}", count(n, "file")),
+                };
                 format!(
-                    "PyTorch checkpoint (torch.save zip), {}, {}{other}, {} of tensor data",
+                    "{what}, {}, {}{other}, {} of tensor data",
                     count(f.tensors.len(), "tensor"),
                     count(f.storages.len(), "storage"),
                     human(total(f.storages.iter().map(|s| s.len)))

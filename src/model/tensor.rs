@@ -172,6 +172,18 @@ impl Model {
         }
     }
 
+    /// The file a computed view of object `i` reads: the one holding its
+    /// first part (a sharded PyTorch checkpoint's file), else the root.
+    pub fn view_store(&self, i: u32) -> crate::error::Result<&crate::store::Store> {
+        let first = (self.manifest())
+            .and_then(|m| m.objects.get(i as usize))
+            .and_then(|o| o.parts.first());
+        match first {
+            Some(p) => self.store_of(p),
+            None => Ok(self.root()),
+        }
+    }
+
     /// Object `i`'s computed view, when its format computes one and it
     /// could be made: [`TensorData::Computed`]'s view, found without
     /// asking the format again (the tree asks this on every lookup of an

@@ -224,7 +224,10 @@ impl Source {
                 tensors: Some(h),
                 ..
             } => match model.tensor_data(*h.computed.get(&object.name)?) {
-                TensorData::Computed { view, .. } => Some((view, model.root())),
+                TensorData::Computed { view, .. } => {
+                    let i = *h.computed.get(&object.name)?;
+                    Some((view, model.view_store(i).ok()?))
+                }
                 TensorData::ByLayout | TensorData::Stored { .. } | TensorData::Absent(_) => None,
             },
             _ => None,

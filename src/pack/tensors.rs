@@ -21,7 +21,7 @@ use crate::model::{Model, TensorData, DATA};
 /// The objects to write, and which of them are computed.
 pub struct Objects {
     /// Dense objects, one part `data` each; a stored tensor's blob is its
-    /// range of the file.
+    /// range of its file (`blob.shard`: a sharded checkpoint's file).
     pub objects: Vec<Object>,
     /// The objects whose data is computed, by name: their index in the
     /// model ([`Model::tensor_data`] gives the view).
@@ -47,14 +47,14 @@ pub fn objects(model: &Model) -> Result<Objects> {
                 o.name
             ))
         };
-        let (elem, offset, length) = match model.tensor_data(i as u32) {
+        let (elem, offset, length, shard) = match model.tensor_data(i as u32) {
             TensorData::Stored { part, elem } => {
                 let p = &o.parts[part as usize];
-                (elem, p.blob.offset, p.blob.length)
+                (elem, p.blob.offset, p.blob.length, p.blob.shard.clone())
             }
             TensorData::Computed { view, elem } => {
                 out.computed.insert(o.name.clone(), i as u32);
-                (elem, 0, view.len())
+                (elem, 0, view.len(), None)
             }
             TensorData::Absent(why) => return Err(refuse(why)),
             TensorData::ByLayout => {
@@ -71,12 +71,15 @@ pub fn objects(model: &Model) -> Result<Objects> {
             dtype,
             logical: logical.map(|l| texts.get(l)),
         };
+        // A stored tensor stays in its file (a sharded checkpoint's).
+        let mut part = Part::raw(data.clone(), ty, offset, length);
+        part.blob.shard = shard;
         out.objects.push(Object {
             name: o.name.clone(),
             shape: o.shape.clone(),
             layout: dense.clone(),
             attributes: None,
-            parts: smallvec::smallvec![Part::raw(data.clone(), ty, offset, length)],
+            parts: smallvec::smallvec![part],
         });
     }
     Ok(out)

@@ -104,3 +104,22 @@ def load(path: str) -> dict:
     out: dict = {}
     _flatten(value, [], out)
     return out
+
+
+def load_any(path: str) -> dict:
+    """`load` of a checkpoint file, or of a sharded checkpoint by its
+    transformers index (or its folder): the files' tensors in `weight_map`
+    order."""
+    import json
+    import os
+
+    if os.path.isdir(path):
+        path = os.path.join(path, "pytorch_model.bin.index.json")
+    if not path.endswith(".index.json"):
+        return load(path)
+    with open(path) as f:
+        weight_map = json.load(f)["weight_map"]
+    tensors: dict = {}
+    for name in dict.fromkeys(weight_map.values()):
+        tensors.update(load(os.path.join(os.path.dirname(path), name)))
+    return {n: tensors[n] for n in weight_map}

@@ -280,6 +280,34 @@ def hostile_pickles(marker: str):
     return out
 
 
+def write_sharded(outdir: str, rng) -> None:
+    """A transformers sharded checkpoint: two files and
+    `pytorch_model.bin.index.json`, a strided view in the second file;
+    the expected tensors (in weight_map order) in `sharded.json`."""
+    d = os.path.join(outdir, "sharded")
+    os.makedirs(d, exist_ok=True)
+    a = rng.standard_normal((3, 4)).astype("<f4")
+    b = rng.standard_normal((4, 5)).astype("<f2")
+    sa, sb = Storage("0", "float32", a.tobytes()), Storage("0", "float16", b.tobytes())
+    files = {
+        "pytorch_model-00001-of-00002.bin": collections.OrderedDict(
+            {"embed.weight": Tensor(sa, 0, [3, 4], [4, 1])}),
+        "pytorch_model-00002-of-00002.bin": collections.OrderedDict(
+            {"head.weight": Tensor(sb, 0, [4, 5], [5, 1]),
+             "head.weight_t": Tensor(sb, 0, [5, 4], [1, 5])}),
+    }
+    weight_map = {}
+    for name, sd in files.items():
+        save(os.path.join(d, name), sd)
+        weight_map.update({k: name for k in sd})
+    with open(os.path.join(d, "pytorch_model.bin.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": a.nbytes + b.nbytes}, "weight_map": weight_map}, f)
+    want = {"embed.weight": ("float32", a), "head.weight": ("float16", b),
+            "head.weight_t": ("float16", b.T)}
+    with open(os.path.join(outdir, "sharded.json"), "w") as f:
+        json.dump(expected(want), f, indent=1)
+
+
 def main(outdir: str, marker: str) -> None:
     _stand_ins()
     rng = np.random.default_rng(5)
@@ -290,6 +318,7 @@ def main(outdir: str, marker: str) -> None:
         save(path, obj)
         with open(path[:-3] + ".json", "w") as f:
             json.dump(expected(want), f, indent=1)
+    write_sharded(outdir, rng)
     for name, pkl, flagged in hostile_pickles(marker):
         path = os.path.join(outdir, "hostile", f"{name}.pt")
         write_archive(path, pkl, {})

@@ -1,8 +1,9 @@
 //! A PyTorch checkpoint as JSON, for `manifest.json`: the archive's top
 //! folder, each tensor as the pickle describes it (dtype as torch names
 //! it in safetensors' spelling, size, stride, storage and offset in
-//! elements), each storage's place in the file, and how many values of
-//! the pickled object are not tensors.
+//! elements), each storage's place in the file (and, for a sharded
+//! checkpoint, which file), and how many values of the pickled object are
+//! not tensors.
 
 use super::{File, Tensor};
 use crate::format::cbor::Value as J;
@@ -18,14 +19,19 @@ fn uints<'a>(v: &[u64]) -> J<'a> {
 
 /// Tensor `t`'s entry (also its `meta.json`'s `torch`).
 pub fn tensor<'a>(file: &'a File, t: &'a Tensor) -> J<'a> {
-    map(vec![
+    let s = &file.storages[t.storage];
+    let mut entries = vec![
         ("dtype", J::Text(t.dtype.name())),
         ("shape", uints(&t.shape)),
         ("stride", uints(&t.stride)),
-        ("storage", J::Text(&file.storages[t.storage].key)),
+        ("storage", J::Text(&s.key)),
         ("storage_offset", J::Uint(t.offset)),
         ("contiguous", J::Bool(t.contiguous())),
-    ])
+    ];
+    if let Some(name) = file.files.get(s.file) {
+        entries.push(("file", J::Text(name)));
+    }
+    map(entries)
 }
 
 /// The document `manifest.json` holds.

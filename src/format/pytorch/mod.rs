@@ -49,6 +49,9 @@ pub const MAX_DEPTH: usize = 64;
 /// A storage's bytes in the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Storage {
+    /// The checkpoint file holding it: an index into [`File::files`], 0
+    /// for a checkpoint of one file.
+    pub file: usize,
     pub key: String,
     /// Where its member's bytes start.
     pub offset: u64,
@@ -109,8 +112,12 @@ pub fn width(d: Dtype) -> u64 {
 /// A checkpoint's tensors.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct File {
-    /// The archive's top folder.
+    /// The archive's top folder (the first file's, for a sharded
+    /// checkpoint).
     pub archive: String,
+    /// The files of a sharded checkpoint, as its index names them; empty
+    /// for one file.
+    pub files: Vec<String>,
     /// `data.pkl`'s length.
     pub pickle_len: u64,
     pub storages: Vec<Storage>,
@@ -119,6 +126,67 @@ pub struct File {
     /// Values of the pickled object that are not tensors (an epoch, a
     /// config): counted, not served.
     pub other_values: usize,
+}
+
+impl File {
+    /// Its storages' bytes together.
+    pub fn data_len(&self) -> u64 {
+        (self.storages.iter()).fold(0u64, |a, s| a.saturating_add(s.len))
+    }
+}
+
+/// The files of a sharded checkpoint merged into one [`File`], file by
+/// file, then its tensors put in the index's order.
+#[derive(Debug, Default)]
+pub struct Merged {
+    file: Option<File>,
+}
+
+impl Merged {
+    /// True once a file was added.
+    pub fn is_started(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// Adds checkpoint file `name`, read as `f`.
+    pub fn add(&mut self, name: &str, mut f: File) {
+        let merged = self.file.get_or_insert_with(|| File {
+            archive: f.archive.clone(),
+            files: Vec::new(),
+            pickle_len: 0,
+            storages: Vec::new(),
+            tensors: Vec::new(),
+            other_values: 0,
+        });
+        let (file, base) = (merged.files.len(), merged.storages.len());
+        merged.files.push(name.to_string());
+        merged.pickle_len += f.pickle_len;
+        merged.other_values += f.other_values;
+        merged
+            .storages
+            .extend(f.storages.drain(..).map(|s| Storage { file, ..s }));
+        merged.tensors.extend(f.tensors.drain(..).map(|t| Tensor {
+            storage: base + t.storage,
+            ..t
+        }));
+    }
+
+    /// The merged checkpoint, its tensors in the order of `names` (every
+    /// tensor's name once: the index was checked against each file).
+    pub fn finish<'a>(self, names: impl Iterator<Item = &'a str>) -> File {
+        let mut f = self.file.unwrap_or_else(|| File {
+            archive: String::new(),
+            files: Vec::new(),
+            pickle_len: 0,
+            storages: Vec::new(),
+            tensors: Vec::new(),
+            other_values: 0,
+        });
+        let mut by_name: HashMap<String, Tensor> =
+            f.tensors.drain(..).map(|t| (t.name.clone(), t)).collect();
+        f.tensors = names.filter_map(|n| by_name.remove(n)).collect();
+        f
+    }
 }
 
 fn archive_err(what: impl std::fmt::Display) -> Error {
@@ -210,6 +278,7 @@ pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
                     )));
                 }
                 storages.push(Storage {
+                    file: 0,
                     key: s.key.clone(),
                     offset: m.offset,
                     len: m.len,
@@ -231,6 +300,7 @@ pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
     }
     Ok(File {
         archive,
+        files: Vec::new(),
         pickle_len: pkl.len,
         storages,
         tensors,

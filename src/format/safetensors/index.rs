@@ -26,7 +26,6 @@
 use std::collections::HashMap;
 
 use super::json::Json;
-use super::Header;
 use crate::error::{Error, Result, Rule};
 use crate::format::json::Sink;
 
@@ -200,26 +199,25 @@ impl Index {
     /// Checks that file `file`'s valid header and the index agree: every
     /// tensor of the file is mapped to it, and every tensor mapped to it
     /// is in it.
-    pub fn check_file(&self, file: usize, header: &Header) -> Result<()> {
+    pub fn check_file(&self, file: usize, tensors: &[&str]) -> Result<()> {
         let name = &self.files[file];
-        for t in &header.tensors {
-            let other = match self.file_of(&t.name) {
+        for t in tensors {
+            let other = match self.file_of(t) {
                 Some(f) if f == file => continue,
                 Some(f) => format!("is mapped to {:?}", self.files[f]),
                 None => format!("is not in {WEIGHT_MAP}"),
             };
             return Err(reject(
                 Rule::SafetensorsIndexUnlisted,
-                format!("tensor {:?} of {name:?} {other}", truncate(&t.name)),
+                format!("tensor {:?} of {name:?} {other}", truncate(t)),
             ));
         }
         // Every tensor of the file is mapped to it and names are unique in
         // a header, so equal counts mean every mapped tensor was found.
-        if header.tensors.len() == self.counts[file] {
+        if tensors.len() == self.counts[file] {
             return Ok(());
         }
-        let present: std::collections::HashSet<&str> =
-            header.tensors.iter().map(|t| t.name.as_str()).collect();
+        let present: std::collections::HashSet<&str> = tensors.iter().copied().collect();
         let missing = (self.weight_map.iter())
             .find(|(t, f)| *f == file && !present.contains(t.as_str()))
             .map_or("", |(t, _)| t.as_str());

@@ -117,7 +117,7 @@ impl Tree {
         size: u32,
     ) -> Result<Data<'_>, FsError> {
         let o = self.object(object);
-        let root = self.model.root();
+        let root = self.model.view_store(object).map_err(|_| FsError::Io)?;
         let len = v.len().saturating_sub(offset).min(u64::from(size)) as usize;
         let mut out = vec![0; len];
         Self::map_read(|| {
