@@ -15,6 +15,7 @@ pub mod hf;
 #[cfg(feature = "remote")]
 mod hub;
 mod input;
+pub mod npz;
 mod tensor;
 
 pub use input::{Input, MetaForm};
@@ -294,13 +295,17 @@ impl Model {
 
     /// Opens a zip archive: a PyTorch checkpoint (`torch.save`'s layout,
     /// every rule checked here; its pickle is run by an interpreter that
-    /// calls nothing). Any other zip is named as what it is.
+    /// calls nothing) or a NumPy `.npz` ([`npz`]). Any other zip is named
+    /// as what it is.
     fn open_zip(root: Store, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
-        no_shards(&overrides, "a PyTorch checkpoint has no shards")?;
+        no_shards(&overrides, "a zip archive has no shards")?;
         let members = format::zip::members(&root)?;
+        if format::npz::is_npz(&members) {
+            return Model::open_npz(root, &members);
+        }
         if !format::pytorch::is_torch(&members) {
             return Err(Error::Foreign(sniff::foreign_named(
-                "a zip archive that is not a PyTorch checkpoint (no ARCHIVE/data.pkl)",
+                "a zip archive that is neither a PyTorch checkpoint (no ARCHIVE/data.pkl) nor a NumPy .npz (not every member a .npy)",
             )));
         }
         let file = format::pytorch::read_archive(&root, &members)?;

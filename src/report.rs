@@ -483,7 +483,7 @@ mod tests {
                 let json = crate::format::safetensors::json::Json::parse(&header).unwrap();
                 json::to_json_pretty(&json.to_value(), &mut s);
             }
-            Input::Hurray(_) | Input::Gguf(_) | Input::Torch(_) => return None,
+            Input::Hurray(_) | Input::Gguf(_) | Input::Torch(_) | Input::Npz(_) => return None,
             Input::Zt(_) if model.manifest().is_none() => s.push_str("null"),
             Input::Zt(_) => {
                 json::to_json_pretty(&cbor::parse(&model.manifest_bytes()).unwrap(), &mut s)

@@ -22,6 +22,7 @@ from .zt.forward import check_generated
 from .zt.generate import gen_all
 from .gguf.check import run_gguf
 from .torch.check import run_torch
+from .npz.check import run_npz
 from .hurray.check import check_file, check_hurray_corpus
 from .hurray.gen import gen_hurray
 from .zt.known import KNOWN_DIFFERENCES
@@ -90,12 +91,13 @@ def main() -> int:
                     help="check only the generated files (views: corpus files) whose name "
                          "contains SUBSTR")
     ap.add_argument("--suite", choices=("all", "zt", "hurray", "views", "safetensors", "gguf",
-                                          "torch", "pack"),
+                                          "torch", "npz", "pack"),
                     default="all",
                     help="run the zTensor checks, the Hurray checks (pyhurray), the .npy and "
                          "safetensors views of the mounts, safetensors files as input, the GGUF "
                          "checks (gguf-py), PyTorch checkpoints against a second reader and hostile "
-                         "pickles (picklescan), `ztfs pack` against ztensor.convert, or all")
+                         "pickles (picklescan), .npz archives against numpy, `ztfs pack` against "
+                         "ztensor.convert, or all")
     args = ap.parse_args()
 
     t_start = time.monotonic()
@@ -190,6 +192,10 @@ def main() -> int:
         if args.suite in ("all", "torch"):
             t0 = time.monotonic()
             run_torch(args, z, res, os.path.join(tmp, "torch"))
+            t_fwd += time.monotonic() - t0
+        if args.suite in ("all", "npz"):
+            t0 = time.monotonic()
+            run_npz(args, z, res, os.path.join(tmp, "npz"))
             t_fwd += time.monotonic() - t0
         if args.suite in ("all", "views"):
             t0 = time.monotonic()

@@ -13,6 +13,7 @@ pub mod hurray;
 pub mod json;
 pub mod manifest;
 pub mod npy;
+pub mod npz;
 pub mod profiles;
 pub mod pytorch;
 pub mod safetensors;

@@ -130,7 +130,8 @@ pub fn foreign(head: &[u8]) -> Option<String> {
 pub fn foreign_named(what: &str) -> String {
     format!(
         "this is {what}; ztfs reads zTensor v2 (.zt) files, \
-         Hurray HRRYFILE containers, safetensors, GGUF files and PyTorch checkpoints (torch.save's zip)"
+         Hurray HRRYFILE containers, safetensors and GGUF files, \
+         PyTorch checkpoints (torch.save's zip) and NumPy .npz archives"
     )
 }
 

@@ -8,7 +8,7 @@ use super::{Model, SafetensorsFile};
 use crate::error::Result;
 use crate::format::cbor::Value;
 use crate::format::json::Sink;
-use crate::format::{gguf, hurray, pytorch, safetensors, Footer, Manifest, Object};
+use crate::format::{gguf, hurray, npz, pytorch, safetensors, Footer, Manifest, Object};
 use crate::report::{count, human, summary, total};
 
 /// Which `meta.json` an object gets.
@@ -38,6 +38,9 @@ pub enum Input {
     /// A PyTorch checkpoint (`torch.save`'s zip), whose tensors are the
     /// manifest's objects in the same order.
     Torch(pytorch::File),
+    /// A NumPy `.npz` archive, whose arrays are the manifest's objects in
+    /// the same order.
+    Npz(npz::File),
 }
 
 impl Input {
@@ -49,6 +52,7 @@ impl Input {
             Input::Safetensors(_) => "safetensors",
             Input::Gguf(_) => "GGUF",
             Input::Torch(_) => "PyTorch",
+            Input::Npz(_) => "NumPy .npz",
         }
     }
 
@@ -56,7 +60,11 @@ impl Input {
     pub fn has_digests(&self) -> bool {
         match self {
             Input::Zt(_) => true,
-            Input::Hurray(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Torch(_) => false,
+            Input::Hurray(_)
+            | Input::Safetensors(_)
+            | Input::Gguf(_)
+            | Input::Torch(_)
+            | Input::Npz(_) => false,
         }
     }
 
@@ -64,7 +72,11 @@ impl Input {
     /// refused; GGUF's quantized block arrays are served as their bytes.
     pub fn refuses_uninterpreted(&self) -> bool {
         match self {
-            Input::Zt(_) | Input::Hurray(_) | Input::Safetensors(_) | Input::Torch(_) => true,
+            Input::Zt(_)
+            | Input::Hurray(_)
+            | Input::Safetensors(_)
+            | Input::Torch(_)
+            | Input::Npz(_) => true,
             Input::Gguf(_) => false,
         }
     }
@@ -83,7 +95,7 @@ impl Input {
             }
             // A strided view's storage is bytes; its `data` is computed.
             Input::Torch(_) if o.parts[j].name == pytorch::objects::STORAGE => Some((false, true)),
-            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) => None,
+            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) | Input::Npz(_) => None,
         }
     }
 
@@ -93,7 +105,7 @@ impl Input {
     /// them ([`Model::verify_format_rules`]), and GGUF has none.
     pub fn verifies_parts(&self) -> bool {
         match self {
-            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) => true,
+            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) | Input::Npz(_) => true,
             Input::Hurray(_) | Input::Gguf(_) => false,
         }
     }
@@ -104,7 +116,11 @@ impl Input {
     pub fn raw_is_data(&self) -> bool {
         match self {
             Input::Hurray(_) => true,
-            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Torch(_) => false,
+            Input::Zt(_)
+            | Input::Safetensors(_)
+            | Input::Gguf(_)
+            | Input::Torch(_)
+            | Input::Npz(_) => false,
         }
     }
 
@@ -120,7 +136,8 @@ impl Input {
             | Input::Zt(_)
             | Input::Safetensors(_)
             | Input::Gguf(_)
-            | Input::Torch(_) => None,
+            | Input::Torch(_)
+            | Input::Npz(_) => None,
         }
     }
 
@@ -128,9 +145,11 @@ impl Input {
     pub fn meta_form(&self, i: usize) -> MetaForm<'_> {
         match self {
             Input::Hurray(f) => MetaForm::Hurray(&f.tensors[i]),
-            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Torch(_) => {
-                MetaForm::Object
-            }
+            Input::Zt(_)
+            | Input::Safetensors(_)
+            | Input::Gguf(_)
+            | Input::Torch(_)
+            | Input::Npz(_) => MetaForm::Object,
         }
     }
 
@@ -149,14 +168,14 @@ impl Input {
                 fields
             }
             Input::Torch(f) => vec![("torch", pytorch::json::tensor(f, &f.tensors[i]))],
-            Input::Zt(_) | Input::Hurray(_) | Input::Safetensors(_) => Vec::new(),
+            Input::Zt(_) | Input::Hurray(_) | Input::Safetensors(_) | Input::Npz(_) => Vec::new(),
         }
     }
 
     /// The bytes `--verify` reads of the model `m` (its shards aside).
     pub fn verify_bytes(&self, m: &Manifest) -> u64 {
         match self {
-            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) => total(
+            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) | Input::Npz(_) => total(
                 (m.objects.iter())
                     .flat_map(|o| &o.parts)
                     .map(|p| p.decoded_size()),
@@ -172,6 +191,7 @@ impl Input {
             Input::Gguf(_) => "every structural rule holds; the format has no content digests and no rules on tensor bytes".into(),
             Input::Hurray(_) => "every structural rule, the index CRC (when present) and the MXFP scale bytes hold; the format has no content digests".into(),
             Input::Safetensors(_) => "every structural rule holds and every tensor reads (bool bytes are 0 or 1); the format has no content digests".into(),
+            Input::Npz(_) => "every array's .npy header holds and every array reads (bool bytes are 0 or 1); the format has no content digests".into(),
             Input::Torch(_) => "the archive and its pickle (run by an interpreter that calls nothing) hold and every tensor reads (bool bytes are 0 or 1); the format has no content digests".into(),
             Input::Zt(_) => format!(
                 "{} {}, {} no digest",
@@ -236,6 +256,14 @@ impl Input {
                     human(total(f.storages.iter().map(|s| s.len)))
                 )
             }
+            Input::Npz(f) => {
+                let deflated = f.arrays.iter().filter(|a| !a.is_stored()).count();
+                format!(
+                    "NumPy .npz archive, {} ({deflated} deflated), {} of array data",
+                    count(f.arrays.len(), "array"),
+                    human(total(f.arrays.iter().map(|a| a.header.data_len)))
+                )
+            }
             Input::Hurray(file) => {
                 let bytes = total(
                     (file.tensors.iter())
@@ -263,7 +291,7 @@ impl Input {
                 let (dtype, logical) = safetensors::objects::ztensor_type(f.tensors[i].dtype);
                 logical.unwrap_or(dtype.name()).to_string()
             }
-            Input::Zt(_) | Input::Safetensors(_) => {
+            Input::Zt(_) | Input::Safetensors(_) | Input::Npz(_) => {
                 let mut types: Vec<&str> = o.parts.iter().map(|p| p.ty.type_name()).collect();
                 types.dedup();
                 types.join(",")
@@ -277,7 +305,7 @@ impl Input {
         match self {
             Input::Hurray(f) => total(f.tensors[i].descriptor.buffers.iter().map(|b| b.size)),
             Input::Torch(f) => f.tensors[i].numel() * f.tensors[i].width(),
-            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => {
+            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Npz(_) => {
                 total(o.parts.iter().map(|p| p.decoded_size()))
             }
         }
@@ -292,9 +320,11 @@ impl Input {
                 .then(|| gguf::json::SPLIT_NOTE.to_string())
                 .into_iter()
                 .collect(),
-            Input::Zt(_) | Input::Hurray(_) | Input::Safetensors(_) | Input::Torch(_) => {
-                crate::report::refusals(m)
-            }
+            Input::Zt(_)
+            | Input::Hurray(_)
+            | Input::Safetensors(_)
+            | Input::Torch(_)
+            | Input::Npz(_) => crate::report::refusals(m),
         }
     }
 }
@@ -316,7 +346,11 @@ impl Model {
     ) -> Result<()> {
         match &self.input {
             Input::Hurray(f) => hurray::data_rules::check_tensor_data(f, i, self.root(), progress),
-            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Torch(_) => Ok(()),
+            Input::Zt(_)
+            | Input::Safetensors(_)
+            | Input::Gguf(_)
+            | Input::Torch(_)
+            | Input::Npz(_) => Ok(()),
         }
     }
 
@@ -331,7 +365,7 @@ impl Model {
                 Ok(self.manifest().and_then(|m| m.attributes.clone()))
             }
             Input::Gguf(file) => gguf::attributes(file),
-            Input::Torch(_) => Ok(None),
+            Input::Torch(_) | Input::Npz(_) => Ok(None),
             Input::Safetensors(_) => {
                 let file = match self.checkpoint_files().first() {
                     Some((_, store)) => store,
@@ -353,7 +387,7 @@ impl Model {
     pub fn exported_attributes(&self) -> Result<Option<Vec<u8>>> {
         match &self.input {
             Input::Zt(_) | Input::Safetensors(_) => self.file_attributes(),
-            Input::Hurray(_) | Input::Gguf(_) | Input::Torch(_) => Ok(None),
+            Input::Hurray(_) | Input::Gguf(_) | Input::Torch(_) | Input::Npz(_) => Ok(None),
         }
     }
 
@@ -377,6 +411,10 @@ impl Model {
             }
             Input::Torch(file) => {
                 pytorch::json::write_manifest(file, out);
+                Ok(())
+            }
+            Input::Npz(file) => {
+                npz::write_manifest(file, out);
                 Ok(())
             }
             Input::Safetensors(st) => {

@@ -91,7 +91,9 @@ impl Computed {
         let file = match input {
             Input::Hurray(file) => file,
             Input::Torch(file) => return Computed::of_torch(file),
-            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => return Computed::default(),
+            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Npz(_) => {
+                return Computed::default()
+            }
         };
         let members = hurray::composite_members(&file.tensors);
         let views = (0..file.tensors.len())
@@ -131,7 +133,9 @@ impl Model {
         let file = match &self.input {
             Input::Hurray(file) => file,
             Input::Torch(file) => return self.torch_data(file, i),
-            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => return TensorData::ByLayout,
+            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Npz(_) => {
+                return TensorData::ByLayout
+            }
         };
         let Some(t) = file.tensors.get(i as usize) else {
             return TensorData::Absent("no such tensor".into());
@@ -198,7 +202,7 @@ impl Model {
     pub fn packs_tensor_data(&self) -> bool {
         match &self.input {
             Input::Hurray(_) | Input::Torch(_) => true,
-            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) => false,
+            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Npz(_) => false,
         }
     }
 

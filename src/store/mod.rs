@@ -55,6 +55,9 @@ pub enum Piece<'a> {
 pub struct Store {
     path: PathBuf,
     kind: Kind,
+    /// A memory file of ours (an inflated `.npz` member): `path` names
+    /// it for messages only, and nothing else can change it.
+    memory: bool,
 }
 
 enum Kind {
@@ -76,6 +79,7 @@ impl Store {
             return Ok(Store {
                 path: path.to_path_buf(),
                 kind: Kind::Remote(Box::new(remote::Remote::open(url)?)),
+                memory: false,
             });
         }
         let ctx = || format!("{}", path.display());
@@ -116,7 +120,22 @@ impl Store {
         Ok(Store {
             path: path.to_path_buf(),
             kind: Kind::Local { file, bytes },
+            memory: false,
         })
+    }
+
+    /// The memory file `file` (a `memfd` of ours), named `name` in
+    /// messages, mapped.
+    pub fn of_memory(name: &Path, file: File) -> Result<Store> {
+        let mut store = Store::of_file(name, file)?;
+        store.memory = true;
+        Ok(store)
+    }
+
+    /// True for a memory file of ours ([`Store::of_memory`]): it has no
+    /// path to look at again, and nobody else can change it.
+    pub fn is_memory(&self) -> bool {
+        self.memory
     }
 
     /// The whole file, mapped; `None` for a remote object.

@@ -31,6 +31,7 @@ pub mod s3;
 pub mod system;
 pub mod user;
 pub mod venv;
+pub mod zip;
 
 #[allow(unused_imports)]
 pub use venv::venv;
