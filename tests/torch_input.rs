@@ -95,3 +95,19 @@ fn a_torchscript_archive_is_refused_by_name() {
         "{err}"
     );
 }
+
+/// A transformers folder holding `pytorch_model.bin` (and no safetensors
+/// file) opens by its folder, its other files with it.
+#[test]
+fn a_folder_with_pytorch_model_bin_opens_with_its_files() {
+    let d = tempfile::tempdir().unwrap();
+    fs::copy(real(), d.path().join("pytorch_model.bin")).unwrap();
+    fs::write(d.path().join("config.json"), b"{\"model_type\": \"x\"}").unwrap();
+    let listed = String::from_utf8(ztfs_ok(&[Path::new("ls"), d.path()])).unwrap();
+    assert!(listed.contains("conv1.weight"), "{listed}");
+    let m = Mount::new(d.path(), &[]);
+    assert_eq!(
+        fs::read(m.join("config.json")).unwrap(),
+        b"{\"model_type\": \"x\"}"
+    );
+}

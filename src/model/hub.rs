@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use super::folder::{FileSource, Folder, StoreFile};
-use super::hf::{FILE_SUFFIX, INDEX_SUFFIX};
+use super::hf::{FILE_SUFFIX, INDEX_SUFFIX, TORCH_INDEX_SUFFIX, TORCH_SINGLE_FILE};
 use super::{FolderOf, Model};
 use crate::error::{Error, Result};
 use crate::store::remote::hub::{self, Snapshot};
@@ -112,11 +112,20 @@ fn choose(snap: &Snapshot, text: &str) -> Result<(String, String)> {
     let indexes = ending(INDEX_SUFFIX);
     let files = ending(FILE_SUFFIX);
     let others = first_of_split(OTHER_MODELS.iter().flat_map(|s| ending(s)).collect());
+    // A PyTorch checkpoint only where there is no other model file, as
+    // transformers prefers safetensors.
+    let mut torch = ending(TORCH_INDEX_SUFFIX);
+    if torch.is_empty() && top.contains(&TORCH_SINGLE_FILE) {
+        torch.push(TORCH_SINGLE_FILE);
+    }
+    if let ([], [], [], [one]) = (&indexes[..], &files[..], &others[..], &torch[..]) {
+        return Ok((path.to_string(), format!("{prefix}{one}")));
+    }
     let one = match (&indexes[..], &files[..], &others[..]) {
         ([one], _, _) | ([], [one], _) | ([], [], [one]) => *one,
         ([], [], []) => {
             return Err(usage(format!(
-                "the folder {:?} holds no model file (*{INDEX_SUFFIX}, *{FILE_SUFFIX}, .gguf, .zt, .hrry); name one in the URL",
+                "the folder {:?} holds no model file (*{INDEX_SUFFIX}, *{FILE_SUFFIX}, .gguf, .zt, .hrry, *{TORCH_INDEX_SUFFIX}, {TORCH_SINGLE_FILE}); name one in the URL",
                 if path.is_empty() { "/" } else { path }
             )))
         }

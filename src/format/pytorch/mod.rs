@@ -212,10 +212,9 @@ pub fn is_torch(members: &[Member]) -> bool {
 /// [`read_file_from`] of an archive whose members are read already.
 pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
     let archive = top_folder(members)?;
-    let find = |rest: &str| {
-        let name = format!("{archive}/{rest}");
-        members.iter().find(|m| m.name == name.as_bytes())
-    };
+    // By name: a pickle may name a storage for each of millions of tensors.
+    let by_name: HashMap<&[u8], &Member> = members.iter().map(|m| (m.name.as_slice(), m)).collect();
+    let find = |rest: &str| by_name.get(format!("{archive}/{rest}").as_bytes()).copied();
     if find("constants.pkl").is_some()
         || members
             .iter()
