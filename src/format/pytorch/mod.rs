@@ -368,7 +368,9 @@ fn stored(file: &dyn Ranges, m: &Member, max: u64) -> Result<Vec<u8>> {
 fn check_extent(t: &Tensor, len: u64) -> Result<()> {
     let bad = |why: String| Error::reject(Rule::TorchTensor, format!("tensor {:?}: {why}", t.name));
     let numel = (t.shape.iter()).try_fold(1u64, |a, &d| a.checked_mul(d));
-    let numel = numel.ok_or_else(|| bad(format!("size {:?} overflows", t.shape)))?;
+    let numel = numel
+        .filter(|n| n.checked_mul(t.width()).is_some())
+        .ok_or_else(|| bad(format!("size {:?} overflows", t.shape)))?;
     let elems = len / t.width();
     if numel == 0 {
         return match t.offset <= elems {

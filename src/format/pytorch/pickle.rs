@@ -690,6 +690,19 @@ impl<'a> Vm<'a> {
                 let (Some(&func), Some(&inner), true) = (args.first(), args.get(2), ok_type) else {
                     return Err(wrong(self, "not of a tensor type"));
                 };
+                // Torch wraps a tensor's own rebuild, never another wrap:
+                // so the call below recurses once at most.
+                let inner_ok = matches!(
+                    self.obj(func),
+                    Some(Obj::Global(
+                        Global::RebuildTensor(_)
+                            | Global::RebuildParameter
+                            | Global::RebuildParameterWithState
+                    ))
+                );
+                if !inner_ok {
+                    return Err(wrong(self, "of what is not a tensor's rebuild"));
+                }
                 self.reduce(func, inner)
             }
             Global::Device => match args.first().and_then(|&a| self.str_of(a)) {

@@ -176,3 +176,60 @@ fn a_tensor_past_its_storage_is_refused() {
         Some(Rule::TorchTensor)
     );
 }
+
+#[test]
+fn a_rebuild_from_type_wraps_a_rebuild_only() {
+    // The arguments of _rebuild_tensor_v2 for a 2x3 f32 tensor.
+    let mut v2args = b"((X\x07\x00\x00\x00storage".to_vec();
+    v2args.extend(global("torch", "FloatStorage"));
+    v2args.extend(
+        b"X\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x06tQK\x00K\x02K\x03\x86K\x03K\x01\x86\x89",
+    );
+    v2args.extend(global("collections", "OrderedDict"));
+    v2args.extend(b")Rt");
+    // _rebuild_from_type_v2(_rebuild_tensor_v2, Tensor, ARGS, None): torch's.
+    let mut one = b"\x80\x02".to_vec();
+    one.extend(global("torch._tensor", "_rebuild_from_type_v2"));
+    one.push(b'(');
+    one.extend(global("torch._utils", "_rebuild_tensor_v2"));
+    one.extend(global("torch", "Tensor"));
+    one.extend(&v2args);
+    one.extend(b"NtR.");
+    let got = pickle::load(&one).unwrap();
+    assert!(matches!(got.obj(got.value), Some(Obj::Tensor(_))));
+    // A wrap of that wrap: a chain of them would recurse once per level.
+    let mut two = b"\x80\x02".to_vec();
+    two.extend(global("torch._tensor", "_rebuild_from_type_v2"));
+    two.extend(b"q\x00(h\x00");
+    two.extend(global("torch", "Tensor"));
+    two.push(b'(');
+    two.extend(global("torch._utils", "_rebuild_tensor_v2"));
+    two.extend(global("torch", "Tensor"));
+    two.extend(&v2args);
+    two.extend(b"NtNtR.");
+    assert_eq!(rule(&two), Rule::TorchGlobal);
+}
+
+#[test]
+fn a_broadcast_view_whose_byte_size_overflows_is_refused() {
+    let t = Tensor {
+        name: "t".into(),
+        dtype: crate::format::safetensors::Dtype::F64,
+        shape: vec![1 << 62],
+        stride: vec![0],
+        offset: 0,
+        storage: 0,
+    };
+    assert_eq!(
+        check_extent(&t, 8).unwrap_err().rule(),
+        Some(Rule::TorchTensor)
+    );
+    let fits = Tensor {
+        shape: vec![1 << 40],
+        ..t
+    };
+    assert!(
+        check_extent(&fits, 8).is_ok(),
+        "a stride-0 view of one element"
+    );
+}
