@@ -15,6 +15,18 @@ fn global(module: &str, name: &str) -> Vec<u8> {
     format!("c{module}\n{name}\n").into_bytes()
 }
 
+/// The argument tuple of `_rebuild_tensor_v2` for a 2x3 f32 tensor of
+/// storage `'0'` (6 floats), as torch pickles it.
+fn v2_args() -> Vec<u8> {
+    let mut p = b"((X\x07\x00\x00\x00storage".to_vec();
+    p.extend(global("torch", "FloatStorage"));
+    p.extend(b"X\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x06tQ");
+    p.extend(b"K\x00K\x02K\x03\x86K\x03K\x01\x86\x89");
+    p.extend(global("collections", "OrderedDict"));
+    p.extend(b")Rt");
+    p
+}
+
 #[test]
 fn a_state_dict_of_one_tensor_is_read() {
     // OrderedDict(w=_rebuild_tensor_v2(storage('0', Float, 6), 0, (2, 3), (3, 1), False, OrderedDict()))
@@ -22,11 +34,8 @@ fn a_state_dict_of_one_tensor_is_read() {
     p.extend(global("collections", "OrderedDict"));
     p.extend(b")Rq\x00X\x01\x00\x00\x00w");
     p.extend(global("torch._utils", "_rebuild_tensor_v2"));
-    p.extend(b"((X\x07\x00\x00\x00storage");
-    p.extend(global("torch", "FloatStorage"));
-    p.extend(b"X\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x06tQK\x00K\x02K\x03\x86K\x03K\x01\x86\x89");
-    p.extend(global("collections", "OrderedDict"));
-    p.extend(b")RtRs.");
+    p.extend(v2_args());
+    p.extend(b"Rs.");
     let got = pickle::load(&p).unwrap();
     let Some(Obj::Dict(items)) = got.obj(got.value) else {
         panic!("a dict: {:?}", got.value)
@@ -179,14 +188,7 @@ fn a_tensor_past_its_storage_is_refused() {
 
 #[test]
 fn a_rebuild_from_type_wraps_a_rebuild_only() {
-    // The arguments of _rebuild_tensor_v2 for a 2x3 f32 tensor.
-    let mut v2args = b"((X\x07\x00\x00\x00storage".to_vec();
-    v2args.extend(global("torch", "FloatStorage"));
-    v2args.extend(
-        b"X\x01\x00\x00\x000X\x03\x00\x00\x00cpuK\x06tQK\x00K\x02K\x03\x86K\x03K\x01\x86\x89",
-    );
-    v2args.extend(global("collections", "OrderedDict"));
-    v2args.extend(b")Rt");
+    let v2args = v2_args();
     // _rebuild_from_type_v2(_rebuild_tensor_v2, Tensor, ARGS, None): torch's.
     let mut one = b"\x80\x02".to_vec();
     one.extend(global("torch._tensor", "_rebuild_from_type_v2"));
