@@ -111,3 +111,13 @@ fn a_folder_with_pytorch_model_bin_opens_with_its_files() {
         b"{\"model_type\": \"x\"}"
     );
 }
+
+/// A real checkpoint of torch's legacy format is named and refused.
+#[test]
+fn a_legacy_checkpoint_is_refused_by_name() {
+    let legacy = real().with_file_name("lpips-alex-legacy.pth");
+    let o = ztfs(&[Path::new("check"), &legacy]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("legacy format") && !err.contains("rejected"), "{err}");
+}
