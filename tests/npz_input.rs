@@ -111,3 +111,28 @@ fn a_deflated_member_over_the_budget_is_refused_by_the_mount() {
         "{err}"
     );
 }
+
+/// Many deflated members share one memory file: an archive of 5,000 opens
+/// and reads (a file each would run into the descriptor limit).
+#[test]
+fn many_deflated_members_share_one_memory_file() {
+    let d = tempfile::tempdir().unwrap();
+    let arrays: Vec<(String, Vec<u8>)> = (0..5000)
+        .map(|i| (format!("a{i}.npy"), npy(&[i as f32, 1.0])))
+        .collect();
+    let members: Vec<(&str, &[u8], bool)> = (arrays.iter())
+        .map(|(n, b)| (n.as_str(), b.as_slice(), true))
+        .collect();
+    let f = write(d.path(), "many.npz", &zip::archive(&members));
+    // Under a descriptor limit well below the member count.
+    let o = std::process::Command::new("sh")
+        .args(["-c", "ulimit -n 1024 && exec \"$0\" ls \"$1\""])
+        .arg(BIN)
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 5000);
+    let last = cat(&f, "a4999", "data", false).unwrap();
+    assert!(last == [4999f32.to_le_bytes(), 1f32.to_le_bytes()].concat());
+}

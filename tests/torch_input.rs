@@ -119,5 +119,8 @@ fn a_legacy_checkpoint_is_refused_by_name() {
     let o = ztfs(&[Path::new("check"), &legacy]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("legacy format") && !err.contains("rejected"), "{err}");
+    assert!(
+        err.contains("legacy format") && !err.contains("rejected"),
+        "{err}"
+    );
 }

@@ -35,7 +35,14 @@ pub struct Array {
     /// Its `.npy` header (its `data_offset` within the member's bytes,
     /// inflated where the member is deflated).
     pub header: npy::Header,
+    /// For a deflated member, where its inflated bytes start among all
+    /// the archive's deflated members' inflated bytes, one after another in
+    /// directory order (the model keeps them so, in [`INFLATED`]).
+    pub inflated_at: u64,
 }
+
+/// The name of the file of an archive's inflated members (`blob.shard`).
+pub const INFLATED: &str = "(inflated members)";
 
 impl Array {
     /// True when the member is stored: its data is a range of the file.
@@ -119,7 +126,8 @@ pub fn inflate(file: &dyn Ranges, m: &Member, budget: u64) -> Result<Vec<u8>> {
 }
 
 /// The arrays of an archive whose members are `members`; a deflated
-/// member's bytes come from `inflated` (called once per such member).
+/// member's bytes come from `inflated` (called once per such member, in
+/// directory order).
 pub fn read_archive(
     file: &dyn Ranges,
     members: &[Member],
@@ -127,6 +135,7 @@ pub fn read_archive(
 ) -> Result<File> {
     let mut seen = std::collections::HashSet::new();
     let mut arrays = Vec::with_capacity(members.len());
+    let mut inflated_at = 0u64;
     for m in members {
         let shown = m.name();
         if !seen.insert(&m.name) {
@@ -143,6 +152,7 @@ pub fn read_archive(
             npy::read_header(head, len)
                 .map_err(|e| Error::Unsupported(format!("member {shown:?}: {e}")))
         };
+        let at = inflated_at;
         let header = match m.is_stored() {
             true => {
                 let head = file.get(m.offset, m.len.min(npy::MAX_HEAD_BYTES))?;
@@ -150,16 +160,16 @@ pub fn read_archive(
             }
             false => {
                 let bytes = inflated(m)?;
-                in_member(
-                    &bytes[..bytes.len().min(npy::MAX_HEAD_BYTES as usize)],
-                    m.size,
-                )?
+                inflated_at = inflated_at.saturating_add(m.size);
+                let head = &bytes[..bytes.len().min(npy::MAX_HEAD_BYTES as usize)];
+                in_member(head, m.size)?
             }
         };
         arrays.push(Array {
             name,
             member: m.clone(),
             header,
+            inflated_at: at,
         });
     }
     Ok(File { arrays })
@@ -167,8 +177,8 @@ pub fn read_archive(
 
 /// The objects of an archive: each array a dense object of one raw part
 /// `data`. A stored member's blob is its range of the file; a deflated
-/// member's is its range of the member's inflated bytes, which the model
-/// holds as a file named by the member (`blob.shard`).
+/// member's is its range of the inflated members' bytes, which the model
+/// holds as one file named [`INFLATED`] (`blob.shard`).
 pub fn objects(file: &File) -> Vec<crate::format::Object> {
     use crate::format::manifest::{Object, Part};
     use crate::format::text::Texts;
@@ -183,19 +193,13 @@ pub fn objects(file: &File) -> Vec<crate::format::Object> {
                 dtype: h.dtype,
                 logical: h.logical.map(|l| texts.get(l)),
             };
-            let mut part = match a.is_stored() {
-                // Checked at read: the header lies inside the member.
-                true => Part::raw(
-                    data.clone(),
-                    ty,
-                    a.member.offset + h.data_offset,
-                    h.data_len,
-                ),
-                false => Part::raw(data.clone(), ty, h.data_offset, h.data_len),
+            // Checked at read: the data lies inside the member.
+            let (offset, shard) = match a.is_stored() {
+                true => (a.member.offset + h.data_offset, None),
+                false => (a.inflated_at + h.data_offset, Some(texts.get(INFLATED))),
             };
-            if !a.is_stored() {
-                part.blob.shard = Some(texts.get(&a.member.name()));
-            }
+            let mut part = Part::raw(data.clone(), ty, offset, h.data_len);
+            part.blob.shard = shard;
             Object {
                 name: a.name.as_str().into(),
                 shape: texts.shape(&h.shape),
