@@ -45,6 +45,10 @@ use pickle::{Obj, Pickled, StorageType, Value};
 pub const MAX_PICKLE_LEN: u64 = 1 << 30;
 /// The deepest nesting of containers walked for tensors.
 pub const MAX_DEPTH: usize = 64;
+/// Most tensors a checkpoint may name (the largest models have tens of
+/// thousands): a pickle names a tensor already named in 8 bytes, and each
+/// costs an object of a few hundred bytes for the mount's life.
+pub const MAX_TENSORS: usize = 1 << 20;
 
 /// A storage's bytes in the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -419,6 +423,12 @@ impl<'a> Walk<'a> {
                     true => "tensor".to_string(),
                     false => path.join("."),
                 };
+                if self.found.len() >= MAX_TENSORS {
+                    return Err(Error::reject(
+                        Rule::TorchTensor,
+                        format!("more than {MAX_TENSORS} tensors"),
+                    ));
+                }
                 if name.is_empty() || !self.names.insert(name.clone()) {
                     return Err(Error::reject(
                         Rule::TorchTensor,

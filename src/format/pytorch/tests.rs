@@ -235,3 +235,37 @@ fn a_broadcast_view_whose_byte_size_overflows_is_refused() {
         "a stride-0 view of one element"
     );
 }
+
+#[test]
+fn a_tensor_named_a_million_times_is_refused() {
+    // A dict of MAX_TENSORS + 1 distinct keys, each the same tensor.
+    let mut p = b"\x80\x02}q\x00".to_vec();
+    p.extend(global("torch._utils", "_rebuild_tensor_v2"));
+    p.extend(v2_args());
+    p.extend(b"Rq\x01");
+    p.push(b'0'); // POP: the tensor is in memo 1
+    for i in 0..=MAX_TENSORS as u32 {
+        if i % 1000 == 0 {
+            p.push(b'(');
+        }
+        let k = i.to_string();
+        p.push(0x8c);
+        p.push(k.len() as u8);
+        p.extend(k.as_bytes());
+        p.extend(b"h\x01");
+        if i % 1000 == 999 || i == MAX_TENSORS as u32 {
+            p.push(b'u');
+        }
+    }
+    p.push(b'.');
+    let got = pickle::load(&p).unwrap();
+    let mut walk = Walk {
+        p: &got,
+        seen: Default::default(),
+        names: Default::default(),
+        found: Vec::new(),
+        other: 0,
+    };
+    let e = walk.value(got.value, &mut Vec::new(), 0).unwrap_err();
+    assert_eq!(e.rule(), Some(Rule::TorchTensor), "{e}");
+}
