@@ -22,8 +22,8 @@ mod status;
 
 pub use mount::MountCmd;
 
-/// Look inside tensor model files (zTensor v2, Hurray, safetensors, GGUF;
-/// local or by URL): check them, list and read their tensors, and mount
+/// Look inside tensor model files (zTensor v2, Hurray, safetensors, GGUF,
+/// PyTorch checkpoints read without running pickle, .npz; local or by URL): check them, list and read their tensors, and mount
 /// them as read-only directory trees.
 #[derive(Parser, Debug)]
 #[command(name = "ztfs", version, about, long_about = None)]

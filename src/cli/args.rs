@@ -9,7 +9,7 @@ use clap::ValueEnum;
 /// A model: a file, its URL, an index, or a folder of a checkpoint.
 #[derive(clap::Args, Debug)]
 pub struct ModelArg {
-    /// The model file (.zt, .hrry, .safetensors, .gguf, .safetensors.index.json), its URL, or a folder holding one safetensors checkpoint.
+    /// The model file (.zt, .hrry, .safetensors, .gguf, a PyTorch checkpoint (.pt, .pth, .bin), .npz, a checkpoint index .safetensors.index.json or .bin.index.json), its URL, or a folder holding one checkpoint.
     pub file: PathBuf,
     #[command(flatten)]
     pub remote: RemoteArgs,

@@ -16,8 +16,9 @@ use crate::report::{self, Progress};
 /// Options of `ztfs pack`.
 #[derive(clap::Args, Debug)]
 pub struct PackCmd {
-    /// The model to pack (.zt, .hrry, .safetensors, .gguf, a sharded
-    /// checkpoint's index or folder; local or by URL), or one or more .npy
+    /// The model to pack (.zt, .hrry, .safetensors, .gguf, a PyTorch
+    /// checkpoint, .npz, a sharded checkpoint's index or folder; local or
+    /// by URL), or one or more .npy
     /// files (each an object named by its file's stem).
     #[arg(required = true, num_args = 1..)]
     pub input: Vec<PathBuf>,
