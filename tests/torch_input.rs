@@ -77,6 +77,35 @@ fn torch_written_checkpoints_serve_torchs_tensors() {
     assert!(checked >= 5, "only {checked} torch-written files");
 }
 
+/// A sharded checkpoint torch wrote (two files and
+/// `pytorch_model.bin.index.json`) opens by its index and by its folder
+/// as one model, its tensors torch's in `weight_map` order.
+#[test]
+fn a_torch_written_sharded_checkpoint_opens_by_index_and_folder() {
+    let dir = real().parent().unwrap().join("sharded");
+    let sums = fs::read_to_string(dir.with_extension("json")).unwrap();
+    let json::Json::Object(sums) = json::Json::parse(&sums) else {
+        panic!("the sums are an object")
+    };
+    for given in [dir.join("pytorch_model.bin.index.json"), dir.clone()] {
+        let listed = String::from_utf8(ztfs_ok(&[Path::new("ls"), &given])).unwrap();
+        let names: Vec<&str> = listed.lines().collect();
+        let want: Vec<&str> = sums.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, want, "{given:?}");
+        for (name, want) in &sums {
+            let data = cat(&given, name, "data", false).unwrap();
+            assert_eq!(sha256(&data), want["sha256"].text(), "{given:?} {name}");
+        }
+    }
+    let m = Mount::new(&dir, &[]);
+    let data = fs::read(m.join("head.weight_t/data")).unwrap();
+    assert_eq!(
+        sha256(&data),
+        sums[2].1["sha256"].text(),
+        "a view in the second file"
+    );
+}
+
 /// Files torch wrote that ztfs refuses: complex128 (no zTensor type), the
 /// legacy format, TorchScript.
 #[test]

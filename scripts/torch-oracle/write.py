@@ -88,8 +88,37 @@ def cases() -> dict:
     return out
 
 
+def write_sharded(outdir: str) -> None:
+    """A transformers-style sharded checkpoint: `sharded/` holding two
+    files and `pytorch_model.bin.index.json`, and `sharded.json`, the
+    tensors in weight_map order (a transpose stored in the second file)."""
+    g = torch.Generator().manual_seed(11)
+    d = os.path.join(outdir, "sharded")
+    os.makedirs(d, exist_ok=True)
+    w = torch.randn(4, 3, generator=g)
+    parts = {
+        "pytorch_model-00001-of-00002.bin": {"embed.weight": torch.randn(5, 4, generator=g)},
+        "pytorch_model-00002-of-00002.bin": {"head.weight": w, "head.weight_t": w.t(),
+                                             "head.bias": torch.randn(3, generator=g).half()},
+    }
+    weight_map, want = {}, {}
+    for name, sd in parts.items():
+        torch.save(sd, os.path.join(d, name))
+        weight_map.update({k: name for k in sd})
+    with open(os.path.join(d, "pytorch_model.bin.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, f, indent=1)
+    for name in parts:
+        want.update(sums(os.path.join(d, name)))
+    with open(os.path.join(outdir, "sharded.json"), "w") as f:
+        json.dump({k: want[k] for k in weight_map}, f, indent=1)
+
+
 def main(outdir: str) -> None:
+    # Modules initialise their weights from the global generator: seeded,
+    # so that running this again writes the same files.
+    torch.manual_seed(0)
     os.makedirs(os.path.join(outdir, "refused"), exist_ok=True)
+    write_sharded(outdir)
     for name, obj in cases().items():
         path = os.path.join(outdir, f"{name}.pt")
         torch.save(obj, path)

@@ -746,8 +746,9 @@ fn a_big_part_is_read_on_blocks_laid_from_its_start() {
 }
 
 /// The zip inputs and split GGUF by URL: a PyTorch checkpoint written by
-/// torch, an `.npz` and a split GGUF model whose names hold a space (so
-/// their URLs are percent-encoded) list and read as their local files do.
+/// torch, a sharded one by its index (a strided view in its second file),
+/// an `.npz` and a split GGUF model whose names hold a space (so their
+/// URLs are percent-encoded) list and read as their local files do.
 #[test]
 fn pytorch_npz_and_split_gguf_by_url_read_as_local() {
     let d = tempfile::tempdir().unwrap();
@@ -777,8 +778,15 @@ fn pytorch_npz_and_split_gguf_by_url_read_as_local() {
     let (a, b) = (npy(1), npy(7));
     let npz = common::zip::archive(&[("a.npy", &a, false), ("b.npy", &b, true)]);
     fs::write(d.path().join("arrays.npz"), npz).unwrap();
+    let sharded = repo.join("tests/data/torch/sharded");
+    fs::create_dir(d.path().join("sharded")).unwrap();
+    for e in fs::read_dir(&sharded).unwrap() {
+        let p = e.unwrap().path();
+        fs::copy(&p, d.path().join("sharded").join(p.file_name().unwrap())).unwrap();
+    }
     let server = Nginx::serve(d.path());
     for (name, tensor) in [
+        ("sharded/pytorch_model.bin.index.json", "head.weight_t"),
         ("tiny model.pth", "conv1.weight"),
         ("my m-00001-of-00003.gguf", "output.weight"),
         ("arrays.npz", "b"),
