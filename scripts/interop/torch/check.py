@@ -151,6 +151,8 @@ def run_torch(args, z, res: Results, outdir: str):
     cases = [(p, os.path.splitext(p)[0] + ".json")
              for p in sorted(glob.glob(os.path.join(REAL, "*.pt*")))
              if os.path.exists(os.path.splitext(p)[0] + ".json")]
+    cases.append((os.path.join(REAL, "sharded", "pytorch_model.bin.index.json"),
+                  os.path.join(REAL, "sharded.json")))
     cases += [(p, p[:-3] + ".json") for p in sorted(glob.glob(os.path.join(outdir, "valid", "*.pt")))]
     # A sharded checkpoint by its index and by its folder.
     sharded = os.path.join(outdir, "sharded")
