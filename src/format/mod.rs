@@ -70,6 +70,12 @@ pub trait Ranges {
     /// `len` bytes at `offset`; an error when the range is outside the
     /// file or cannot be read.
     fn get(&self, offset: u64, len: u64) -> Result<std::borrow::Cow<'_, [u8]>>;
+    /// [`Ranges::get`] of a few bytes far from anything read soon (a zip
+    /// member's local header): a remote source fetches just them rather
+    /// than the block around them.
+    fn get_small(&self, offset: u64, len: u64) -> Result<std::borrow::Cow<'_, [u8]>> {
+        self.get(offset, len)
+    }
     /// All the bytes, when they are in memory already (a slice, a map):
     /// a reader of many small ranges (a computed view) reads them there,
     /// and one that would fetch the ranges asks [`Ranges::get`] for each.

@@ -67,7 +67,7 @@ pub fn is_npz(members: &[Member]) -> bool {
 }
 
 /// The members of `file`, as [`zip::members`].
-pub fn members(file: &dyn Ranges) -> Result<Vec<Member>> {
+pub fn members(file: &(dyn Ranges + Sync)) -> Result<Vec<Member>> {
     zip::members(file)
 }
 

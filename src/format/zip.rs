@@ -1,6 +1,9 @@
 //! A zip archive's members, where their bytes are: the directory read by
 //! the `rawzip` crate through [`Ranges`], so a file by URL reads only its
-//! end, its directory and the local headers.
+//! end, its directory and the local headers: those as small reads
+//! ([`Ranges::get_small`]: thirty bytes, not the block around them), up to
+//! [`AT_ONCE`] at a time where the file is not in memory (each is a round
+//! trip by URL).
 //!
 //! rawzip allocates nothing by a number from the file: it reads the
 //! directory through a buffer of ours ([`BUFFER`]); the members are
@@ -17,6 +20,11 @@ pub const MAX_MEMBERS: usize = 1 << 20;
 /// The buffer the directory is read through (rawzip's recommended size;
 /// a name and its extra field, at most 2 × 65535 bytes, must fit).
 pub const BUFFER: usize = 1 << 17;
+/// Reads of at most this many bytes are small ([`Ranges::get_small`]):
+/// rawzip reads a local header's fixed 30 bytes alone.
+const SMALL: usize = 64;
+/// Local headers read at once from a file not in memory.
+pub const AT_ONCE: usize = 16;
 
 /// A member of an archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +56,7 @@ impl Member {
     }
 }
 
-struct At<'a>(&'a dyn Ranges);
+struct At<'a>(&'a (dyn Ranges + Sync));
 
 impl rawzip::ReaderAt for At<'_> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
@@ -57,7 +65,11 @@ impl rawzip::ReaderAt for At<'_> {
             return Ok(0);
         }
         let n = (buf.len() as u64).min(size - offset);
-        let bytes = (self.0.get(offset, n)).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let bytes = match buf.len() <= SMALL {
+            true => self.0.get_small(offset, n),
+            false => self.0.get(offset, n),
+        };
+        let bytes = bytes.map_err(|e| std::io::Error::other(e.to_string()))?;
         buf[..n as usize].copy_from_slice(&bytes);
         Ok(n as usize)
     }
@@ -68,7 +80,7 @@ fn bad(what: impl std::fmt::Display) -> Error {
 }
 
 /// The members of the archive `file`, in directory order.
-pub fn members(file: &dyn Ranges) -> Result<Vec<Member>> {
+pub fn members(file: &(dyn Ranges + Sync)) -> Result<Vec<Member>> {
     let mut buffer = vec![0u8; BUFFER];
     let archive = rawzip::ZipLocator::new()
         .locate_in_reader(At(file), &mut buffer, file.size())
@@ -91,18 +103,28 @@ pub fn members(file: &dyn Ranges) -> Result<Vec<Member>> {
         ));
     }
     let size = file.size();
-    let mut out = Vec::with_capacity(found.len());
-    for (name, way, method, encrypted, crc32) in found {
-        let shown = String::from_utf8_lossy(&name).into_owned();
-        let entry = archive
-            .get_entry(way)
-            .map_err(|e| bad(format!("member {shown:?}: {e}")))?;
+    // Each member's data range, from its local header.
+    let range = |i: usize| -> Result<(u64, u64)> {
+        let (name, way) = (&found[i].0, found[i].1);
+        let shown = || String::from_utf8_lossy(name).into_owned();
+        let entry =
+            (archive.get_entry(way)).map_err(|e| bad(format!("member {:?}: {e}", shown())))?;
         let (start, end) = entry.compressed_data_range();
         if end > size || start > end {
             return Err(bad(format!(
-                "member {shown:?} at [{start}, {end}) ends past the end of the file ({size})"
+                "member {:?} at [{start}, {end}) ends past the end of the file ({size})",
+                shown()
             )));
         }
+        Ok((start, end))
+    };
+    let ranges: Vec<Result<(u64, u64)>> = match file.in_memory() {
+        Some(_) => (0..found.len()).map(range).collect(),
+        None => at_once(found.len(), &range),
+    };
+    let mut out = Vec::with_capacity(found.len());
+    for ((name, way, method, encrypted, crc32), r) in found.into_iter().zip(ranges) {
+        let (start, end) = r?;
         out.push(Member {
             name,
             offset: start,
@@ -114,4 +136,27 @@ pub fn members(file: &dyn Ranges) -> Result<Vec<Member>> {
         });
     }
     Ok(out)
+}
+
+/// `f` of `0..n`, up to [`AT_ONCE`] at a time, in order.
+fn at_once<T: Send>(n: usize, f: &(dyn Fn(usize) -> T + Sync)) -> Vec<T> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<T>>> =
+        (0..n).map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..AT_ONCE.min(n) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let r = f(i);
+                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            });
+        }
+    });
+    (slots.into_iter())
+        .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .map(|r| r.expect("every index is taken by one thread"))
+        .collect()
 }

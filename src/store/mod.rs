@@ -346,6 +346,13 @@ impl crate::format::Ranges for Store {
         self.slice(offset, len)
     }
 
+    fn get_small(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+        match &self.kind {
+            Kind::Remote(r) => r.read_small(offset, len).map(Cow::Owned),
+            Kind::Local { .. } => self.slice(offset, len),
+        }
+    }
+
     fn in_memory(&self) -> Option<&[u8]> {
         self.map()
     }

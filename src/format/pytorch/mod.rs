@@ -198,7 +198,7 @@ fn archive_err(what: impl std::fmt::Display) -> Error {
 }
 
 /// Reads and checks a checkpoint (see the module docs).
-pub fn read_file_from(file: &dyn Ranges) -> Result<File> {
+pub fn read_file_from(file: &(dyn Ranges + Sync)) -> Result<File> {
     read_archive(file, &zip::members(file)?)
 }
 

@@ -301,6 +301,35 @@ impl Remote {
         read.ok_or_else(|| super::unreachable_miss(&self.url))
     }
 
+    /// A few bytes far from where anything is read soon (a zip member's
+    /// local header): from the tail read at open or a block held, else by
+    /// one request of exactly these bytes, past the block cache (a block
+    /// would be a megabyte for thirty bytes).
+    pub fn read_small(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let end = (offset.checked_add(len)).filter(|&e| e <= self.len);
+        let Some(end) = end else {
+            let why = format!(
+                "range [{offset}, +{len}) is outside the object ({} bytes)",
+                self.len
+            );
+            return Err(Error::at(self.url.clone(), Error::OutOfRange(why)));
+        };
+        let (start, tail) = &self.tail;
+        if offset >= *start {
+            let at = (offset - start) as usize;
+            return Ok(tail[at..at + len as usize].to_vec());
+        }
+        let grid = Grid::ZERO;
+        let j = grid.block_of(offset);
+        if grid.block_of(end - 1) == j {
+            if let Some(b) = self.blocks.peek(self.key(grid, j)) {
+                let at = (offset - grid.start(j)) as usize;
+                return Ok(b[at..at + len as usize].to_vec());
+            }
+        }
+        self.fetch(offset..end)
+    }
+
     /// [`Remote::read`] of `[offset, offset + len)` within the blob at
     /// `blob_offset` of `blob_len` bytes: a big blob's on blocks laid from
     /// its start (see `Grid`). At hand ([`Reach::at_hand`]), only from what is
