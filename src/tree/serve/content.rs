@@ -468,7 +468,17 @@ impl Tree {
                 .map(|j| npy(j, &files[j as usize]))
                 .collect(),
             refused: (0..o.parts.len())
-                .map(|j| (!part_files(self.model.input(), o, j).0).then(|| refusal(o, &o.parts[j])))
+                .map(|j| {
+                    let input = self.model.input();
+                    (!part_files(input, o, j).0).then(|| match input.part_files(o, j) {
+                        // The format's choice, not a refusal to decode.
+                        Some(_) => format!(
+                            "the format serves this part as its stored bytes only ({}.raw)",
+                            o.parts[j].name
+                        ),
+                        None => refusal(o, &o.parts[j]),
+                    })
+                })
                 .collect(),
             view,
             view_npy: npy(crate::tree::VIEW, &view_files),
