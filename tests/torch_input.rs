@@ -191,3 +191,22 @@ fn a_legacy_checkpoint_is_refused_by_name() {
         "{err}"
     );
 }
+
+/// A strided view is a `torch:strided` object whose `storage` part is
+/// served raw, its `meta.json` saying so; its `data` is the view.
+#[test]
+fn a_strided_view_serves_its_storage_raw_and_its_data_computed() {
+    let file = real().with_file_name("views.pt");
+    let m = Mount::new(&file, &[]);
+    let meta = fs::read_to_string(m.join("weight_t/meta.json")).unwrap();
+    let doc = json::Json::parse(&meta);
+    assert_eq!(doc["layout"].text(), "torch:strided");
+    let part = &doc["parts"].items()[0];
+    assert_eq!(part["name"].text(), "storage");
+    assert!(
+        part["refused"].text().contains("stored bytes only"),
+        "{meta}"
+    );
+    assert_eq!(fs::read(m.join("weight_t/storage.raw")).unwrap().len(), 96);
+    assert_eq!(fs::read(m.join("weight_t/data")).unwrap().len(), 96);
+}
