@@ -219,11 +219,9 @@ pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
     // By name: a pickle may name a storage for each of millions of tensors.
     let by_name: HashMap<&[u8], &Member> = members.iter().map(|m| (m.name.as_slice(), m)).collect();
     let find = |rest: &str| by_name.get(format!("{archive}/{rest}").as_bytes()).copied();
-    if find("constants.pkl").is_some()
-        || members
-            .iter()
-            .any(|m| m.name.starts_with(format!("{archive}/code/").as_bytes()))
-    {
+    let code = format!("{archive}/code/");
+    let code = code.as_bytes();
+    if find("constants.pkl").is_some() || members.iter().any(|m| m.name.starts_with(code)) {
         return Err(archive_err(
             "a TorchScript archive (torch.jit.save: constants.pkl, code/): its tensors come with code, which ztfs does not run; save the module's state_dict() with torch.save",
         ));
