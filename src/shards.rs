@@ -42,14 +42,7 @@ pub fn positional_path(root: &Path, name: &str) -> PathBuf {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    // A URL's name is percent-encoded; `beside` encodes the whole anew.
-    #[cfg(feature = "remote")]
-    let stem = match crate::store::url_of(root) {
-        Some(_) => percent_encoding::percent_decode_str(&stem)
-            .decode_utf8_lossy()
-            .into_owned(),
-        None => stem,
-    };
+    let stem = crate::store::plain_name(root, &stem);
     crate::store::beside(root, &format!("{stem}-{name}.zt"))
 }
 

@@ -38,7 +38,7 @@ pub enum Format {
 /// Each format with a magic, and the magic.
 const MAGICS: [(Format, &[u8]); 4] = [
     (Format::Zt, &super::MAGIC),
-    (Format::Zip, b"PK\x03\x04"),
+    (Format::Zip, super::zip::MAGIC),
     (Format::Hurray, &hurray::FILE_MAGIC),
     (Format::Gguf, &gguf::MAGIC),
 ];

@@ -15,6 +15,9 @@
 use crate::error::{Error, Result, Rule};
 use crate::format::Ranges;
 
+/// A zip's first bytes: a member's local header.
+pub const MAGIC: &[u8; 4] = b"PK\x03\x04";
+
 /// Most members an archive may have.
 pub const MAX_MEMBERS: usize = 1 << 20;
 /// The buffer the directory is read through (rawzip's recommended size;

@@ -63,18 +63,7 @@ pub fn split_file_name(prefix: &str, no: u32, count: u32) -> String {
 fn family(path: &Path, first: &File) -> Option<(String, u32)> {
     let count = first.split_count()?;
     let no = first.get(SPLIT_NO).and_then(gguf::Value::as_int);
-    let name = super::file_name(path)?;
-    // A URL's name is percent-encoded; `store::beside` encodes the name
-    // of each other file anew.
-    #[cfg(feature = "remote")]
-    let name = match crate::store::url_of(path) {
-        Some(_) => percent_encoding::percent_decode_str(name)
-            .decode_utf8_lossy()
-            .into_owned(),
-        None => name.to_string(),
-    };
-    #[cfg(not(feature = "remote"))]
-    let name = name.to_string();
+    let name = crate::store::plain_name(path, super::file_name(path)?);
     let (prefix, one, named) = split_name(&name)?;
     let prefix = prefix.to_string();
     (no == Some(0) && one == 1 && i128::from(named) == count).then_some((prefix, named))

@@ -219,19 +219,18 @@ fn open_files(index: &Path, idx: &index::Index) -> Result<Opened> {
                 "{name:?}: the checkpoint's files mix safetensors and PyTorch files; transformers reads one kind per index"
             )));
         }
-        let objects = match &shard {
+        let objects = match shard {
             Shard::Safetensors(header) => {
                 data_len = data_len.saturating_add(store.len() - header.data_start());
-                safetensors::objects::objects(header)
+                safetensors::objects::objects(&header)
             }
             Shard::Torch(file) => {
                 data_len = data_len.saturating_add(file.data_len());
-                pytorch::objects::objects(file)
+                let objects = pytorch::objects::objects(&file);
+                torch.add(name, file);
+                objects
             }
         };
-        if let Shard::Torch(file) = shard {
-            torch.add(name, file);
-        }
         let text = Text::from(name.as_str());
         for mut o in objects {
             for p in &mut o.parts {
@@ -264,7 +263,7 @@ type Found = Result<(Store, Shard)>;
 /// for a zip, the PyTorch checkpoint) read.
 fn open_header(index: &Path, name: &str) -> Found {
     let store = Store::open(&crate::store::beside(index, name))?;
-    let zip = store.slice(0, store.len().min(4))?.as_ref() == b"PK\x03\x04";
+    let zip = store.slice(0, store.len().min(4))?.as_ref() == crate::format::zip::MAGIC;
     let shard = match zip {
         true => pytorch::read_file_from(&store).map(Shard::Torch),
         false => safetensors::read_header_from(&store).map(Shard::Safetensors),

@@ -223,13 +223,15 @@ impl Source {
                 model,
                 tensors: Some(h),
                 ..
-            } => match model.tensor_data(*h.computed.get(&object.name)?) {
-                TensorData::Computed { view, .. } => {
-                    let i = *h.computed.get(&object.name)?;
-                    Some((view, model.view_store(i).ok()?))
+            } => {
+                let i = *h.computed.get(&object.name)?;
+                match model.tensor_data(i) {
+                    TensorData::Computed { view, .. } => Some((view, model.view_store(i).ok()?)),
+                    TensorData::ByLayout | TensorData::Stored { .. } | TensorData::Absent(_) => {
+                        None
+                    }
                 }
-                TensorData::ByLayout | TensorData::Stored { .. } | TensorData::Absent(_) => None,
-            },
+            }
             _ => None,
         }
     }

@@ -544,6 +544,18 @@ pub(crate) fn path_segment(name: &str) -> String {
     name.to_string()
 }
 
+/// `name`, a component of `path`, as a plain name: percent-decoded when
+/// `path` is a URL (whose components are encoded; [`beside`] encodes a
+/// name anew), else as it is.
+pub fn plain_name(path: &Path, name: &str) -> String {
+    #[cfg(feature = "remote")]
+    if url_of(path).is_some() {
+        return (percent_encoding::percent_decode_str(name).decode_utf8_lossy()).into_owned();
+    }
+    let _ = path;
+    name.to_string()
+}
+
 /// The URL `path` spells, when it is one [`remote`] reads (`http://`,
 /// `https://`, `s3://`).
 pub fn url_of(path: &Path) -> Option<&str> {

@@ -301,19 +301,28 @@ impl Remote {
         read.ok_or_else(|| super::unreachable_miss(&self.url))
     }
 
+    /// The end of `[offset, offset + len)`, checked to lie in the object.
+    fn end_of(&self, offset: u64, len: u64) -> Result<u64> {
+        (offset.checked_add(len))
+            .filter(|&e| e <= self.len)
+            .ok_or_else(|| {
+                let why = format!(
+                    "range [{offset}, +{len}) is outside the object ({} bytes)",
+                    self.len
+                );
+                Error::at(self.url.clone(), Error::OutOfRange(why))
+            })
+    }
+
     /// A few bytes far from where anything is read soon (a zip member's
     /// local header): from the tail read at open or a block held, else by
     /// one request of exactly these bytes, past the block cache (a block
     /// would be a megabyte for thirty bytes).
     pub fn read_small(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let end = (offset.checked_add(len)).filter(|&e| e <= self.len);
-        let Some(end) = end else {
-            let why = format!(
-                "range [{offset}, +{len}) is outside the object ({} bytes)",
-                self.len
-            );
-            return Err(Error::at(self.url.clone(), Error::OutOfRange(why)));
-        };
+        let end = self.end_of(offset, len)?;
+        if len == 0 {
+            return Ok(Vec::new());
+        }
         let (start, tail) = &self.tail;
         if offset >= *start {
             let at = (offset - start) as usize;
@@ -364,15 +373,7 @@ impl Remote {
         reach: Reach,
         part: Option<PartRead>,
     ) -> Result<Option<Shared>> {
-        let end = (offset.checked_add(len))
-            .filter(|&e| e <= self.len)
-            .ok_or_else(|| {
-                let why = format!(
-                    "range [{offset}, +{len}) is outside the object ({} bytes)",
-                    self.len
-                );
-                Error::at(self.url.clone(), Error::OutOfRange(why))
-            })?;
+        let end = self.end_of(offset, len)?;
         if len == 0 {
             return Ok(Some((Arc::default(), 0..0)));
         }
