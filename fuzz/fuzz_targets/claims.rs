@@ -24,7 +24,8 @@ const READ_BUDGET: u64 = 16 << 20;
 struct Claimed<'a> {
     head: &'a [u8],
     tail: &'a [u8],
-    read: std::cell::Cell<u64>,
+    /// Bytes given so far (atomic: a reader may read from threads).
+    read: std::sync::atomic::AtomicU64,
 }
 
 impl Ranges for Claimed<'_> {
@@ -34,11 +35,15 @@ impl Ranges for Claimed<'_> {
 
     fn get(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
         let end = offset.checked_add(len).filter(|&e| e <= SIZE);
-        let read = self.read.get().saturating_add(len);
-        let Some(end) = end.filter(|_| read <= READ_BUDGET) else {
-            return Err(Error::Unsupported(format!("fuzz: no read of [{offset}, +{len})")));
+        use std::sync::atomic::Ordering::Relaxed;
+        let given = (self.read).fetch_update(Relaxed, Relaxed, |read| {
+            Some(read.saturating_add(len)).filter(|&r| r <= READ_BUDGET)
+        });
+        let Some(end) = end.filter(|_| given.is_ok()) else {
+            return Err(Error::Unsupported(format!(
+                "fuzz: no read of [{offset}, +{len})"
+            )));
         };
-        self.read.set(read);
         let mut out = vec![0u8; len as usize];
         // The head's bytes in [offset, end), then the tail's.
         let h = self.head.len() as u64;

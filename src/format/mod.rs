@@ -14,6 +14,7 @@ pub mod json;
 pub mod manifest;
 pub mod npy;
 pub mod npz;
+pub mod prefetch;
 pub mod profiles;
 pub mod pytorch;
 pub mod safetensors;

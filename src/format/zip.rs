@@ -1,9 +1,9 @@
 //! A zip archive's members, where their bytes are: the directory read by
 //! the `rawzip` crate through [`Ranges`], so a file by URL reads only its
 //! end, its directory and the local headers: those as small reads
-//! ([`Ranges::get_small`]: thirty bytes, not the block around them), up to
-//! [`AT_ONCE`] at a time where the file is not in memory (each is a round
-//! trip by URL).
+//! ([`Ranges::get_small`]: thirty bytes, not the block around them), up
+//! to [`AT_ONCE`](crate::format::prefetch::AT_ONCE) at a time where the
+//! file is not in memory (each is a round trip by URL).
 //!
 //! rawzip allocates nothing by a number from the file: it reads the
 //! directory through a buffer of ours ([`BUFFER`]); the members are
@@ -13,6 +13,7 @@
 //! checked to lie inside the file.
 
 use crate::error::{Error, Result, Rule};
+use crate::format::prefetch::at_once;
 use crate::format::Ranges;
 
 /// A zip's first bytes: a member's local header.
@@ -26,8 +27,6 @@ pub const BUFFER: usize = 1 << 17;
 /// Reads of at most this many bytes are small ([`Ranges::get_small`]):
 /// rawzip reads a local header's fixed 30 bytes alone.
 const SMALL: usize = 64;
-/// Local headers read at once from a file not in memory.
-pub const AT_ONCE: usize = 16;
 
 /// A member of an archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,27 +138,4 @@ pub fn members(file: &(dyn Ranges + Sync)) -> Result<Vec<Member>> {
         });
     }
     Ok(out)
-}
-
-/// `f` of `0..n`, up to [`AT_ONCE`] at a time, in order.
-fn at_once<T: Send>(n: usize, f: &(dyn Fn(usize) -> T + Sync)) -> Vec<T> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<T>>> =
-        (0..n).map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..AT_ONCE.min(n) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let r = f(i);
-                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-            });
-        }
-    });
-    (slots.into_iter())
-        .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
-        .map(|r| r.expect("every index is taken by one thread"))
-        .collect()
 }

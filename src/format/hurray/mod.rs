@@ -113,6 +113,7 @@ mod sections;
 mod tests;
 
 use crate::error::{Error, Result, Rule};
+use crate::format::prefetch::Prefetched;
 use crate::format::Ranges;
 
 pub use composite::{members as composite_members, MAX_COMPOSITE_DEPTH};
@@ -420,18 +421,20 @@ pub fn read_file(file: &[u8]) -> Result<File> {
 /// It reads the header, the trailer, the index, the KV section, each
 /// descriptor and the padding gaps, each once its bounds are checked
 /// against the file's size, and never a buffer's bytes. From a map these
-/// are borrowed slices; from a remote object, a request per block of the
-/// file they touch (descriptors sit before their buffers, spread through
-/// the file).
-pub fn read_file_from(file: &dyn Ranges) -> Result<File> {
+/// are borrowed slices. From a remote object (descriptors sit before
+/// their buffers, spread through the file), each descriptor with the
+/// padding on either side of it, where the index says they are, is
+/// fetched ahead by a small read, several at a time
+/// ([`crate::format::prefetch`]), not as the block around it.
+pub fn read_file_from(file: &(dyn Ranges + Sync)) -> Result<File> {
     match file.in_memory() {
         // A map: its slices, without the store's bookkeeping per range.
-        Some(bytes) => read_ranges(&bytes),
-        None => read_ranges(file),
+        Some(bytes) => read_ranges(&bytes, false),
+        None => read_ranges(file, true),
     }
 }
 
-fn read_ranges(file: &dyn Ranges) -> Result<File> {
+fn read_ranges(file: &(dyn Ranges + Sync), ahead: bool) -> Result<File> {
     let header = container::parse_header(file)?;
     let trailer = container::parse_trailer(file)?;
     // In bounds: parse_trailer checked index_offset + index_length.
@@ -439,6 +442,14 @@ fn read_ranges(file: &dyn Ranges) -> Result<File> {
     container::check_crc(&header, &trailer, &index)?;
     let entries = container::parse_index(&index, trailer.index_offset, header.flags)?;
     let kv = kv::read_kv(file, &header, &trailer)?;
+    let near;
+    let file: &dyn Ranges = match ahead {
+        true => {
+            near = Prefetched::new(file, &around_descriptors(&entries))?;
+            &near
+        }
+        false => file,
+    };
     let mut tensors = Vec::with_capacity(entries.len());
     for e in entries {
         tensors.push(descriptor::read_tensor(file, e)?);
@@ -451,6 +462,27 @@ fn read_ranges(file: &dyn Ranges) -> Result<File> {
         tensors,
         kv,
     })
+}
+
+/// Where the index says each descriptor and the padding before and after
+/// it lie: from the end of the data before it (the header's end for the
+/// first) to its data's start. Hints for [`Prefetched`]: the index is
+/// checked against the descriptors later, and a wrong hint costs a
+/// bounded read, never a wrong byte.
+fn around_descriptors(entries: &[container::Entry<'_>]) -> Vec<(u64, u64)> {
+    let mut by_offset: Vec<&container::Entry<'_>> = entries.iter().collect();
+    by_offset.sort_unstable_by_key(|e| e.descriptor_offset);
+    let mut out = Vec::with_capacity(3 * by_offset.len());
+    let mut before = HEADER_LEN;
+    for e in by_offset {
+        let (off, len) = (e.descriptor_offset, u64::from(e.descriptor_length));
+        out.push((before, off.saturating_sub(before)));
+        out.push((off, len));
+        let end = off.saturating_add(len);
+        out.push((end, e.data_offset.saturating_sub(end)));
+        before = e.data_offset.saturating_add(e.data_length);
+    }
+    out
 }
 
 /// Decodes and checks one descriptor on its own (as in the conformance
