@@ -210,3 +210,47 @@ fn a_strided_view_serves_its_storage_raw_and_its_data_computed() {
     assert_eq!(fs::read(m.join("weight_t/storage.raw")).unwrap().len(), 96);
     assert_eq!(fs::read(m.join("weight_t/data")).unwrap().len(), 96);
 }
+
+/// `_rebuild_tensor_v2(storage(key, TYPE, numel), 0, (n,), (1,), False,
+/// OrderedDict())` as protocol 2 pickles it.
+fn v2_tensor(key: &str, storage_type: &str, numel: u8, n: u8) -> Vec<u8> {
+    let mut p = b"ctorch._utils\n_rebuild_tensor_v2\n((X\x07\x00\x00\x00storage".to_vec();
+    p.extend(format!("ctorch\n{storage_type}\n").as_bytes());
+    p.push(b'X');
+    p.extend((key.len() as u32).to_le_bytes());
+    p.extend(key.as_bytes());
+    p.extend(b"X\x03\x00\x00\x00cpuK");
+    p.extend([
+        numel, b't', b'Q', b'K', 0, b'K', n, 0x85, b'K', 1, 0x85, 0x89,
+    ]);
+    p.extend(b"ccollections\nOrderedDict\n)RtR");
+    p
+}
+
+/// One storage named by two tensors as two types: torch.save never writes
+/// it ("Cannot save multiple tensors or storages that view the same data
+/// as different types"), and torch.load would read the second as the
+/// first's type (it keeps one storage per key): refused, not shown as the
+/// second says.
+#[test]
+fn a_storage_named_as_two_types_is_refused() {
+    // {a: 4 elements of storage '0' as TYPE_A, b: 4 of it as TYPE_B}.
+    let file = |second: &str| {
+        let mut p = b"\x80\x02}(X\x01\x00\x00\x00a".to_vec();
+        p.extend(v2_tensor("0", "FloatStorage", 4, 4));
+        p.extend(b"X\x01\x00\x00\x00b");
+        let numel = if second == "HalfStorage" { 8 } else { 4 };
+        p.extend(v2_tensor("0", second, numel, 4));
+        p.extend(b"u.");
+        zip::stored(&[("m/data.pkl", &p[..]), ("m/data/0", &[0u8; 16])])
+    };
+    // The same type twice: tied weights.
+    let (code, err) = check(&file("FloatStorage"));
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = check(&file("HalfStorage"));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("TorchArchive") && err.contains("as two types"),
+        "{err}"
+    );
+}

@@ -250,15 +250,32 @@ pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
     walk.value(pickled.value, &mut Vec::new(), 0)?;
     let (found, other_values) = (walk.found, walk.other);
     let mut storages: Vec<Storage> = Vec::new();
-    // torch.load keeps one storage per key, however many ids name it.
-    let mut by_key: HashMap<&str, usize> = HashMap::new();
+    // torch.load keeps one storage per key, however many ids name it, as
+    // the type the first names: a later id naming another type would be
+    // read as the first's by torch and as its own here. torch.save never
+    // writes one ("Cannot save multiple tensors or storages that view the
+    // same data as different types"): refused.
+    let mut by_key: HashMap<&str, (usize, StorageType)> = HashMap::new();
     let mut tensors = Vec::with_capacity(found.len());
     for (name, t) in found {
         let Some(Obj::Storage(s)) = pickled.arena.get(t.storage as usize) else {
             unreachable!("the pickle makes a tensor of a storage only")
         };
         let storage = match by_key.get(s.key.as_str()) {
-            Some(&k) => k,
+            Some(&(k, ty)) if ty == s.ty => k,
+            Some(&(_, ty)) => {
+                let named = |t: StorageType| match t {
+                    StorageType::Typed(d) => format!("{d:?}"),
+                    StorageType::Untyped => "untyped".into(),
+                    StorageType::Other => "a type without a zTensor one".into(),
+                };
+                return Err(archive_err(format!(
+                    "storage {:?} is named as two types ({} and {}): torch would read both as the first",
+                    s.key,
+                    named(ty),
+                    named(s.ty)
+                )));
+            }
             None => {
                 let m = find(&format!("data/{}", s.key)).ok_or_else(|| {
                     archive_err(format!(
@@ -284,7 +301,7 @@ pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
                     offset: m.offset,
                     len: m.len,
                 });
-                by_key.insert(&s.key, storages.len() - 1);
+                by_key.insert(&s.key, (storages.len() - 1, s.ty));
                 storages.len() - 1
             }
         };
