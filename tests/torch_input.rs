@@ -254,3 +254,22 @@ fn a_storage_named_as_two_types_is_refused() {
         "{err}"
     );
 }
+
+/// A member given twice (a second `data/0` after the first): zip readers
+/// differ on which they read, so it is refused, not read as one of them.
+#[test]
+fn a_member_given_twice_is_refused() {
+    let mut p = b"\x80\x02}(X\x01\x00\x00\x00a".to_vec();
+    p.extend(v2_tensor("0", "FloatStorage", 4, 4));
+    p.extend(b"u.");
+    let (code, err) = check(&zip::stored(&[
+        ("m/data.pkl", &p[..]),
+        ("m/data/0", &[0u8; 16]),
+        ("m/data/0", &[1u8; 16]),
+    ]));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("TorchArchive") && err.contains("\"m/data/0\" is in the archive twice"),
+        "{err}"
+    );
+}

@@ -217,7 +217,17 @@ pub fn is_torch(members: &[Member]) -> bool {
 pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
     let archive = top_folder(members)?;
     // By name: a pickle may name a storage for each of millions of tensors.
-    let by_name: HashMap<&[u8], &Member> = members.iter().map(|m| (m.name.as_slice(), m)).collect();
+    // A name given twice is refused: Python's zipfile reads the last,
+    // torch's reader (miniz) whichever its search meets.
+    let mut by_name: HashMap<&[u8], &Member> = HashMap::with_capacity(members.len());
+    for m in members {
+        if by_name.insert(m.name.as_slice(), m).is_some() {
+            return Err(archive_err(format!(
+                "member {:?} is in the archive twice: zip readers differ on which they read",
+                m.name()
+            )));
+        }
+    }
     let find = |rest: &str| by_name.get(format!("{archive}/{rest}").as_bytes()).copied();
     let code = format!("{archive}/code/");
     let code = code.as_bytes();
