@@ -315,9 +315,11 @@ impl Remote {
     }
 
     /// A few bytes far from where anything is read soon (a zip member's
-    /// local header): from the tail read at open or a block held, else by
-    /// one request of exactly these bytes, past the block cache (a block
-    /// would be a megabyte for thirty bytes).
+    /// local header, a Hurray descriptor): from the tail read at open, a
+    /// block held or one kept in the disk cache (a later open's, once the
+    /// data around them was read), else by one request of exactly these
+    /// bytes, past the block cache (a block would be a megabyte for thirty
+    /// bytes).
     pub fn read_small(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
         let end = self.end_of(offset, len)?;
         if len == 0 {
@@ -331,8 +333,14 @@ impl Remote {
         let grid = Grid::ZERO;
         let j = grid.block_of(offset);
         if grid.block_of(end - 1) == j {
+            let at = (offset - grid.start(j)) as usize;
             if let Some(b) = self.blocks.peek(self.key(grid, j)) {
-                let at = (offset - grid.start(j)) as usize;
+                return Ok(b[at..at + len as usize].to_vec());
+            }
+            // Kept on disk: loaded into the block cache as any read would.
+            let on_disk = |d: &disk::Disk| d.has(&disk::key(&self.id, grid.key(j)));
+            if self.disk.as_deref().is_some_and(on_disk) {
+                let b = (self.blocks).get(self.key(grid, j), || self.load(grid, j))?;
                 return Ok(b[at..at + len as usize].to_vec());
             }
         }

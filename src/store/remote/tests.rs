@@ -564,6 +564,42 @@ fn blocks_kept_in_a_disk_cache_serve_a_later_open() {
     assert_eq!(store.gets().len(), 7);
 }
 
+/// A small read asks for exactly its bytes and keeps no block; inside a
+/// block held, or kept in the disk cache by an earlier open, it asks for
+/// nothing.
+#[test]
+fn a_small_read_asks_for_its_bytes_or_for_nothing_where_a_block_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(disk::Disk::open(&dir.path().join("cache"), 64 * BLOCK).unwrap());
+    let data = bytes(6 * BLOCK, 13);
+    let store = Arc::new(Faulty::default());
+    put(&store, &data);
+    let small = |r: &Remote, at: u64| {
+        assert_eq!(r.read_small(at, 30).unwrap(), data[at as usize..][..30]);
+    };
+    let r = Remote::open_with(URL, store.clone(), Some(disk.clone()), blocks()).unwrap();
+    small(&r, BLOCK + 5);
+    assert_eq!(
+        (store.gets().len(), store.gets()[1].clone()),
+        (2, BLOCK + 5..BLOCK + 35)
+    );
+    small(&r, BLOCK + 5);
+    assert_eq!(store.gets().len(), 3, "no block kept: asked again");
+    read(&r, 2 * BLOCK, 64).unwrap();
+    small(&r, 2 * BLOCK + 100);
+    assert_eq!(store.gets().len(), 4, "in a block held: nothing asked");
+    drop(r);
+    let again = Remote::open_with(URL, store.clone(), Some(disk), blocks()).unwrap();
+    small(&again, 2 * BLOCK + 200);
+    small(&again, 2 * BLOCK + 300);
+    assert_eq!(store.gets().len(), 5, "kept on disk: only the tail asked");
+    small(&again, BLOCK + 5);
+    assert_eq!(
+        (store.gets().len(), store.gets()[5].clone()),
+        (6, BLOCK + 5..BLOCK + 35)
+    );
+}
+
 /// A read that may not wait (a FUSE worker's) gives what is held and
 /// nothing else: a block not held asks no request and gives `None`; once
 /// a read that may wait has fetched it, it is at hand; the tail always is.
