@@ -136,3 +136,35 @@ fn many_deflated_members_share_one_memory_file() {
     let last = cat(&f, "a4999", "data", false).unwrap();
     assert!(last == [4999f32.to_le_bytes(), 1f32.to_le_bytes()].concat());
 }
+
+/// np.savez(f, **{"": a}) writes a member `.npy`: numpy loads it as the
+/// array named "". Its directory is the hashed form of the empty name
+/// (an empty component failed the listing of the whole root with EIO);
+/// its meta.json names it.
+#[test]
+fn an_array_named_empty_is_listed_and_served() {
+    let d = tempfile::tempdir().unwrap();
+    let a = npy(&values(5));
+    let f = write(
+        d.path(),
+        "e.npz",
+        &zip::stored(&[(".npy", &a), ("b.npy", &a)]),
+    );
+    let m = Mount::new(&f, &[]);
+    let mut listed: Vec<String> = (fs::read_dir(m.path()).unwrap())
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    listed.sort();
+    let hashed = "%~99aa06d3014798d86001c324468d497f";
+    assert_eq!(
+        listed,
+        [hashed, "b", "manifest.json", "model.safetensors"],
+        "the root lists"
+    );
+    let meta = fs::read_to_string(m.join(hashed).join("meta.json")).unwrap();
+    assert!(meta.contains("\"name\": \"\","), "{meta}");
+    assert_eq!(
+        fs::read(m.join(hashed).join("data")).unwrap(),
+        a[a.len() - 20..]
+    );
+}

@@ -31,7 +31,9 @@
 //!    triple nor a UTF-8 character and leaves room for a 34-byte tail: `%~`
 //!    and the 32 lowercase hex digits of the XXH3-128 (seed 0) of the real
 //!    name's bytes, as `xxhsum -H2` prints it. Such a component is called
-//!    shortened ([`is_shortened`]).
+//!    shortened ([`is_shortened`]). The empty name, which zTensor forbids
+//!    but other formats allow (an `.npz` member named `.npy`, a PyTorch
+//!    dict key `""`), takes this form too: `%~` and its hash.
 //!
 //! [`unescape`] decodes every `%XX` and so recovers the real name from any
 //! component that was not shortened. `%~` never occurs in an unshortened
@@ -126,7 +128,9 @@ pub fn escape(name: &str, reserved: &Reserved<'_>, max_len: usize) -> String {
     );
     let mut component = percent_encode(name);
     let stuck = avoid_reserved(&mut component, reserved).is_err();
-    if stuck || component.len() > max_len {
+    // The empty name (zTensor forbids it; an .npz member `.npy` or a
+    // PyTorch dict key "" has it) has no component of its own.
+    if stuck || component.len() > max_len || component.is_empty() {
         shorten(&mut component, name, max_len);
     }
     component
@@ -346,6 +350,16 @@ mod tests {
         assert_eq!(plain("a b~c"), "a b~c");
         assert_eq!(plain("a."), "a.");
         assert_eq!(plain("a..b"), "a..b");
+    }
+
+    /// The empty name (an .npz member `.npy`): its hashed form, never an
+    /// empty component (which fails a whole directory's listing).
+    #[test]
+    fn the_empty_name_takes_the_hashed_form() {
+        for reserved in [&ROOT, &OBJECT, &PART, &Reserved::NONE] {
+            let c = check("", reserved, NAME_MAX);
+            assert_eq!(c, format!("%~{:032x}", xxh3_128(b"")));
+        }
     }
 
     #[test]
