@@ -150,8 +150,6 @@ SafetensorsEntry,
 SafetensorsDtype,
 /// `__metadata__` is not an object whose values are all strings (or `null`).
 SafetensorsMetadata,
-/// A tensor's name is empty: a mount has no path component for it.
-SafetensorsName,
 /// In offset order, a tensor does not start where the previous one ended (the first at 0): a gap or an overlap; or it ends before it starts (README § Format notes: the byte buffer cannot contain holes).
 SafetensorsOffsets,
 /// A tensor's element count times its dtype's bits overflows 64 bits, is not whole bytes (sub-byte dtypes), or is not the length its `data_offsets` span.

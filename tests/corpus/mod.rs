@@ -36,7 +36,7 @@ use std::path::PathBuf;
 /// `Rule` enum, in the order a reader checks them (implementer notes §1),
 /// then the Hurray, safetensors and GGUF rules in the order of `Rule::ALL`
 /// in `src/error.rs`.
-pub const RULES: [&str; 76] = [
+pub const RULES: [&str; 75] = [
     "FileTooSmall",
     "HeaderMagic",
     "FooterMagic",
@@ -92,7 +92,6 @@ pub const RULES: [&str; 76] = [
     "SafetensorsEntry",
     "SafetensorsDtype",
     "SafetensorsMetadata",
-    "SafetensorsName",
     "SafetensorsOffsets",
     "SafetensorsSize",
     "SafetensorsCoverage",

@@ -44,6 +44,8 @@ REFUSED = {
     "digest-unknown-algorithm.zt": ("the part's digest is of an algorithm ztfs does not know "
                                     "(blake3), so its bytes cannot be confirmed",
                                     "is not one this reader knows"),
+    "name-empty.safetensors": ("zTensor object names are 1 to 1024 bytes (§3.5): a tensor named \"\" cannot be written",
+                               "empty object name"),
     "data-shard.zt": ("a data shard has no objects to pack", "a data shard has no objects"),
     "minimal-data-shard.zt": ("a data shard has no objects to pack", "a data shard has no objects"),
     "digest-mismatch-sha256.zt": (_DIGEST, "rejected (Digest)"),

@@ -32,7 +32,6 @@ KNOWN = {
     "duplicate-metadata-key.safetensors": "duplicate keys are disallowed; the crate keeps the last",
     "entry-array.safetensors": "serde's derive takes a struct written as an array",
     "entry-dtype-object.safetensors": "serde takes a unit variant written as {\"U8\": null}",
-    "name-empty.safetensors": "a mount has no path component for an empty name",
 }
 
 # Every numpy dtype safetensors.numpy writes, with shapes: scalars, empty

@@ -391,9 +391,6 @@ fn parse_metadata(value: Json) -> Result<Option<Vec<(String, String)>>> {
 /// One tensor entry: an object with `dtype` (a known name), `shape` (an
 /// array of u64) and `data_offsets` (two u64); other fields are ignored.
 fn parse_entry(name: String, value: Json) -> Result<Tensor> {
-    if name.is_empty() {
-        return Err(reject(Rule::SafetensorsName, "a tensor has an empty name"));
-    }
     let shown = truncate(&name);
     let Json::Object(fields) = value else {
         return Err(bad_entry(

@@ -198,7 +198,7 @@ fn serde_only_entry(bytes: &[u8]) -> bool {
 fn documented(bytes: &[u8], e: &Error) -> std::result::Result<(), String> {
     let header_start = bytes.get(8).copied();
     match e.rule() {
-        Some(Rule::SafetensorsDuplicateKey | Rule::SafetensorsName) => Ok(()),
+        Some(Rule::SafetensorsDuplicateKey) => Ok(()),
         Some(Rule::SafetensorsJson) if header_start != Some(b'{') => Ok(()),
         Some(Rule::SafetensorsEntry) if serde_only_entry(bytes) => Ok(()),
         _ => Err(format!("the crate accepts, ztfs refuses: {e}")),
@@ -269,7 +269,6 @@ fn the_decisions_are_where_the_crate_differs() {
             r#"{"a":{"dtype":{"U8":null},"shape":[1],"data_offsets":[0,1]}}"#.to_string(),
             Rule::SafetensorsEntry,
         ),
-        (format!(r#"{{"":{t}}}"#), Rule::SafetensorsName),
     ];
     for (header, rule) in cases {
         let f = file(&header, &[5]);
