@@ -330,7 +330,9 @@ def main() -> int:
     finally:
         emu.proc.terminate()
         try:
-            rc = emu.proc.wait(10)
+            # Generous: on a loaded machine (a CI run beside other builds)
+            # 10 s once ran out, and the kill made this check fail.
+            rc = emu.proc.wait(60)
         except subprocess.TimeoutExpired:
             emu.proc.kill()
             rc = emu.proc.wait()

@@ -33,7 +33,10 @@
 //!   allows them; ggml refuses them; gguf-py reads them).
 //! - **Tensor names** are 1..=64 bytes without U+0000 (the spec's 64;
 //!   ggml refuses 64 too, and an embedded U+0000 would shorten the name it
-//!   keeps; an empty name has no directory).
+//!   keeps). ggml and gguf-py read an empty name; ztfs refuses it, which
+//!   also ends at once a run of zeros read as tensor infos (a sparse file
+//!   claiming 2^35 tensors: with empty names allowed, each zero info is
+//!   valid and their repeated names are found only after all are read).
 //! - **Tensor offsets** need only be aligned, inside the file and not
 //!   overlap (the spec); ggml also requires them in info order, each
 //!   directly after the previous one padded to the alignment. Zero-length
