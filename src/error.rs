@@ -185,11 +185,11 @@ GgufVersion,
 GgufCount,
 /// A malformed key-value pair: truncated, an empty, repeated or non-UTF-8 key, an unknown value type, a bool byte other than 0/1, a non-UTF-8 string, arrays nested too deep (gguf.md § Standardized key-value pairs, `gguf_metadata_value_type`).
 GgufKv,
-/// A malformed tensor info: truncated, a name empty, over 64 bytes, holding U+0000 or not UTF-8, more than 4 dims, a dim or element count not below 2^63 - 1, an unknown ggml type, a row not a whole number of blocks, a byte size that overflows (gguf.md `gguf_tensor_info_t`).
+/// A malformed tensor info: truncated, a name over 64 bytes, holding U+0000, not UTF-8 or repeated, more than 4 dims, a dim or element count not below 2^63 - 1, an unknown ggml type, a row not a whole number of blocks, a byte size that overflows (gguf.md `gguf_tensor_info_t`).
 GgufTensorInfo,
 /// `general.alignment` not a `uint32`, or not a power of two that is a multiple of 8 (gguf.md § Required: general.alignment).
 GgufAlignment,
-/// A tensor's data misplaced: an offset not a multiple of the alignment, bytes past the end of the file, two tensors overlapping, a repeated name, a data section starting past the end (gguf.md `tensor_data`).
+/// A tensor's data misplaced: an offset not a multiple of the alignment, bytes past the end of the file, two tensors overlapping, a data section starting past the end (gguf.md `tensor_data`).
 GgufData,
 /// A file of a split model (`NAME-0000K-of-0000N.gguf`, opened from its first file) disagrees with the split: its `split.no` is not K - 1, its `split.count` not N, its `split.tensors.count` not the first file's, a tensor name is in two files, or the files together do not hold `split.tensors.count` tensors (llama.cpp's loader refuses each).
 GgufSplit,

@@ -56,7 +56,8 @@ TYPE_NAMES = {
 
 def write_files(outdir: str) -> list[str]:
     """A few files written by GGUFWriter: KVs of several types (arrays and
-    strings too), F32/F16/Q8_0/Q4_0 tensors, default and non-default alignment."""
+    strings too), F32/F16/Q8_0/Q4_0 tensors, default and non-default
+    alignment, a tensor named ""."""
     import gguf
 
     os.makedirs(outdir, exist_ok=True)
@@ -89,6 +90,9 @@ def write_files(outdir: str) -> list[str]:
         w.add_tensor("blk.0.ffn_up.weight", q8, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
         q4 = rng.integers(0, 256, (2, 18), dtype=np.uint8)
         w.add_tensor("blk.0.ffn_down.weight", q4, raw_dtype=gguf.GGMLQuantizationType.Q4_0)
+        if alignment == 64:
+            # GGUFWriter writes an empty name (the spec forbids none); ztfs reads it.
+            w.add_tensor("", rng.standard_normal(5).astype(np.float32))
         w.write_header_to_file()
         w.write_kv_data_to_file()
         w.write_tensors_to_file()

@@ -29,6 +29,7 @@ _DIGEST = ("the part's bytes do not match its digest: pack refuses to copy a cor
            "(convert re-hashes the wrong bytes and writes a digest that verifies)")
 _ENCODING = "the zstd-seekable part is broken (§5.3): it cannot be decoded faithfully"
 _NO_SHARD = "a data shard of this model is not in the corpus, so its parts cannot be read"
+_EMPTY_NAME = "zTensor object names are 1 to 1024 bytes (§3.5): a tensor named \"\" cannot be written"
 # File -> (why ztfs pack refuses it, text its message must hold).
 REFUSED = {
     "bool-byte-2.safetensors": (_DAMAGED + ": a bool byte 2 (Appendix A)", "rejected (LayoutData)"),
@@ -44,8 +45,8 @@ REFUSED = {
     "digest-unknown-algorithm.zt": ("the part's digest is of an algorithm ztfs does not know "
                                     "(blake3), so its bytes cannot be confirmed",
                                     "is not one this reader knows"),
-    "name-empty.safetensors": ("zTensor object names are 1 to 1024 bytes (§3.5): a tensor named \"\" cannot be written",
-                               "empty object name"),
+    "name-empty.safetensors": (_EMPTY_NAME, "empty object name"),
+    "name-empty.gguf": (_EMPTY_NAME, "empty object name"),
     "data-shard.zt": ("a data shard has no objects to pack", "a data shard has no objects"),
     "minimal-data-shard.zt": ("a data shard has no objects to pack", "a data shard has no objects"),
     "digest-mismatch-sha256.zt": (_DIGEST, "rejected (Digest)"),

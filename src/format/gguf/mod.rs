@@ -31,12 +31,11 @@
 //!   says (ggml does not check; gguf-py decodes keys and names strictly).
 //! - **Nested arrays** are read, up to [`MAX_ARRAY_DEPTH`] (the spec
 //!   allows them; ggml refuses them; gguf-py reads them).
-//! - **Tensor names** are 1..=64 bytes without U+0000 (the spec's 64;
+//! - **Tensor names** are at most 64 bytes without U+0000 (the spec's 64;
 //!   ggml refuses 64 too, and an embedded U+0000 would shorten the name it
-//!   keeps). ggml and gguf-py read an empty name; ztfs refuses it, which
-//!   also ends at once a run of zeros read as tensor infos (a sparse file
-//!   claiming 2^35 tensors: with empty names allowed, each zero info is
-//!   valid and their repeated names are found only after all are read).
+//!   keeps), and unique, checked as each info is read (as ggml does). An
+//!   empty name is read, as ggml and gguf-py read it (the spec forbids it
+//!   nowhere); the mount gives it the hashed form of the empty name.
 //! - **Tensor offsets** need only be aligned, inside the file and not
 //!   overlap (the spec); ggml also requires them in info order, each
 //!   directly after the previous one padded to the alignment. Zero-length
@@ -200,8 +199,17 @@ pub fn read_file_from(src: &dyn Ranges) -> Result<File> {
     c.rule = Rule::GgufTensorInfo;
     c.what = "a tensor info";
     let mut infos = Vec::with_capacity(crate::format::reserve_ahead(tensor_count));
+    // Names are checked for repeats as they are read (as ggml does): a run
+    // of zeros is a valid info named "" then a repeat, so a sparse file
+    // claiming 2^35 tensors ends at its second info.
+    let mut names = std::collections::HashSet::with_capacity(infos.capacity());
     for _ in 0..tensor_count {
-        infos.push(read_info(&mut c)?);
+        let at = c.pos();
+        let info = read_info(&mut c)?;
+        if !names.insert(info.name.clone()) {
+            return Err(info_error(&info.name, at, "the name is a duplicate"));
+        }
+        infos.push(info);
     }
     let data_offset = align_up(c.pos(), alignment).filter(|&d| d <= c.size() || infos.is_empty());
     let data_offset = data_offset.ok_or_else(|| {
@@ -328,15 +336,15 @@ fn read_info(c: &mut Cursor<'_>) -> Result<TensorInfo> {
             info_error(
                 "",
                 at,
-                format!("the name is {n} bytes, must be 1..={MAX_NAME_LEN} without U+0000"),
+                format!("the name is {n} bytes, must be at most {MAX_NAME_LEN} without U+0000"),
             )
         })?;
-    if name.is_empty() || name.len() as u64 > MAX_NAME_LEN || name.contains('\0') {
+    if name.len() as u64 > MAX_NAME_LEN || name.contains('\0') {
         return Err(info_error(
             &name,
             at,
             format!(
-                "the name is {} bytes{}, must be 1..={MAX_NAME_LEN} without U+0000",
+                "the name is {} bytes{}, must be at most {MAX_NAME_LEN} without U+0000",
                 name.len(),
                 if name.contains('\0') {
                     " with U+0000"
@@ -410,8 +418,8 @@ fn check_dims(dims: &[u64], ty: GgmlType) -> std::result::Result<u64, String> {
         .ok_or_else(|| format!("dims {dims:?}: the size in bytes overflows"))
 }
 
-/// Places each tensor: absolute start, alignment, bounds, unique names and
-/// no overlap (zero-length tensors exempt).
+/// Places each tensor: absolute start, alignment, bounds and no overlap
+/// (zero-length tensors exempt).
 fn place(
     mut infos: Vec<TensorInfo>,
     data_offset: u64,
@@ -419,11 +427,7 @@ fn place(
     size: u64,
 ) -> Result<Vec<TensorInfo>> {
     let data = |detail: String| Error::reject(Rule::GgufData, detail);
-    let mut names = std::collections::HashSet::with_capacity(infos.len());
     for t in &mut infos {
-        if !names.insert(t.name.clone()) {
-            return Err(data(format!("tensor name {:?} is a duplicate", t.name)));
-        }
         if t.offset % alignment != 0 {
             return Err(data(format!(
                 "tensor {:?}: offset {} is not a multiple of the alignment {alignment}",

@@ -107,6 +107,11 @@ pub fn all() -> Vec<Case> {
             "name-64-bytes",
             &Gguf::new().tensor(&"n".repeat(64), &[2], 0, &pattern(8, 1)),
         ),
+        // The spec forbids an empty name nowhere; ggml and gguf-py read it.
+        valid(
+            "name-empty",
+            &Gguf::new().tensor("", &[2], 0, &pattern(8, 1)),
+        ),
         valid(
             "zero-length-shared-offset",
             &one_tensor()
@@ -248,11 +253,6 @@ fn rejects() -> Vec<Case> {
             Gguf::new().info(&[b'n'; 65], &[1], 0, 0).bytes(),
         ),
         reject(
-            "info-name-empty",
-            "GgufTensorInfo",
-            Gguf::new().info(b"", &[1], 0, 0).bytes(),
-        ),
-        reject(
             "info-name-nul",
             "GgufTensorInfo",
             Gguf::new().info(b"a\0b", &[1], 0, 0).bytes(),
@@ -288,8 +288,8 @@ fn rejects() -> Vec<Case> {
             data(|g| g.info(b"v", &[2], 0, 0)),
         ),
         reject(
-            "data-duplicate-name",
-            "GgufData",
+            "info-name-duplicate",
+            "GgufTensorInfo",
             data(|g| g.info(b"w", &[0], 0, 0)),
         ),
         reject(
