@@ -137,9 +137,11 @@ pub fn refusals(m: &Manifest) -> Vec<String> {
     notes
 }
 
-/// A name as a single printable line: control characters escaped.
+/// A name as a single printable line, quoted and escaped where it would
+/// not read back as itself: control characters, an empty name, a space
+/// at either end.
 pub fn display_name(name: &str) -> String {
-    if name.chars().any(char::is_control) {
+    if name.is_empty() || name.trim() != name || name.chars().any(char::is_control) {
         format!("{name:?}")
     } else {
         name.to_string()
@@ -469,6 +471,15 @@ fn seconds(s: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_that_would_not_read_back_is_quoted() {
+        assert_eq!(display_name("lm_head.weight"), "lm_head.weight");
+        assert_eq!(display_name("a b"), "a b");
+        assert_eq!(display_name(""), r#""""#);
+        assert_eq!(display_name(" a"), r#"" a""#);
+        assert_eq!(display_name("a\n"), r#""a\n""#);
+    }
 
     /// Every corpus file's manifest, valid or not: the streamed length is
     /// the length of the text, or both fail.
