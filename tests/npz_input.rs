@@ -3,7 +3,7 @@
 //! `np.load`): a stored member served in place, a deflated one inflated,
 //! the two equal; a member whose CRC-32 is wrong; a mount whose
 //! `--cache-mib` is below a deflated member's size refused, naming the
-//! budget.
+//! budget; archives whose local headers and directory disagree.
 
 mod common;
 
@@ -14,10 +14,18 @@ use common::*;
 
 /// A `.npy` file of a little-endian f32 vector.
 fn npy(values: &[f32]) -> Vec<u8> {
-    let dict = format!(
-        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({},), }}",
-        values.len()
-    );
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    npy_of("<f4", values.len(), &data)
+}
+
+/// A `.npy` file of `data` as a u8 vector.
+fn npy_u8(data: &[u8]) -> Vec<u8> {
+    npy_of("|u1", data.len(), data)
+}
+
+/// A `.npy` file (version 1.0) of a vector of `n` elements of `descr`.
+fn npy_of(descr: &str, n: usize, data: &[u8]) -> Vec<u8> {
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({n},), }}");
     let mut header = dict.into_bytes();
     while (10 + header.len() + 1) % 64 != 0 {
         header.push(b' ');
@@ -26,7 +34,7 @@ fn npy(values: &[f32]) -> Vec<u8> {
     let mut out = b"\x93NUMPY\x01\x00".to_vec();
     out.extend((header.len() as u16).to_le_bytes());
     out.extend(header);
-    out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    out.extend(data);
     out
 }
 
@@ -89,6 +97,44 @@ fn a_wrong_crc_is_refused() {
     assert!(
         err.contains("rejected (Zip)") && err.contains("CRC-32"),
         "{err}"
+    );
+}
+
+fn refused_as_zip(f: &Path, why: &str) {
+    let o = ztfs(&[Path::new("check"), f]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{f:?}: {err}");
+    assert!(err.contains("rejected (Zip)") && err.contains(why), "{err}");
+}
+
+/// Readers that trust the local headers and readers that trust the
+/// directory must see one archive: a local header naming another member
+/// (Python's zipfile refuses it, so numpy does) and a member whose bytes
+/// hold another member (the overlapping zip bomb's trick, refused by
+/// Python's zipfile since 3.12; each array alone is valid here) are
+/// refused.
+#[test]
+fn an_archive_read_two_ways_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let mut bytes = zip::stored(&[("a.npy", &npy(&values(4))), ("b.npy", &npy(&values(2)))]);
+    assert_eq!(&bytes[30..35], b"a.npy");
+    bytes[30] = b'z';
+    refused_as_zip(
+        &write(d.path(), "renamed.npz", &bytes),
+        "its local header names it \"z.npy\"",
+    );
+
+    let (inner, inner_fixed) = zip::local("b.npy", &npy(&values(2)), false);
+    let outer = npy_u8(&inner);
+    let (a, a_fixed) = zip::local("a.npy", &outer, false);
+    let inner_at = (a.len() - inner.len()) as u32;
+    let nested = zip::finish(
+        a,
+        &[("a.npy", 0, a_fixed), ("b.npy", inner_at, inner_fixed)],
+    );
+    refused_as_zip(
+        &write(d.path(), "nested.npz", &nested),
+        "overlaps member \"b.npy\"",
     );
 }
 

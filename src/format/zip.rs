@@ -1,16 +1,18 @@
 //! A zip archive's members, where their bytes are: the directory read by
 //! the `rawzip` crate through [`Ranges`], so a file by URL reads only its
 //! end, its directory and the local headers: those as small reads
-//! ([`Ranges::get_small`]: thirty bytes, not the block around them), up
-//! to [`AT_ONCE`](crate::format::prefetch::AT_ONCE) at a time where the
-//! file is not in memory (each is a round trip by URL).
+//! ([`Ranges::get_small`]: the header's fixed thirty bytes and the name,
+//! not the block around them), up to
+//! [`AT_ONCE`](crate::format::prefetch::AT_ONCE) at a time where the file
+//! is not in memory (each is a round trip by URL).
 //!
 //! rawzip allocates nothing by a number from the file: it reads the
 //! directory through a buffer of ours ([`BUFFER`]); the members are
 //! collected here, at most [`MAX_MEMBERS`]. Each member's data range comes
 //! from its local header (whose extra field may differ from the
 //! directory's: `torch.save` pads it there to align the data) and is
-//! checked to lie inside the file.
+//! checked to lie inside the file, before the next member's header: one
+//! archive, as every reader sees it.
 
 use crate::error::{Error, Result, Rule};
 use crate::format::prefetch::at_once;
@@ -24,15 +26,14 @@ pub const MAX_MEMBERS: usize = 1 << 20;
 /// The buffer the directory is read through (rawzip's recommended size;
 /// a name and its extra field, at most 2 × 65535 bytes, must fit).
 pub const BUFFER: usize = 1 << 17;
-/// Reads of at most this many bytes are small ([`Ranges::get_small`]):
-/// rawzip reads a local header's fixed 30 bytes alone.
-const SMALL: usize = 64;
 
 /// A member of an archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
     /// Its path in the archive, as bytes (UTF-8 or not).
     pub name: Vec<u8>,
+    /// Where its local header starts in the file.
+    pub header: u64,
     /// Where its stored bytes start in the file.
     pub offset: u64,
     /// Its stored (compressed) length.
@@ -67,11 +68,10 @@ impl rawzip::ReaderAt for At<'_> {
             return Ok(0);
         }
         let n = (buf.len() as u64).min(size - offset);
-        let bytes = match buf.len() <= SMALL {
-            true => self.0.get_small(offset, n),
-            false => self.0.get(offset, n),
-        };
-        let bytes = bytes.map_err(|e| std::io::Error::other(e.to_string()))?;
+        let bytes = self
+            .0
+            .get(offset, n)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
         buf[..n as usize].copy_from_slice(&bytes);
         Ok(n as usize)
     }
@@ -96,46 +96,103 @@ pub fn members(file: &(dyn Ranges + Sync)) -> Result<Vec<Member>> {
         if found.len() >= MAX_MEMBERS {
             return Err(bad(format!("more than {MAX_MEMBERS} members")));
         }
-        found.push((
-            e.file_path().as_bytes().to_vec(),
-            e.wayfinder(),
-            e.compression_method().as_u16(),
-            e.flags().is_encrypted(),
-            e.crc32(),
-        ));
-    }
-    let size = file.size();
-    // Each member's data range, from its local header.
-    let range = |i: usize| -> Result<(u64, u64)> {
-        let (name, way) = (&found[i].0, found[i].1);
-        let shown = || String::from_utf8_lossy(name).into_owned();
-        let entry =
-            (archive.get_entry(way)).map_err(|e| bad(format!("member {:?}: {e}", shown())))?;
-        let (start, end) = entry.compressed_data_range();
-        if end > size || start > end {
-            return Err(bad(format!(
-                "member {:?} at [{start}, {end}) ends past the end of the file ({size})",
-                shown()
-            )));
-        }
-        Ok((start, end))
-    };
-    let ranges: Vec<Result<(u64, u64)>> = match file.in_memory() {
-        Some(_) => (0..found.len()).map(range).collect(),
-        None => at_once(found.len(), &range),
-    };
-    let mut out = Vec::with_capacity(found.len());
-    for ((name, way, method, encrypted, crc32), r) in found.into_iter().zip(ranges) {
-        let (start, end) = r?;
-        out.push(Member {
-            name,
-            offset: start,
-            len: end - start,
-            size: way.uncompressed_size_hint(),
-            method,
-            encrypted,
-            crc32,
+        found.push(Member {
+            name: e.file_path().as_bytes().to_vec(),
+            header: e.local_header_offset(),
+            offset: 0,
+            len: e.compressed_size_hint(),
+            size: e.uncompressed_size_hint(),
+            method: e.compression_method().as_u16(),
+            encrypted: e.flags().is_encrypted(),
+            crc32: e.crc32(),
         });
     }
-    Ok(out)
+    let starts: Vec<Result<u64>> = match file.in_memory() {
+        Some(_) => found.iter().map(|m| data_start(file, m)).collect(),
+        None => at_once(found.len(), &|i| data_start(file, &found[i])),
+    };
+    for (m, start) in found.iter_mut().zip(starts) {
+        m.offset = start?;
+        if m.offset
+            .checked_add(m.len)
+            .is_none_or(|end| end > file.size())
+        {
+            return Err(bad(format!(
+                "member {:?} at [{}, +{}) ends past the end of the file ({})",
+                m.name(),
+                m.offset,
+                m.len,
+                file.size()
+            )));
+        }
+    }
+    check_apart(&found, archive.directory_offset())?;
+    Ok(found)
+}
+
+/// Where member `m`'s stored bytes start: past its local header, which
+/// must name it as the directory does (Python's zipfile, which numpy
+/// reads `.npz` with, refuses a header naming another member; readers
+/// trusting one or the other would see different archives). The header's
+/// extra field may differ from the directory's: `torch.save` pads it
+/// there to align the data.
+fn data_start(file: &(dyn Ranges + Sync), m: &Member) -> Result<u64> {
+    let fixed = 30u64;
+    let want = fixed + m.name.len() as u64;
+    let short = || {
+        bad(format!(
+            "member {:?}: its local header at {} is cut short by the end of the file",
+            m.name(),
+            m.header
+        ))
+    };
+    if m.header.checked_add(want).is_none_or(|e| e > file.size()) {
+        return Err(short());
+    }
+    let h = file.get_small(m.header, want)?;
+    if &h[..4] != MAGIC {
+        return Err(bad(format!(
+            "member {:?}: no local header at {} (found {:02x?})",
+            m.name(),
+            m.header,
+            &h[..4]
+        )));
+    }
+    let name_len = u64::from(u16::from_le_bytes([h[26], h[27]]));
+    let extra_len = u64::from(u16::from_le_bytes([h[28], h[29]]));
+    if name_len != m.name.len() as u64 || h[30..] != m.name[..] {
+        let local = &h[30..(30 + name_len.min(m.name.len() as u64)) as usize];
+        return Err(bad(format!(
+            "member {:?}: its local header names it {:?}",
+            m.name(),
+            String::from_utf8_lossy(local)
+        )));
+    }
+    Ok(m.header + fixed + name_len + extra_len)
+}
+
+/// Members must not overlap: each member's stored bytes end before the
+/// next local header (in file order) and the last's before the directory,
+/// as Python's zipfile requires (since 3.12: "Overlapped entries", the
+/// overlapping zip bomb); two directory entries of one local header are
+/// refused so too.
+fn check_apart(members: &[Member], directory: u64) -> Result<()> {
+    let mut order: Vec<&Member> = members.iter().collect();
+    order.sort_by_key(|m| m.header);
+    for (i, m) in order.iter().enumerate() {
+        let limit = order.get(i + 1).map_or(directory, |n| n.header);
+        if m.offset + m.len > limit {
+            return Err(bad(format!(
+                "member {:?} at [{}, +{}) overlaps {}",
+                m.name(),
+                m.offset,
+                m.len,
+                match order.get(i + 1) {
+                    Some(n) => format!("member {:?} (its local header at {limit})", n.name()),
+                    None => format!("the directory at {limit}"),
+                }
+            )));
+        }
+    }
+    Ok(())
 }

@@ -12,7 +12,9 @@ Refused (numpy reads some of them; ztfs agrees on an error or says why
 not): an object array (numpy needs allow_pickle); a member name twice;
 a deflated member whose CRC-32 is wrong; a deflated member larger than the
 inflate budget (a 300 MiB array of zeros, 300 KB on disk); a member whose
-.npy header promises more data than it holds.
+.npy header promises more data than it holds; a member whose local header
+names another; a member whose bytes hold another member (the overlapping
+zip bomb's trick: Python's zipfile refuses it where it has the check).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import struct
 import warnings
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -126,7 +129,41 @@ def hostile(outdir: str) -> list[tuple[str, str, bool]]:
     with zipfile.ZipFile(p, "w") as zf:
         zf.writestr("x.npy", buf.getvalue()[:-4])
     out.append((p, "a header promising more data than the member holds", False))
+    p = os.path.join(outdir, "renamed.npz")
+    np.savez(p, a=np.arange(4, dtype=np.float32), b=np.arange(2, dtype=np.float32))
+    data = bytearray(open(p, "rb").read())
+    assert data[30:35] == b"a.npy"
+    data[30] = ord("z")  # the first local header's name; the directory keeps a.npy
+    open(p, "wb").write(data)
+    out.append((p, "a local header naming another member", False))
+    p = os.path.join(outdir, "nested.npz")
+    open(p, "wb").write(nested_archive())
+    zipfile_checks_overlap = "Overlapped entries" in open(zipfile.__file__).read()
+    out.append((p, "a member holding another member", not zipfile_checks_overlap))
     return out
+
+
+def nested_archive() -> bytes:
+    """A stored archive whose member a.npy (a uint8 array) holds the whole
+    of member b.npy, local header and all: each array alone is valid."""
+    def npy(a) -> bytes:
+        buf = __import__("io").BytesIO()
+        np.save(buf, a)
+        return buf.getvalue()
+
+    def local(name: bytes, data: bytes) -> tuple[bytes, bytes]:
+        fixed = struct.pack("<HHHHHIIIHH", 20, 0, 0, 0, 0x21, zlib.crc32(data), len(data),
+                            len(data), len(name), 0)
+        return b"PK\x03\x04" + fixed + name + data, fixed
+
+    inner, inner_fixed = local(b"b.npy", npy(np.arange(2, dtype=np.float32)))
+    outer, outer_fixed = local(b"a.npy", npy(np.frombuffer(inner, np.uint8)))
+    entries = [(b"a.npy", 0, outer_fixed), (b"b.npy", len(outer) - len(inner), inner_fixed)]
+    directory = b"".join(b"PK\x01\x02" + struct.pack("<H", 20) + fixed
+                         + struct.pack("<HHHII", 0, 0, 0, 0, at) + name
+                         for name, at, fixed in entries)
+    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 2, 2, len(directory), len(outer), 0)
+    return outer + directory + end
 
 
 def run_npz(args, z, res: Results, outdir: str):
