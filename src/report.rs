@@ -197,11 +197,7 @@ pub fn ls_long(model: &Model) -> Result<String> {
         } else {
             ""
         };
-        let shard = o
-            .parts
-            .iter()
-            .find_map(|p| p.blob.shard.as_deref())
-            .map_or(String::new(), |s| format!(" [shard {s}]"));
+        let shard = model.input().where_label(o);
         s.push_str(&format!(
             "{:<8} {:<10} {:<20} {:>12}  {}{enc}{shard}\n",
             o.layout,

@@ -73,6 +73,12 @@ fn stored_and_deflated_members_read_the_same() {
             "{f:?}"
         );
     }
+    // `ls -l` says which arrays were inflated.
+    for (f, deflated) in [(&stored, false), (&deflated, true)] {
+        let listing = String::from_utf8(ztfs_ok(&[Path::new("ls"), "-l".as_ref(), f])).unwrap();
+        let marked = listing.lines().filter(|l| l.ends_with(" (deflated)"));
+        assert_eq!(marked.count(), if deflated { 2 } else { 0 }, "{listing}");
+    }
     let m = Mount::new(&deflated, &[]);
     assert!(fs::read(m.join("b/data")).unwrap() == b[b.len() - 12000..]);
     let served = fs::read(m.join("b/data.npy")).unwrap();

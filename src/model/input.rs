@@ -299,6 +299,20 @@ impl Input {
         }
     }
 
+    /// Where object `o`'s bytes are, for `ls -l`: the shard holding them
+    /// (` [shard NAME]`), ` (deflated)` for an `.npz` array inflated at
+    /// open (its parts name the archive's memory file as their shard), or
+    /// nothing when they are in the file itself.
+    pub fn where_label(&self, o: &Object) -> String {
+        match o.parts.iter().find_map(|p| p.blob.shard.as_deref()) {
+            None => String::new(),
+            Some(crate::format::npz::INFLATED) if matches!(self, Input::Npz(_)) => {
+                " (deflated)".to_string()
+            }
+            Some(s) => format!(" [shard {s}]"),
+        }
+    }
+
     /// Object `i`'s size for listings: its parts' decoded bytes; for a
     /// Hurray tensor, its buffers' bytes (its `data` part repeats buffer 0).
     pub fn object_size(&self, i: usize, o: &Object) -> u64 {
