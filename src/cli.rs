@@ -169,10 +169,10 @@ pub fn run(cli: Cli) -> Result<()> {
         }
     }
     match cli.command {
-        Command::Check(c) => c.run(),
+        Command::Check(c) => map_guarded(|| c.run()),
         Command::Ls(c) => c.run(),
-        Command::Cat(c) => c.run(),
-        Command::Digest(c) => c.run(),
+        Command::Cat(c) => map_guarded(|| c.run()),
+        Command::Digest(c) => map_guarded(|| c.run()),
         Command::Manifest(c) => c.run(),
         Command::Mount(m) => mount::run(m),
         Command::Pack(p) => pack::run(p),
@@ -224,6 +224,19 @@ fn open(file: &Path) -> Result<Model> {
     Model::open(file)
 }
 
+/// Runs a command that reads the file's map in user space (decoding,
+/// verifying, hashing) on this thread so that the file truncated under it
+/// is an error, not a SIGBUS that kills the process without a word.
+fn map_guarded(run: impl FnOnce() -> Result<()>) -> Result<()> {
+    crate::sys::install_bus_guard();
+    crate::sys::map_read(run)
+}
+
+/// Writes to stdout, unless a read since the command began met the file
+/// truncated under it: the bytes may be the zeros that stood in.
 fn stdout_write(out: &mut impl Write, bytes: &[u8]) -> Result<()> {
+    if crate::sys::fault_seen() {
+        return Err(crate::sys::truncated_under_read());
+    }
     out.write_all(bytes).map_err(|e| Error::io("stdout", e))
 }

@@ -303,6 +303,28 @@ pub fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
     (!faulted).then_some(out)
 }
 
+/// True when a page vanished under this thread's guarded read so far:
+/// what it read since may be zeros, so nothing from it may leave the
+/// process (a writer checks this before each write).
+pub fn fault_seen() -> bool {
+    bus::STATE.with(|s| s.get()) == 2
+}
+
+/// The error of a read that a truncation of the mapped file spoiled.
+pub fn truncated_under_read() -> crate::error::Error {
+    crate::error::Error::io(
+        "backing file",
+        io::Error::new(io::ErrorKind::UnexpectedEof, "truncated under a read"),
+    )
+}
+
+/// [`guarded`] for a fallible read: a file truncated in place under it
+/// (between a length check and the read) gives an error instead of
+/// killing the process.
+pub fn map_read<T>(f: impl FnOnce() -> crate::error::Result<T>) -> crate::error::Result<T> {
+    guarded(f).unwrap_or_else(|| Err(truncated_under_read()))
+}
+
 /// An anonymous memory file (`memfd_create`) of `len` bytes, closed on
 /// exec; it vanishes with its last reference, so a crash leaves nothing.
 pub fn memfd(name: &str, len: u64) -> io::Result<std::fs::File> {

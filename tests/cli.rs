@@ -620,3 +620,59 @@ fn progress_shows_rate_and_time_left_when_asked_and_never_on_a_pipe_by_default()
     let o = ztfs(&["check", "--progress", "--quiet", &model]);
     assert_eq!(o.status.code(), Some(2), "--progress and --quiet together");
 }
+
+/// A file truncated in place under `ztfs cat` while it decodes (reads of
+/// the map past the new end fault): an error naming it, not a SIGBUS that
+/// kills the process without a word, and no byte written that is not the
+/// tensor's.
+#[test]
+fn a_file_truncated_under_cat_is_an_error_and_no_wrong_byte() {
+    let data: Vec<u8> = (0..8u32 << 20)
+        .map(|i| (i % 251) as u8 ^ (i >> 16) as u8)
+        .collect();
+    let mut header = format!(
+        "{{'descr': '|u1', 'fortran_order': False, 'shape': ({},), }}",
+        data.len()
+    )
+    .into_bytes();
+    header.resize(128 - 10 - 1, b' ');
+    header.push(b'\n');
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    npy.extend((header.len() as u16).to_le_bytes());
+    npy.extend(header);
+    npy.extend(&data);
+    let (d, src) = temp_file("t.npy", &npy);
+    let zt = d.path().join("t.zt");
+    let zt_s = zt.to_str().unwrap();
+    let o = ztfs(&["pack", src.to_str().unwrap(), "-o", zt_s, "--zstd"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ztfs"))
+        .args(["cat", zt_s, "t"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    // cat is now blocked writing its first frame into the pipe.
+    let mut got = vec![0u8; 64 << 10];
+    out.read_exact(&mut got).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&zt)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    out.read_to_end(&mut got).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("truncated under a read"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(got.len() < data.len(), "all {} bytes came", got.len());
+    assert!(
+        got == data[..got.len()],
+        "a byte written is not the tensor's"
+    );
+}

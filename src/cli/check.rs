@@ -94,6 +94,9 @@ fn check(
                 if verify {
                     if let Err(e) = model.prove_shard(&s.name, &mut |n| progress.add(n)) {
                         progress.clear();
+                        if crate::sys::fault_seen() {
+                            return Err(crate::sys::truncated_under_read());
+                        }
                         say("", &e);
                         first_err.get_or_insert(e);
                     }
@@ -149,13 +152,20 @@ struct Shown<'a> {
 
 impl Watch for Shown<'_> {
     fn read(&mut self, n: u64) -> Result<()> {
+        // The file truncated under a read: what was read since may be the
+        // zeros that stood in, so nothing more is judged.
+        if crate::sys::fault_seen() {
+            return Err(crate::sys::truncated_under_read());
+        }
         self.progress.add(n);
         Ok(())
     }
 
     fn failed(&mut self, _: read::Place, e: &Error) {
         self.progress.clear();
-        eprintln!("ztfs: {}: {e}", crate::store::shown(self.file));
+        if !crate::sys::fault_seen() {
+            eprintln!("ztfs: {}: {e}", crate::store::shown(self.file));
+        }
     }
 }
 

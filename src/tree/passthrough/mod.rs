@@ -150,7 +150,7 @@ impl Tree {
         let src = self.raw_source(node);
         if self.clones.may_reflink() {
             if let Some(src) = &src {
-                match Self::map_read(|| self.reflink(src, len)) {
+                match crate::sys::map_read(|| self.reflink(src, len)) {
                     Ok(b) => {
                         self.clones.reflink_result(true, &"");
                         log::debug!("passthrough: inode {ino}: reflink clone of {len} bytes");

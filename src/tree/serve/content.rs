@@ -128,7 +128,7 @@ impl Tree {
         let state = slot.get_or_init(|| {
             first = true;
             let (o, p) = self.part(object, part);
-            let state = Self::map_read(|| {
+            let state = crate::sys::map_read(|| {
                 let blob = self.live_blob(p)?;
                 Encoding::of_from(p, &blob)
             })
@@ -170,7 +170,7 @@ impl Tree {
     /// A part's stored bytes, to be read by range, after checking that
     /// the backing file still holds them: a map read past the end of a
     /// file truncated in place would fault. (A truncation racing this
-    /// check is caught by [`Tree::map_read`].)
+    /// check is caught by [`crate::sys::map_read`].)
     pub(in crate::tree) fn live_blob(
         &self,
         p: &Part,
@@ -178,20 +178,6 @@ impl Tree {
         let blob = self.model.blob(p)?;
         check_live(blob.store, p.blob.offset, p.blob.length)?;
         Ok(blob)
-    }
-
-    /// Runs `f`, which reads the backing file's map in user space, so that
-    /// a file truncated in place between the length check and the read
-    /// gives an error instead of killing the daemon (see `sys::guarded`).
-    pub(in crate::tree) fn map_read<T>(
-        f: impl FnOnce() -> crate::error::Result<T>,
-    ) -> crate::error::Result<T> {
-        crate::sys::guarded(f).unwrap_or_else(|| {
-            Err(crate::error::Error::io(
-                "backing file",
-                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "truncated under a read"),
-            ))
-        })
     }
 
     /// Reads up to `size` bytes of `node` at `offset`, short at the end,
@@ -306,7 +292,7 @@ impl Tree {
         };
         let rules = ContentCheck::new(o, p);
         if decoded && rules.applies() {
-            Self::map_read(|| rules.check_range(r.start as u64, &bytes))
+            crate::sys::map_read(|| rules.check_range(r.start as u64, &bytes))
                 .map_err(|e| self.fail((key, "content"), o, p, &e))?;
         }
         Ok(Some(bytes))
@@ -597,7 +583,7 @@ fn decode_checked(
     buf: Vec<u8>,
 ) -> crate::error::Result<Vec<u8>> {
     tree.live_blob(p)?;
-    let frame = Tree::map_read(|| table.decode_frame_from(stored, i, buf))?;
+    let frame = crate::sys::map_read(|| table.decode_frame_from(stored, i, buf))?;
     if rules.applies() {
         rules.check_range(table.frame(i).decoded_offset, &frame)?;
     }

@@ -331,7 +331,7 @@ impl Tree {
             .collect();
         let skip = |p: &crate::format::Part| dead.contains(&p.name.as_str());
         let mut watch = Watched { tree: self, cancel };
-        let r = Self::map_read(|| {
+        let r = crate::sys::map_read(|| {
             read::verify_object_all(&self.model, object as usize, &skip, &mut watch)
         });
         drop(room);

@@ -77,7 +77,7 @@ impl Tree {
         let o = self.object(object);
         let prepared = self.fits_budget(object).and_then(|need| {
             let room = self.frames.reserve(need);
-            let v = Self::map_read(|| {
+            let v = crate::sys::map_read(|| {
                 views::prepare(o, &|name| {
                     read::decoded_vec_with(&self.model, o, name, &mut |_| cancel.keep_going())
                 })
@@ -120,7 +120,7 @@ impl Tree {
         let root = self.model.view_store(object).map_err(|_| FsError::Io)?;
         let len = v.len().saturating_sub(offset).min(u64::from(size)) as usize;
         let mut out = vec![0; len];
-        Self::map_read(|| {
+        crate::sys::map_read(|| {
             crate::tree::content::check_live(root, 0, root.len())?;
             v.read_into(root, offset, &mut out)
                 .map_err(crate::error::Error::Unsupported)
