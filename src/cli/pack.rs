@@ -85,9 +85,13 @@ fn until_signalled<T: Send + 'static>(
 ) -> Result<T> {
     crate::sys::block_signals(&STOP_SIGNALS).map_err(|e| Error::io("signal mask", e))?;
     let stop = Arc::new(AtomicBool::new(false));
+    // The source's map is read on the worker (decoding, verifying): a
+    // file truncated under it is an error there, and nothing read after
+    // the fault is published (see `sys::fault_seen`).
+    crate::sys::install_bus_guard();
     let worker = {
         let stop = stop.clone();
-        std::thread::spawn(move || work(&stop))
+        std::thread::spawn(move || crate::sys::map_read(|| work(&stop)))
     };
     let mut signalled = None;
     let mut waited = Duration::ZERO;
@@ -121,6 +125,9 @@ fn pack_until_signalled(source: Source, output: &Path, opts: &Options) -> Result
         let r = pack::pack(&source, &output, &opts, &mut |n| {
             if stop.load(Relaxed) {
                 return Err(Error::Interrupted);
+            }
+            if crate::sys::fault_seen() {
+                return Err(crate::sys::truncated_under_read());
             }
             progress.add(n);
             Ok(())
@@ -156,6 +163,9 @@ fn to_folder(cmd: &PackCmd, dir: &Path) -> Result<()> {
         let r = to_folder::to_folder(&tree, staging, &dest, &mut |n| {
             if stop.load(Relaxed) {
                 return Err(Error::Interrupted);
+            }
+            if crate::sys::fault_seen() {
+                return Err(crate::sys::truncated_under_read());
             }
             progress.add(n);
             Ok(())
