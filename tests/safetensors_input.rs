@@ -316,8 +316,8 @@ fn data_npy_is_served_only_for_shapes_np_load_reads() {
 /// a 10 MB header peaked at 400 MB) and keeps it in a temporary file, not
 /// in memory: while it is written its peak grows by about the header's
 /// length at most (the header read again), and afterwards its anonymous
-/// memory has not grown by the text (its threads' first reads grow it by a
-/// few MiB of malloc arenas, whatever they read).
+/// memory has not grown by the text (its threads' first reads grow it by
+/// about 9 MB of malloc arenas here, whatever they read).
 #[test]
 fn a_huge_header_s_manifest_json_costs_the_daemon_its_length_once_and_then_nothing() {
     let deep = format!(
@@ -350,8 +350,10 @@ fn a_huge_header_s_manifest_json_costs_the_daemon_its_length_once_and_then_nothi
         grew < 2 * header_len + (16 << 20),
         "the peak grew by {grew} bytes writing the manifest.json of a {header_len}-byte header"
     );
+    // The threads' arenas alone keep 8.5-8.9 MB here (a bound of half the
+    // text failed now and then); the text kept would add its 17.8 MB.
     assert!(
-        kept < text.len() as u64 / 2,
+        kept < text.len() as u64,
         "{kept} bytes more stay resident after reading a {}-byte manifest.json",
         text.len()
     );
