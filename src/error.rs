@@ -181,7 +181,7 @@ SafetensorsIndexUnlisted,
 GgufMagic,
 /// The version is not 2 or 3: version 1, a big-endian (byte-swapped) file, or an unknown version (gguf.md § File Structure).
 GgufVersion,
-/// A tensor, KV or array element count that the bytes left in the file cannot hold, at the fewest bytes each entry takes (gguf.md § File Structure).
+/// A tensor, KV or array element count that the bytes left in the file cannot hold, at the fewest bytes each entry takes, or metadata past 256 MiB in memory (gguf.md § File Structure).
 GgufCount,
 /// A malformed key-value pair: truncated, an empty, repeated or non-UTF-8 key, an unknown value type, a bool byte other than 0/1, a non-UTF-8 string, arrays nested too deep (gguf.md § Standardized key-value pairs, `gguf_metadata_value_type`).
 GgufKv,

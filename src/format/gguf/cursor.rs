@@ -110,25 +110,21 @@ impl<'a> Cursor<'a> {
         self.array().map(u64::from_le_bytes)
     }
 
-    /// A GGUF string: a u64 length and that many bytes of UTF-8, which
-    /// `what` names in the message when they are not UTF-8. A length over
-    /// ggml's [`super::MAX_STRING_LEN`] is refused before anything is read.
-    pub fn string(&mut self, what: &str) -> Result<Box<str>> {
-        let (at, rule) = (self.pos, self.rule);
-        self.string_within(what, super::MAX_STRING_LEN)?
-            .map_err(|n| {
-                Error::reject(
-                    rule,
-                    format!(
-                        "{what} at offset {at} is {n} bytes, more than the {} that ggml reads",
-                        super::MAX_STRING_LEN
-                    ),
-                )
-            })
+    /// The error for a string of `n` bytes at `at`, over ggml's limit.
+    pub fn too_long(&self, what: &str, at: u64, n: u64) -> Error {
+        Error::reject(
+            self.rule,
+            format!(
+                "{what} at offset {at} is {n} bytes, more than the {} that ggml reads",
+                super::MAX_STRING_LEN
+            ),
+        )
     }
 
-    /// [`Cursor::string`] of at most `max` bytes: `Ok(Err(len))` for a
-    /// longer one, whose bytes are not read.
+    /// A GGUF string of at most `max` bytes: a u64 length and that many
+    /// bytes of UTF-8, which `what` names in the message when they are
+    /// not UTF-8; `Ok(Err(len))` for a longer one, whose bytes are not
+    /// read.
     pub fn string_within(
         &mut self,
         what: &str,

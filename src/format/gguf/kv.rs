@@ -10,6 +10,60 @@ use crate::error::{Error, Result, Rule};
 /// The format sets none; ggml's reader refuses any nesting.
 pub const MAX_ARRAY_DEPTH: usize = 8;
 
+/// Most bytes all the KV pairs may take in memory: keys, strings, scalars,
+/// each string's end and each array's node. The format sets none (ggml
+/// holds whatever it reads, up to 1 GiB a string); a tokenizer's tables,
+/// the largest metadata models carry, take a few MB to a few tens. The
+/// bound keeps a run of zeros from growing the reader: in a sparse file
+/// each 12 bytes is an empty nested array of about 56 bytes in memory,
+/// each 8 an empty string.
+pub const MAX_KV_MEMORY: u64 = 256 << 20;
+
+/// What is left of [`MAX_KV_MEMORY`] as a file's KV pairs are read.
+pub struct Budget(u64);
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget(MAX_KV_MEMORY)
+    }
+}
+
+impl Budget {
+    /// Takes `n` bytes, before they are allocated; an error naming `key`
+    /// and the offset `at` when they are not left.
+    pub fn take(&mut self, n: u64, key: &str, at: u64) -> Result<()> {
+        if n > self.0 {
+            return Err(over(&format!("key {key:?}"), at));
+        }
+        self.0 -= n;
+        Ok(())
+    }
+
+    /// Reads a string (`what`, for messages) of at most what is left, and
+    /// takes it; its bytes are not read when it is longer.
+    pub fn string(&mut self, c: &mut Cursor<'_>, what: &str) -> Result<Box<str>> {
+        let at = c.pos();
+        match c.string_within(what, self.0.min(super::MAX_STRING_LEN))? {
+            Ok(s) => {
+                self.0 -= s.len() as u64;
+                Ok(s)
+            }
+            Err(n) if n > super::MAX_STRING_LEN => Err(c.too_long(what, at, n)),
+            Err(_) => Err(over(what, at)),
+        }
+    }
+}
+
+fn over(what: &str, at: u64) -> Error {
+    Error::reject(
+        Rule::GgufCount,
+        format!(
+            "{what} at offset {at}: the metadata would take more than {} MiB in memory (ztfs holds at most that much)",
+            MAX_KV_MEMORY >> 20
+        ),
+    )
+}
+
 /// A value type (`gguf_metadata_value_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValueType {
@@ -204,10 +258,19 @@ pub fn read_type(c: &mut Cursor<'_>, key: &str) -> Result<ValueType> {
 
 /// Reads one value of type `ty` for `key`; `depth` is the array nesting
 /// it sits at.
-pub fn read_value(c: &mut Cursor<'_>, ty: ValueType, key: &str, depth: usize) -> Result<Value> {
+pub fn read_value(
+    c: &mut Cursor<'_>,
+    ty: ValueType,
+    key: &str,
+    depth: usize,
+    budget: &mut Budget,
+) -> Result<Value> {
     match ty {
-        ValueType::String => Ok(Value::String(c.string(&format!("the value of {key:?}"))?)),
-        ValueType::Array => read_array(c, key, depth + 1).map(Value::Array),
+        ValueType::String => {
+            let s = budget.string(c, &format!("the value of {key:?}"))?;
+            Ok(Value::String(s))
+        }
+        ValueType::Array => read_array(c, key, depth + 1, budget).map(Value::Array),
         t => {
             let at = c.pos();
             let width = t.width().unwrap_or(1) as usize;
@@ -234,7 +297,7 @@ fn check_bools(t: ValueType, bytes: &[u8], key: &str, at: u64) -> Result<()> {
 }
 
 /// Reads an array (element type, count, elements) at nesting `depth`.
-fn read_array(c: &mut Cursor<'_>, key: &str, depth: usize) -> Result<Array> {
+fn read_array(c: &mut Cursor<'_>, key: &str, depth: usize, budget: &mut Budget) -> Result<Array> {
     if depth > MAX_ARRAY_DEPTH {
         return Err(kv_error(format!(
             "key {key:?}: arrays nested deeper than {MAX_ARRAY_DEPTH} at offset {}",
@@ -269,12 +332,20 @@ fn read_array(c: &mut Cursor<'_>, key: &str, depth: usize) -> Result<Array> {
             ),
         ));
     }
+    // What the elements take in memory, before any is read: each string's
+    // end (its text as it is read), each nested array's node, the scalars.
+    let each = match elem {
+        ValueType::String => 8,
+        ValueType::Array => std::mem::size_of::<Array>() as u64,
+        t => t.width().unwrap_or(1),
+    };
+    budget.take(len.saturating_mul(each), key, at)?;
     let cap = crate::format::reserve_ahead(len);
     let items = match elem {
         ValueType::String => {
             let (mut text, mut ends) = (String::new(), Vec::with_capacity(cap));
             for _ in 0..len {
-                text.push_str(&c.string(&format!("a string of {key:?}"))?);
+                text.push_str(&budget.string(c, &format!("a string of {key:?}"))?);
                 ends.push(text.len() as u64);
             }
             Items::Strings {
@@ -285,7 +356,7 @@ fn read_array(c: &mut Cursor<'_>, key: &str, depth: usize) -> Result<Array> {
         ValueType::Array => {
             let mut arrays = Vec::with_capacity(cap);
             for _ in 0..len {
-                arrays.push(read_array(c, key, depth + 1)?);
+                arrays.push(read_array(c, key, depth + 1, budget)?);
             }
             Items::Arrays(arrays.into())
         }

@@ -267,9 +267,13 @@ fn read_kvs(c: &mut Cursor<'_>, n: u64) -> Result<Vec<Kv>> {
     let cap = crate::format::reserve_ahead(n);
     let mut kv: Vec<Kv> = Vec::with_capacity(cap);
     let mut seen = std::collections::HashSet::with_capacity(cap);
+    let mut budget = kv::Budget::default();
     for i in 0..n {
         let at = c.pos();
-        let key = c.string("a key")?;
+        let key = budget.string(c, "a key")?;
+        // The pair, and its key again in `seen`.
+        let held = std::mem::size_of::<Kv>() as u64 + key.len() as u64;
+        budget.take(held, &key, at)?;
         if key.is_empty() {
             return Err(Error::reject(
                 Rule::GgufKv,
@@ -283,7 +287,7 @@ fn read_kvs(c: &mut Cursor<'_>, n: u64) -> Result<Vec<Kv>> {
             ));
         }
         let ty = kv::read_type(c, &key)?;
-        let value = kv::read_value(c, ty, &key, 0)?;
+        let value = kv::read_value(c, ty, &key, 0, &mut budget)?;
         kv.push(Kv { key, value });
     }
     Ok(kv)

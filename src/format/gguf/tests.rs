@@ -530,6 +530,36 @@ fn strings_and_arrays_are_bounded_as_ggml_bounds_them() {
     assert!(e.to_string().contains("549755813888"), "{e}");
 }
 
+/// What the KV pairs take in memory is bounded before it is allocated: a
+/// run of zeros in a sparse file reads as empty nested arrays (12 bytes
+/// each on disk, about 56 in memory) or empty strings (8 and 8).
+#[test]
+fn metadata_is_held_within_its_memory_bound() {
+    let zeros = |head: Vec<u8>| Claims {
+        head,
+        size: 1 << 40,
+        zeros: true,
+    };
+    let array = |elem: u32, n: u64| {
+        let mut v = u32v(elem);
+        v.extend_from_slice(&n.to_le_bytes());
+        Builder::new().kv("a", 9, &v).bytes()
+    };
+    let over = |head: Vec<u8>| {
+        let e = read_file_from(&zeros(head)).map(|_| ()).unwrap_err();
+        assert_eq!(e.rule(), Some(Rule::GgufCount), "{e}");
+        assert!(e.to_string().contains("256 MiB in memory"), "{e}");
+    };
+    over(array(9, 5 << 20)); // 5 Mi nested arrays: about 280 MiB
+    over(array(8, 32 << 20)); // 32 Mi strings: 256 MiB of ends
+    let mut v = Vec::new();
+    v.extend_from_slice(&(300u64 << 20).to_le_bytes()); // a 300 MiB string
+    over(Builder::new().kv("a", 8, &v).bytes());
+    // Below the bound they are read: 1 Mi empty strings.
+    let f = read_file_from(&zeros(array(8, 1 << 20))).unwrap();
+    assert!(matches!(&f.kv[0].value, Value::Array(a) if a.len == 1 << 20));
+}
+
 #[test]
 fn a_dimension_is_below_2_63_minus_1_even_beside_a_zero() {
     const M: u64 = i64::MAX as u64;
