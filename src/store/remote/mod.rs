@@ -7,8 +7,8 @@
 //! (the model's footer, and for most models its manifest, are in it),
 //! and at the same time its first block (every format's header, the
 //! format's magic, a safetensors header), kept when the same version of
-//! the object answered both. Every
-//! later request is conditional on that ETag (`If-Match`; the modification
+//! the object answered both; both are then held in the block cache,
+//! within its budget, as any block is. Every later request is conditional on that ETag (`If-Match`; the modification
 //! time where a server gives no ETag), so an object replaced under a mount
 //! fails its reads instead of mixing two versions' bytes. Reads go through
 //! a block cache (`blocks.rs`): a 4 KiB read costs one block request.
@@ -58,6 +58,10 @@ pub use client::trust_unversioned;
 
 /// Bytes read from the end of the object at open.
 pub const TAIL: u64 = 1 << 20;
+/// The tail's name among an object's blocks: no grid's (their names are
+/// below 2^64 - 1: an index below 2^44 under a shift below 2^20, and no
+/// object has 2^44 - 1 blocks).
+const TAIL_KEY: u64 = u64::MAX;
 /// Bytes per cached block: what a small read fetches.
 pub const BLOCK: u64 = 1 << 20;
 /// Bytes of blocks kept by a process until [`set_cache_budget`] says
@@ -104,7 +108,9 @@ pub struct Object {
     client: Mutex<Option<(u32, Arc<dyn ObjectStore>)>>,
     /// The URL's query (a signature), kept out of what is said.
     secret: Option<String>,
-    tail: (u64, Arc<Vec<u8>>),
+    /// Where the tail read at open begins; its bytes are a block of the
+    /// cache ([`TAIL_KEY`]) while the budget keeps them.
+    tail_start: u64,
     /// What names its blocks in the disk cache.
     id: [u8; 32],
     /// The disk cache its blocks are kept in, if any.
@@ -263,7 +269,7 @@ impl Remote {
             },
             client: Mutex::new(Some((std::process::id(), client))),
             secret,
-            tail: (range.start, Arc::new(bytes)),
+            tail_start: range.start,
             blocks,
             number: NUMBERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             disk,
@@ -273,6 +279,11 @@ impl Remote {
             parts: Default::default(),
             walks: Default::default(),
         }));
+        // The tail is held as the cache holds blocks, within its budget:
+        // a model of many files by URL (an index may name 100,000) would
+        // otherwise keep a megabyte a file for its life. Once dropped, a
+        // read there fetches grid 0's block like any other.
+        let _ = remote.blocks.get(remote.tail_key(), || Ok(bytes));
         if let Some((_, _, bytes)) = first {
             let key = remote.key(Grid::ZERO, 0);
             let _ = remote.blocks.get(key, || Ok(bytes));
@@ -325,10 +336,8 @@ impl Remote {
         if len == 0 {
             return Ok(Vec::new());
         }
-        let (start, tail) = &self.tail;
-        if offset >= *start {
-            let at = (offset - start) as usize;
-            return Ok(tail[at..at + len as usize].to_vec());
+        if let Some((tail, r)) = self.tail(offset, len) {
+            return Ok(tail[r].to_vec());
         }
         let grid = Grid::ZERO;
         let j = grid.block_of(offset);
@@ -385,10 +394,8 @@ impl Remote {
         if len == 0 {
             return Ok(Some((Arc::default(), 0..0)));
         }
-        let (start, tail) = &self.tail;
-        if offset >= *start {
-            let at = (offset - start) as usize;
-            return Ok(Some((tail.clone(), at..at + len as usize)));
+        if let Some(held) = self.tail(offset, len) {
+            return Ok(Some(held));
         }
         let (first, last) = (grid.block_of(offset), grid.block_of(end - 1));
         self.read_ahead(grid, (first, last), part, reach);
@@ -475,6 +482,19 @@ impl Object {
     /// Block `j` of `grid`'s name in the block cache.
     fn key(&self, grid: Grid, j: u64) -> blocks::Key {
         blocks::Key::from(self.number) << 64 | blocks::Key::from(grid.key(j))
+    }
+
+    /// The tail's name in the block cache.
+    fn tail_key(&self) -> blocks::Key {
+        blocks::Key::from(self.number) << 64 | blocks::Key::from(TAIL_KEY)
+    }
+
+    /// `[offset, offset + len)` (inside the object) from the tail read at
+    /// open, while the block cache holds it.
+    fn tail(&self, offset: u64, len: u64) -> Option<Shared> {
+        let at = offset.checked_sub(self.tail_start)? as usize;
+        let tail = self.blocks.peek(self.tail_key())?;
+        Some((tail, at..at + len as usize))
     }
 
     /// Block `j` of `grid`: from the disk cache, else fetched (and kept

@@ -668,6 +668,35 @@ fn objects_share_one_cache_budget_and_read_ahead_fits_in_it() {
     }
 }
 
+/// The tail read at open is held as a block of the shared cache, within
+/// its budget: a model of many files by URL (an index may name 100,000)
+/// kept a MiB a file for its life. A tail the budget let go is read
+/// again by block; one still held costs no request.
+#[test]
+fn tails_are_held_within_the_cache_budget() {
+    let blocks = Arc::new(Blocks::new(3 * BLOCK));
+    let data = bytes(2 * BLOCK + 5, 24);
+    let store = Arc::new(Faulty::default());
+    put(&store, &data);
+    let opened: Vec<Remote> = (0..5)
+        .map(|_| Remote::open_with(URL, store.clone(), None, blocks.clone()).unwrap())
+        .collect();
+    assert!(blocks.held() <= 3 * BLOCK, "{} bytes held", blocks.held());
+    let len = data.len() as u64;
+    // The last 4 bytes: in the tail, and in the last block alone.
+    let last = |r: &Remote| read(r, len - 4, 4).unwrap();
+    let asked = store.gets().len();
+    assert_eq!(last(&opened[4]), data[data.len() - 4..]);
+    assert_eq!(store.gets().len(), asked, "the newest tail is held");
+    assert_eq!(last(&opened[0]), data[data.len() - 4..]);
+    let fetched = store.gets()[asked..].to_vec();
+    assert_eq!(
+        fetched,
+        vec![(2 * BLOCK)..len],
+        "the oldest tail was let go: its block is fetched"
+    );
+}
+
 /// A small part (under 4 MiB, on the object's own blocks) begun in its
 /// turn keeps the walk going: real models have small tensors between big
 /// ones (norms, biases), and a walk that stopped at each would fetch
