@@ -12,8 +12,9 @@
 //! Values live in one arena ([`Obj`], addressed by [`Value::Obj`]), so a
 //! memo fetch or `DUP` copies an index, never a container: a memo bomb costs
 //! what its opcodes cost. Every count is bounded before it grows
-//! (`MAX_OBJECTS`, `MAX_CELLS`, `MAX_MEMO`, `MAX_MARKS`); a string or bytes
-//! opcode allocates at most what the pickle holds after it.
+//! (`MAX_OBJECTS`, `MAX_CELLS`, `MAX_MEMO`, `MAX_MARKS`), and so is the
+//! memory they take together (`MAX_HELD`); a string or bytes opcode
+//! allocates at most what the pickle holds after it.
 //!
 //! A persistent id (`BINPERSID`) must be the storage record `torch.save`
 //! writes, `('storage', StorageType, key, location, numel)`; it becomes an
@@ -32,6 +33,12 @@ pub const MAX_MEMO: usize = 1 << 22;
 pub const MAX_MARKS: usize = 1024;
 /// Most values on the stack.
 pub const MAX_STACK: usize = 1 << 20;
+/// Most bytes the values may take in memory together (objects, strings,
+/// container cells, memo entries), whatever the counts above allow: an
+/// empty tuple is one byte of pickle and a hundred in memory, so the
+/// counts alone let a few MB of pickle hold about a GB. A state dict's
+/// pickle holds names and numbers: a few MB for the largest models.
+pub const MAX_HELD: usize = 256 << 20;
 
 /// A value on the stack, in a container or in the memo.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -232,6 +239,8 @@ struct Vm<'a> {
     memo: std::collections::HashMap<u32, Value>,
     arena: Vec<Obj>,
     cells: usize,
+    /// Bytes held by the values so far (see [`MAX_HELD`]).
+    held: usize,
 }
 
 /// The value a pickle builds, and the arena its objects live in.
@@ -262,6 +271,7 @@ pub fn load(data: &[u8]) -> Result<Pickled> {
         memo: Default::default(),
         arena: Vec::new(),
         cells: 0,
+        held: 0,
     };
     loop {
         vm.at = vm.pos;
@@ -356,16 +366,36 @@ impl<'a> Vm<'a> {
         Ok(self.stack.split_off(m))
     }
 
+    /// Counts `n` more bytes held, before they are allocated where the
+    /// caller can: an error past [`MAX_HELD`].
+    fn hold(&mut self, n: usize) -> Result<()> {
+        self.held = self.held.saturating_add(n);
+        match self.held > MAX_HELD {
+            true => Err(bad(
+                self.at,
+                format!(
+                    "the values would take more than {} MiB in memory",
+                    MAX_HELD >> 20
+                ),
+            )),
+            false => Ok(()),
+        }
+    }
+
     fn new_obj(&mut self, o: Obj) -> Result<Value> {
         if self.arena.len() >= MAX_OBJECTS {
             return Err(bad(self.at, format!("more than {MAX_OBJECTS} objects")));
         }
-        self.cells = self.cells.saturating_add(match &o {
+        let cells = match &o {
             Obj::Tuple(v) | Obj::List(v) => v.len(),
             Obj::Dict(v) => v.len(),
             _ => 0,
-        });
+        };
+        self.cells = self.cells.saturating_add(cells);
         self.check_cells()?;
+        // A string's or bytes' own length was held before it was copied.
+        let cell = std::mem::size_of::<(Value, Value)>();
+        self.hold(std::mem::size_of::<Obj>() + cells * cell)?;
         self.arena.push(o);
         Ok(Value::Obj((self.arena.len() - 1) as u32))
     }
@@ -405,6 +435,10 @@ impl<'a> Vm<'a> {
         if self.memo.len() >= MAX_MEMO && !self.memo.contains_key(&key) {
             return Err(bad(self.at, format!("more than {MAX_MEMO} memo entries")));
         }
+        if !self.memo.contains_key(&key) {
+            // An entry, and about as much again for the map's spare room.
+            self.hold(2 * std::mem::size_of::<(u32, Value)>())?;
+        }
         self.memo.insert(key, v);
         Ok(())
     }
@@ -419,6 +453,7 @@ impl<'a> Vm<'a> {
 
     fn string(&mut self, n: usize) -> Result<()> {
         let len = self.len(n)?;
+        self.hold(len)?;
         let b = self.take(len)?;
         let s = std::str::from_utf8(b).map_err(|_| bad(self.at, "a string is not UTF-8"))?;
         let v = self.new_obj(Obj::Str(s.to_string()))?;
@@ -427,6 +462,7 @@ impl<'a> Vm<'a> {
 
     fn bytes(&mut self, n: usize) -> Result<()> {
         let len = self.len(n)?;
+        self.hold(len)?;
         let b = self.take(len)?.to_vec();
         let v = self.new_obj(Obj::Bytes(b))?;
         self.push(v)
@@ -441,6 +477,7 @@ impl<'a> Vm<'a> {
     fn extend(&mut self, target: Value, items: Vec<Value>) -> Result<()> {
         self.cells = self.cells.saturating_add(items.len());
         self.check_cells()?;
+        self.hold(items.len() * std::mem::size_of::<(Value, Value)>())?;
         let at = self.at;
         match self.obj_mut(target) {
             Some(Obj::List(l)) => {
@@ -457,6 +494,7 @@ impl<'a> Vm<'a> {
         }
         self.cells = self.cells.saturating_add(items.len() / 2);
         self.check_cells()?;
+        self.hold(items.len() / 2 * std::mem::size_of::<(Value, Value)>())?;
         let at = self.at;
         match self.obj_mut(target) {
             Some(Obj::Dict(d)) => {

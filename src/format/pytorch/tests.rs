@@ -125,6 +125,25 @@ fn bounds_hold_before_anything_grows() {
     );
 }
 
+/// Objects are cheap to write and dear to hold: a list of empty tuples
+/// (`)a`, two bytes each) within the object count (2^22) would hold about
+/// 350 MB; the memory bound refuses it first, as it grows.
+#[test]
+fn what_the_values_hold_in_memory_is_bounded() {
+    let n = pickle::MAX_OBJECTS - 10;
+    let mut p = b"\x80\x02]".to_vec();
+    p.extend(b")a".repeat(n));
+    p.push(b'.');
+    let e = pickle::load(&p).map(|_| ()).unwrap_err();
+    assert_eq!(e.rule(), Some(Rule::TorchPickle), "{e}");
+    assert!(e.to_string().contains("256 MiB in memory"), "{e}");
+    // A state dict's worth is far below it.
+    let mut p = b"\x80\x02]".to_vec();
+    p.extend(b")a".repeat(100_000));
+    p.push(b'.');
+    assert!(pickle::load(&p).is_ok());
+}
+
 #[test]
 fn a_memo_bomb_costs_what_its_opcodes_cost() {
     // Each step makes a list of the previous one twice: 2^60 leaves if
