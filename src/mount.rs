@@ -210,6 +210,7 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
     sys::block_signals(&STOP_SIGNALS).map_err(io_err("signal mask"))?;
     tree.model().prepare();
     sys::install_bus_guard();
+    log_panics();
     let mnt = &args.mountpoint;
     let mut cfg = Config::default();
     cfg.mount_options.extend([
@@ -285,6 +286,16 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
     crate::mounts::Record::remove(mnt);
     tree.log_failure_counts();
     end
+}
+
+/// Logs a panic with where it happened: a background daemon's stderr
+/// goes nowhere, and a panic on the session's thread ends the mount.
+fn log_panics() {
+    let shown = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        log::error!("{info}");
+        shown(info);
+    }));
 }
 
 /// Writes the record `ztfs status` reads of this background mount.
