@@ -310,6 +310,14 @@ pub fn fault_seen() -> bool {
     bus::STATE.with(|s| s.get()) == 2
 }
 
+/// An error once [`fault_seen`]: for a writer to call before each write.
+pub fn no_fault() -> crate::error::Result<()> {
+    match fault_seen() {
+        true => Err(truncated_under_read()),
+        false => Ok(()),
+    }
+}
+
 /// The error of a read that a truncation of the mapped file spoiled.
 pub fn truncated_under_read() -> crate::error::Error {
     crate::error::Error::io(

@@ -126,9 +126,7 @@ fn pack_until_signalled(source: Source, output: &Path, opts: &Options) -> Result
             if stop.load(Relaxed) {
                 return Err(Error::Interrupted);
             }
-            if crate::sys::fault_seen() {
-                return Err(crate::sys::truncated_under_read());
-            }
+            crate::sys::no_fault()?;
             progress.add(n);
             Ok(())
         });
@@ -164,9 +162,7 @@ fn to_folder(cmd: &PackCmd, dir: &Path) -> Result<()> {
             if stop.load(Relaxed) {
                 return Err(Error::Interrupted);
             }
-            if crate::sys::fault_seen() {
-                return Err(crate::sys::truncated_under_read());
-            }
+            crate::sys::no_fault()?;
             progress.add(n);
             Ok(())
         });

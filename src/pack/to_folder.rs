@@ -170,9 +170,7 @@ fn copy_out(
 /// Renames the staging folder to `dir` (an empty `dir` is replaced).
 fn publish(staging: tempfile::TempDir, dir: &Path) -> Result<()> {
     // A source truncated under a read: bytes written since may be zeros.
-    if crate::sys::fault_seen() {
-        return Err(crate::sys::truncated_under_read());
-    }
+    crate::sys::no_fault()?;
     let io = |e| Error::io(dir.display().to_string(), e);
     if std::fs::symlink_metadata(dir).is_ok() {
         // Only an empty folder gets here (staging_for checked), and

@@ -432,10 +432,10 @@ impl<'a> Vm<'a> {
     }
 
     fn memo_put(&mut self, key: u32, v: Value) -> Result<()> {
-        if self.memo.len() >= MAX_MEMO && !self.memo.contains_key(&key) {
-            return Err(bad(self.at, format!("more than {MAX_MEMO} memo entries")));
-        }
         if !self.memo.contains_key(&key) {
+            if self.memo.len() >= MAX_MEMO {
+                return Err(bad(self.at, format!("more than {MAX_MEMO} memo entries")));
+            }
             // An entry, and about as much again for the map's spare room.
             self.hold(2 * std::mem::size_of::<(u32, Value)>())?;
         }
