@@ -169,6 +169,9 @@ impl Remote {
                     if waits {
                         self.take(grid, &mut s, last + 1, piece, at_once, &mut todo);
                     }
+                    // The read's own blocks are its, fetched or not (as for
+                    // a stream continued above).
+                    s.ahead_to = s.ahead_to.max(s.last + 1);
                     s
                 }
             };

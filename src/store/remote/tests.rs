@@ -600,6 +600,20 @@ fn a_small_read_asks_for_its_bytes_or_for_nothing_where_a_block_is_kept() {
     );
 }
 
+/// A first read across blocks that fetches none of them ahead (at hand,
+/// or with every request busy) starts its stream as a later read would:
+/// the stream's fetched-to mark was left at its first block + 1, below
+/// its last block, and the walk's distance ahead underflowed (a panic on
+/// the FUSE session's thread ended a mount in CI).
+#[test]
+fn a_first_read_across_blocks_at_hand_starts_a_stream() {
+    let data = bytes(4 * BLOCK, 25);
+    let (store, r) = opened(&data);
+    let read = (r.read_on(Grid::ZERO, BLOCK - 5, 10, Reach::AT_HAND, None)).unwrap();
+    assert!(read.is_none(), "not held");
+    assert_eq!(store.gets().len(), 1, "the open's only");
+}
+
 /// A read that may not wait (a FUSE worker's) gives what is held and
 /// nothing else: a block not held asks no request and gives `None`; once
 /// a read that may wait has fetched it, it is at hand; the tail always is.
