@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
             for t in &f.tensors {
                 let s = &f.storages[t.storage];
                 if t.contiguous() {
-                    let start = t.offset * t.width();
+                    let start = t.byte_offset();
                     assert!(start + t.numel() * t.width() <= s.len, "tensor inside its storage");
                 }
             }

@@ -29,6 +29,8 @@ use crate::format::Ranges;
 pub struct RowMajor {
     len: u64,
     kind: Kind,
+    /// Sign bits flipped after reading ([`RowMajor::with_sign_flip`]).
+    flip: Option<(u64, u8)>,
 }
 
 #[derive(Debug)]
@@ -112,6 +114,7 @@ fn relayout(t: &Tensor) -> Result<RowMajor, String> {
             stored: b.size,
             r,
         },
+        flip: None,
     })
 }
 
@@ -167,6 +170,7 @@ fn partition(file: &File, i: usize, members: &Members, depth: usize) -> Result<R
             width,
             members: out,
         }),
+        flip: None,
     })
 }
 
@@ -196,7 +200,15 @@ impl RowMajor {
         Ok(RowMajor {
             len: r.len(),
             kind: Kind::Relayout { start, stored, r },
+            flip: None,
         })
+    }
+
+    /// The same view with the top bit of byte `k` of every `period` bytes
+    /// flipped, for each bit `k` of `mask`: a PyTorch tensor's negative or
+    /// conjugate bit applied to its values (`period` at most 8).
+    pub fn with_sign_flip(self, flip: Option<(u64, u8)>) -> RowMajor {
+        RowMajor { flip, ..self }
     }
 
     /// The view's size in bytes.
@@ -219,7 +231,7 @@ impl RowMajor {
         {
             return Err(format!("range past the view's {} bytes", self.len));
         }
-        match &self.kind {
+        let read = match &self.kind {
             Kind::Relayout { start, stored, r } => match file.in_memory() {
                 Some(bytes) => r.read_into(slice(bytes, *start, *stored)?, offset, out),
                 None => {
@@ -236,7 +248,15 @@ impl RowMajor {
                 }
             },
             Kind::Partition(p) => p.read_into(file, offset, out),
+        };
+        if let (Ok(()), Some((period, mask))) = (&read, self.flip) {
+            for (pos, b) in (offset..).zip(out.iter_mut()) {
+                if mask & (1 << (pos % period)) != 0 {
+                    *b ^= 0x80;
+                }
+            }
         }
+        read
     }
 }
 

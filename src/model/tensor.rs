@@ -109,12 +109,13 @@ impl Computed {
     /// storage's bytes.
     fn of_torch(file: &pytorch::File) -> Computed {
         let views = (file.tensors.iter().enumerate())
-            .filter(|(_, t)| !t.contiguous())
+            .filter(|(_, t)| !t.in_place())
             .map(|(i, t)| {
                 let s = &file.storages[t.storage];
                 let bits = (t.width() * 8) as u32;
-                let at = t.offset.saturating_mul(t.width());
-                let view = RowMajor::strided(s.offset, s.len, &t.shape, bits, &t.stride, at);
+                let view =
+                    RowMajor::strided(s.offset, s.len, &t.shape, bits, &t.stride, t.byte_offset())
+                        .map(|v| v.with_sign_flip(t.sign_flip()));
                 (i as u32, view)
             })
             .collect();
@@ -166,7 +167,7 @@ impl Model {
                 None => return TensorData::Absent(format!("{l} has no registered zTensor type")),
             },
         };
-        if t.contiguous() {
+        if t.in_place() {
             return TensorData::Stored { part: 0, elem };
         }
         match self.computed().get(i) {

@@ -28,6 +28,14 @@ pub fn tensor<'a>(file: &'a File, t: &'a Tensor) -> J<'a> {
         ("storage_offset", J::Uint(t.offset)),
         ("contiguous", J::Bool(t.contiguous())),
     ];
+    // Torch's math bits, where set: the values served are the stored ones
+    // negated or conjugated, as torch.load gives them.
+    if t.neg {
+        entries.push(("neg", J::Bool(true)));
+    }
+    if t.conj {
+        entries.push(("conj", J::Bool(true)));
+    }
     if let Some(name) = file.files.get(s.file) {
         entries.push(("file", J::Text(name)));
     }

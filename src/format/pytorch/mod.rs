@@ -33,6 +33,7 @@ pub mod pickle;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use crate::error::{Error, Result, Rule};
@@ -74,6 +75,10 @@ pub struct Tensor {
     pub offset: u64,
     /// Index into [`File::storages`].
     pub storage: usize,
+    /// Torch's negative bit: its values are the stored ones negated.
+    pub neg: bool,
+    /// Torch's conjugate bit: its values are the stored ones conjugated.
+    pub conj: bool,
 }
 
 impl Tensor {
@@ -82,9 +87,44 @@ impl Tensor {
         self.shape.iter().product()
     }
 
+    /// Its first element's byte in its storage: 0 for an empty tensor,
+    /// whose offset may lie anywhere (checked against the storage at read
+    /// otherwise: no overflow).
+    pub fn byte_offset(&self) -> u64 {
+        match self.numel() {
+            0 => 0,
+            _ => self.offset * self.width(),
+        }
+    }
+
     /// Bytes per element.
     pub fn width(&self) -> u64 {
         width(self.dtype)
+    }
+
+    /// True when its values are its storage's bytes as they are: it is
+    /// [`Tensor::contiguous`] and no sign bit is flipped
+    /// ([`Tensor::sign_flip`]). Any other tensor is computed by range.
+    pub fn in_place(&self) -> bool {
+        self.contiguous() && self.sign_flip().is_none()
+    }
+
+    /// Where torch's negative and conjugate bits flip its row-major bytes:
+    /// the top bit of each byte `k` (of `mask`'s bits) of every `period`
+    /// bytes. A negation flips each sign bit (bit for bit what torch's
+    /// `resolve_neg` computes, NaNs and zeros included); a conjugation of
+    /// complex64 flips the imaginary part's; of a real dtype, nothing.
+    pub fn sign_flip(&self) -> Option<(u64, u8)> {
+        let w = self.width();
+        let conj = self.conj && self.dtype == Dtype::C64;
+        match (self.neg, conj) {
+            (false, false) => None,
+            (false, true) => Some((8, 1 << 7)),
+            // -(a - bi) = -a + bi: the real part's sign only.
+            (true, true) => Some((8, 1 << 3)),
+            (true, false) if self.dtype == Dtype::C64 => Some((4, 1 << 3)),
+            (true, false) => Some((w, 1 << (w - 1))),
+        }
     }
 
     /// True when its elements are its storage's bytes from its offset in
@@ -250,13 +290,7 @@ pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
     let data = stored(file, pkl, MAX_PICKLE_LEN)?;
     let pickled = pickle::load(&data)?;
     drop(data);
-    let mut walk = Walk {
-        p: &pickled,
-        seen: HashSet::new(),
-        names: HashSet::new(),
-        found: Vec::new(),
-        other: 0,
-    };
+    let mut walk = Walk::new(&pickled);
     walk.value(pickled.value, &mut Vec::new(), 0)?;
     let (found, other_values) = (walk.found, walk.other);
     let mut storages: Vec<Storage> = Vec::new();
@@ -277,7 +311,7 @@ pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
                 let named = |t: StorageType| match t {
                     StorageType::Typed(d) => format!("{d:?}"),
                     StorageType::Untyped => "untyped".into(),
-                    StorageType::Other => "a type without a zTensor one".into(),
+                    StorageType::Other(_) => "a type without a zTensor one".into(),
                 };
                 return Err(archive_err(format!(
                     "storage {:?} is named as two types ({} and {}): torch would read both as the first",
@@ -296,7 +330,8 @@ pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
                 check_member(m)?;
                 let unit = match s.ty {
                     StorageType::Typed(d) => width(d),
-                    StorageType::Untyped | StorageType::Other => 1,
+                    StorageType::Untyped => 1,
+                    StorageType::Other(w) => w,
                 };
                 let want = s.numel.checked_mul(unit);
                 if want != Some(m.len) {
@@ -322,6 +357,8 @@ pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
             stride: t.stride.clone(),
             offset: t.offset,
             storage,
+            neg: t.neg,
+            conj: t.conj,
         };
         check_extent(&tensor, storages[storage].len)?;
         tensors.push(tensor);
@@ -401,14 +438,10 @@ fn check_extent(t: &Tensor, len: u64) -> Result<()> {
         .filter(|n| n.checked_mul(t.width()).is_some())
         .ok_or_else(|| bad(format!("size {:?} overflows", t.shape)))?;
     let elems = len / t.width();
+    // An empty tensor may name any offset (torch's set_ checks none
+    // then): it has no bytes, so it reads none of its storage.
     if numel == 0 {
-        return match t.offset <= elems {
-            true => Ok(()),
-            false => Err(bad(format!(
-                "offset {} is past its storage's {elems} elements",
-                t.offset
-            ))),
-        };
+        return Ok(());
     }
     let last = (t.shape.iter().zip(&t.stride)).try_fold(t.offset, |a, (&d, &s)| {
         (d - 1).checked_mul(s).and_then(|x| a.checked_add(x))
@@ -422,6 +455,31 @@ fn check_extent(t: &Tensor, len: u64) -> Result<()> {
     }
 }
 
+/// The longest tensor name a walk makes, in bytes (its keys joined by
+/// `.`): far past any real one, short of a key of megabytes named again
+/// at each of a million entries.
+pub const MAX_NAME_LEN: usize = 1 << 16;
+/// Most bytes of dict keys a walk reads, all entries together: a key is
+/// one string of the arena however many entries name it (a memo fetch),
+/// so without this a short pickle could make the walk hash gigabytes.
+pub const MAX_KEY_BYTES: usize = 256 << 20;
+
+/// A dict key, as Python compares it: `"1"` and `1` are two keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key<'a> {
+    Str(&'a str),
+    Int(i64),
+}
+
+impl Key<'_> {
+    fn shown(&self) -> String {
+        match self {
+            Key::Str(s) => format!("{s:?} (a string)"),
+            Key::Int(n) => format!("{n} (an int)"),
+        }
+    }
+}
+
 /// The walk of the pickled value for its tensors.
 struct Walk<'a> {
     p: &'a Pickled,
@@ -430,10 +488,23 @@ struct Walk<'a> {
     names: HashSet<String>,
     found: Vec<(String, &'a pickle::Tensor)>,
     other: usize,
+    /// Bytes of dict keys read so far (see [`MAX_KEY_BYTES`]).
+    key_bytes: usize,
 }
 
 impl<'a> Walk<'a> {
-    fn value(&mut self, v: Value, path: &mut Vec<String>, depth: usize) -> Result<()> {
+    fn new(p: &'a Pickled) -> Walk<'a> {
+        Walk {
+            p,
+            seen: HashSet::new(),
+            names: HashSet::new(),
+            found: Vec::new(),
+            other: 0,
+            key_bytes: 0,
+        }
+    }
+
+    fn value(&mut self, v: Value, path: &mut Vec<Cow<'a, str>>, depth: usize) -> Result<()> {
         let bad = |why: String| Error::reject(Rule::TorchPickle, why);
         if depth > MAX_DEPTH {
             return Err(bad(format!("containers nest deeper than {MAX_DEPTH}")));
@@ -442,62 +513,27 @@ impl<'a> Walk<'a> {
             self.other += 1;
             return Ok(());
         };
-        match &self.p.arena[i as usize] {
-            Obj::Tensor(t) => {
-                let name = match path.is_empty() {
-                    true => "tensor".to_string(),
-                    false => path.join("."),
-                };
-                if self.found.len() >= MAX_TENSORS {
-                    return Err(Error::reject(
-                        Rule::TorchTensor,
-                        format!("more than {MAX_TENSORS} tensors"),
-                    ));
-                }
-                if name.is_empty() || !self.names.insert(name.clone()) {
-                    return Err(Error::reject(
-                        Rule::TorchTensor,
-                        format!("two tensors are named {name:?}"),
-                    ));
-                }
-                self.found.push((name, t));
-                Ok(())
+        let p = self.p;
+        match &p.arena[i as usize] {
+            Obj::Tensor(t) => self.tensor(t, path),
+            Obj::Dict(_) | Obj::OrderedDict(_) | Obj::List(_) | Obj::Tuple(_) | Obj::Set(_)
+                if !self.seen.insert(i) =>
+            {
+                Err(bad(
+                    "a container reached twice (a cycle, or one shared between entries)".into(),
+                ))
             }
-            Obj::Dict(_) | Obj::List(_) | Obj::Tuple(_) if !self.seen.insert(i) => Err(bad(
-                "a container reached twice (a cycle, or one shared between entries)".into(),
-            )),
-            Obj::Dict(items) => {
-                // A key set again keeps its first place, with its last value.
-                let mut order: Vec<(String, Value)> = Vec::new();
-                let mut at: HashMap<String, usize> = HashMap::new();
-                for &(k, v) in items {
-                    let key = match (k, self.p.obj(k)) {
-                        (_, Some(Obj::Str(s))) => s.clone(),
-                        (Value::Int(n), _) => n.to_string(),
-                        _ => {
-                            return Err(bad(format!(
-                                "a dict key {k:?} that is not a string or an int"
-                            )))
-                        }
-                    };
-                    match at.get(&key) {
-                        Some(&j) => order[j].1 = v,
-                        None => {
-                            at.insert(key.clone(), order.len());
-                            order.push((key, v));
-                        }
-                    }
-                }
-                for (key, v) in order {
+            Obj::Dict(items) | Obj::OrderedDict(items) => {
+                for (key, v) in self.entries(items)? {
                     path.push(key);
                     self.value(v, path, depth + 1)?;
                     path.pop();
                 }
                 Ok(())
             }
-            Obj::List(items) | Obj::Tuple(items) => {
+            Obj::List(items) | Obj::Tuple(items) | Obj::Set(items) => {
                 for (k, &v) in items.iter().enumerate() {
-                    path.push(k.to_string());
+                    path.push(Cow::Owned(k.to_string()));
                     self.value(v, path, depth + 1)?;
                     path.pop();
                 }
@@ -507,10 +543,78 @@ impl<'a> Walk<'a> {
                 Rule::TorchTensor,
                 format!("{:?} is a bare storage, not a tensor", path.join(".")),
             )),
-            Obj::Str(_) | Obj::Bytes(_) | Obj::Global(_) => {
+            Obj::Str(_) | Obj::Global(_) => {
                 self.other += 1;
                 Ok(())
             }
         }
+    }
+
+    fn tensor(&mut self, t: &'a pickle::Tensor, path: &[Cow<'a, str>]) -> Result<()> {
+        let err = |why: String| Error::reject(Rule::TorchTensor, why);
+        let len = (path.iter()).fold(path.len().saturating_sub(1), |a, k| a + k.len());
+        if len > MAX_NAME_LEN {
+            return Err(err(format!(
+                "a tensor's name would be {len} bytes (at most {MAX_NAME_LEN})"
+            )));
+        }
+        let name = match path.is_empty() {
+            true => "tensor".to_string(),
+            false => path.join("."),
+        };
+        if self.found.len() >= MAX_TENSORS {
+            return Err(err(format!("more than {MAX_TENSORS} tensors")));
+        }
+        if name.is_empty() || !self.names.insert(name.clone()) {
+            return Err(err(format!("two tensors are named {name:?}")));
+        }
+        self.found.push((name, t));
+        Ok(())
+    }
+
+    /// A dict's entries by name, as Python holds them: a key set again
+    /// keeps its first place with its last value. Two keys that name the
+    /// same entry (`"1"` and `1`, two things to Python) are refused.
+    fn entries(&mut self, items: &'a [(Value, Value)]) -> Result<Vec<(Cow<'a, str>, Value)>> {
+        let bad = |why: String| Error::reject(Rule::TorchPickle, why);
+        let mut order: Vec<(Cow<'a, str>, Value)> = Vec::new();
+        let mut at: HashMap<Cow<'a, str>, (Key<'a>, usize)> = HashMap::new();
+        for &(k, v) in items {
+            let key = match (k, self.p.obj(k)) {
+                (_, Some(Obj::Str(s))) => Key::Str(s),
+                (Value::Int(n), _) => Key::Int(n),
+                _ => {
+                    return Err(bad(format!(
+                        "a dict key {k:?} that is not a string or an int"
+                    )))
+                }
+            };
+            let name = match key {
+                Key::Str(s) => Cow::Borrowed(s),
+                Key::Int(n) => Cow::Owned(n.to_string()),
+            };
+            self.key_bytes = self.key_bytes.saturating_add(name.len());
+            if self.key_bytes > MAX_KEY_BYTES {
+                return Err(bad(format!(
+                    "the dicts' keys take more than {} MiB together",
+                    MAX_KEY_BYTES >> 20
+                )));
+            }
+            match at.get(&name) {
+                Some(&(first, j)) if first == key => order[j].1 = v,
+                Some(&(first, _)) => {
+                    return Err(bad(format!(
+                        "dict keys {} and {} would both name {name:?}",
+                        first.shown(),
+                        key.shown()
+                    )))
+                }
+                None => {
+                    at.insert(name.clone(), (key, order.len()));
+                    order.push((name, v));
+                }
+            }
+        }
+        Ok(order)
     }
 }

@@ -28,15 +28,14 @@ pub fn objects(file: &File) -> Vec<Object> {
         .iter()
         .map(|t| {
             let s = &file.storages[t.storage];
-            let (part, layout) = match t.contiguous() {
+            let (part, layout) = match t.in_place() {
                 true => {
                     let (dtype, logical) = ztensor_type(t.dtype);
                     let ty = ElementType {
                         dtype,
                         logical: logical.map(|l| texts.get(l)),
                     };
-                    // Checked against the storage at read: no overflow.
-                    let offset = s.offset + t.offset * t.width();
+                    let offset = s.offset + t.byte_offset();
                     (
                         Part::raw(data.clone(), ty, offset, t.numel() * t.width()),
                         dense.clone(),
