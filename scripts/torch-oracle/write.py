@@ -26,7 +26,8 @@ import torch
 
 
 def row_major_bytes(t: torch.Tensor) -> bytes:
-    t = t.detach().contiguous().cpu()
+    # The values torch gives: its negative and conjugate bits applied.
+    t = t.detach().resolve_conj().resolve_neg().contiguous().cpu()
     # numpy has no bfloat16 or float8: their bytes through a same-width int.
     view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
     if t.dtype.is_complex:
@@ -79,6 +80,15 @@ def cases() -> dict:
         weight=w, weight_t=w.t(), rows=w[1:3], cols=w[:, 1::2], tied=w, scalar=w[2, 3],
         empty=w[:0], expanded=torch.randn(1, 6, generator=g).expand(4, 6),
         column=w[:, 2], param=torch.nn.Parameter(torch.randn(3, generator=g)))
+
+    # Views with torch's negative and conjugate bits (saved as the rebuild's
+    # metadata, the stored values unchanged).
+    z = torch.complex(torch.randn(2, 3, generator=g), torch.randn(2, 3, generator=g))
+    f = torch.randn(2, 3, generator=g)
+    out["math-bits"] = collections.OrderedDict(
+        conj=z.conj(), neg=torch._neg_view(f), neg_conj=torch._neg_view(z.conj()),
+        neg_complex=torch._neg_view(z[1]), neg_t=torch._neg_view(f.t()),
+        neg_bf16=torch._neg_view(f.to(torch.bfloat16)), neg_f16=torch._neg_view(f.half()))
 
     m = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.LayerNorm(3), torch.nn.Linear(3, 2))
     out["module-state-dict"] = m.state_dict()  # an OrderedDict with _metadata
