@@ -156,9 +156,10 @@ fn a_torchscript_archive_is_refused_by_name() {
         ("m/constants.pkl", b"\x80\x02)."),
         ("m/code/__torch__.py", b"def forward(self): pass\n"),
     ]));
+    // A valid file ztfs does not interpret: refused, not rejected.
     assert_eq!(code, Some(1));
     assert!(
-        err.contains("TorchArchive") && err.contains("TorchScript"),
+        err.contains("refused: a TorchScript archive") && !err.contains("TorchArchive"),
         "{err}"
     );
 }
@@ -272,4 +273,47 @@ fn a_member_given_twice_is_refused() {
         err.contains("TorchArchive") && err.contains("\"m/data/0\" is in the archive twice"),
         "{err}"
     );
+}
+
+/// The constructions where ztfs and `torch.load(weights_only=True)` must
+/// agree (tests/data/torch/agree, written opcode by opcode by
+/// scripts/torch-oracle/agree.py, torch's verdict on each beside them):
+/// what torch loads ztfs serves with torch's bytes, what torch refuses
+/// ztfs refuses, and where ztfs refuses on purpose what torch loads, the
+/// verdict says so (torch would serve another tensor's values).
+#[test]
+fn ztfs_agrees_with_torchs_weights_only_loader() {
+    let dir = real().with_file_name("agree");
+    let text = fs::read_to_string(dir.join("expected.json")).unwrap();
+    let json::Json::Object(cases) = json::Json::parse(&text) else {
+        panic!("expected.json is an object")
+    };
+    assert!(cases.len() >= 12, "{} cases", cases.len());
+    for (name, want) in &cases {
+        let file = dir.join(format!("{name}.pt"));
+        let o = ztfs(&[Path::new("check"), &file]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        let loads = want["torch"].text() == "loads";
+        let ztfs_refuses = !matches!(want["ztfs"], json::Json::Null);
+        if !loads || ztfs_refuses {
+            assert_eq!(
+                o.status.code(),
+                Some(1),
+                "{name}: torch {want:?}; ztfs {err}"
+            );
+            continue;
+        }
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{name}: torch loads it; ztfs {err}"
+        );
+        let json::Json::Object(tensors) = &want["tensors"] else {
+            panic!("{name}: tensors")
+        };
+        for (t, sum) in tensors {
+            let data = cat(&file, t, "data", false).unwrap();
+            assert_eq!(sha256(&data), sum.text(), "{name} {t}");
+        }
+    }
 }

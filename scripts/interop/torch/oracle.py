@@ -66,7 +66,7 @@ class _Unpickler(pickle.Unpickler):
         return (str(cls), self.loaded[key])
 
     @staticmethod
-    def _rebuild(storage, offset, size, stride, dtype_name):
+    def _rebuild(storage, offset, size, stride, dtype_name, meta=None):
         np_dt = np.dtype(DTYPES[dtype_name])
         flat = np.frombuffer(storage[1], dtype=np_dt)
         if not size or 0 not in size:
@@ -74,13 +74,22 @@ class _Unpickler(pickle.Unpickler):
                 flat[offset:], shape=tuple(size), strides=[s * np_dt.itemsize for s in stride])
         else:
             view = np.zeros(tuple(size), np_dt)
-        return ("tensor", dtype_name, np.array(view, order="C", copy=True))
+        values = np.array(view, order="C", copy=True)
+        # Torch's math bits: the values torch.load gives are the stored ones
+        # conjugated, then negated (a key present sets its bit).
+        meta = meta or {}
+        if "conj" in meta and values.dtype.kind == "c":
+            values = np.conj(values)
+        if "neg" in meta:
+            # bfloat16 is held as its bits here: its sign is the top one.
+            values = values ^ np.uint16(0x8000) if dtype_name == "bfloat16" else -values
+        return ("tensor", dtype_name, values)
 
-    def _rebuild_tensor_v2(self, storage, offset, size, stride, _grad, _hooks, _meta=None):
-        return self._rebuild(storage, offset, size, stride, STORAGES[storage[0]][1])
+    def _rebuild_tensor_v2(self, storage, offset, size, stride, _grad, _hooks, meta=None):
+        return self._rebuild(storage, offset, size, stride, STORAGES[storage[0]][1], meta)
 
-    def _rebuild_tensor_v3(self, storage, offset, size, stride, _grad, _hooks, dtype, _meta=None):
-        return self._rebuild(storage, offset, size, stride, str(dtype))
+    def _rebuild_tensor_v3(self, storage, offset, size, stride, _grad, _hooks, dtype, meta=None):
+        return self._rebuild(storage, offset, size, stride, str(dtype), meta)
 
     def _rebuild_parameter(self, data, _grad, _hooks):
         return data

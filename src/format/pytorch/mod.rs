@@ -272,8 +272,10 @@ pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
     let code = format!("{archive}/code/");
     let code = code.as_bytes();
     if find("constants.pkl").is_some() || members.iter().any(|m| m.name.starts_with(code)) {
-        return Err(archive_err(
-            "a TorchScript archive (torch.jit.save: constants.pkl, code/): its tensors come with code, which ztfs does not run; save the module's state_dict() with torch.save",
+        // A valid file ztfs will not interpret, as the other foreign
+        // formats: refused, not rejected.
+        return Err(Error::Unsupported(
+            "a TorchScript archive (torch.jit.save: constants.pkl, code/): its tensors come with code, which ztfs does not run; save the module's state_dict() with torch.save".into(),
         ));
     }
     let pkl = find("data.pkl")
