@@ -8,8 +8,10 @@ fn main() -> ExitCode {
     ztfs::sys::raise_open_file_limit();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // mount(8) and /etc/fstab, through mount.fuse3: `ztfs SOURCE MNT -o OPTS`.
+    // Each command by its name and its aliases (`umount`, `mounts`).
     let subcommands: Vec<String> = (<Cli as clap::CommandFactory>::command().get_subcommands())
-        .map(|c| c.get_name().to_string())
+        .flat_map(|c| std::iter::once(c.get_name()).chain(c.get_all_aliases()))
+        .map(str::to_string)
         .collect();
     let args = if ztfs::fstab::is_helper_call(&args, &subcommands) {
         match ztfs::fstab::to_mount_args(&args) {

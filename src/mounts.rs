@@ -46,13 +46,79 @@ pub fn state_dir() -> Option<PathBuf> {
     })
 }
 
+/// The longest name [`name_of`] gives, in bytes: a file name is at most
+/// 255, and the log's rotation and the record's temporary add a suffix
+/// (`.log.1`, `.json.tmp`).
+pub const MAX_NAME: usize = 200;
+
 /// The name of `mnt`'s log and record: its absolute path, `%` and `/`
-/// percent-encoded, the leading `/` left out.
+/// percent-encoded, the leading `/` left out. A name past [`MAX_NAME`]
+/// bytes keeps its start and ends with `~` and 16 hex digits of the
+/// whole name's SHA-256, so that any mount point has one (the log's first
+/// line and the record hold the path itself).
 pub fn name_of(mnt: &Path) -> String {
     let abs = std::path::absolute(mnt).unwrap_or_else(|_| mnt.to_path_buf());
     let text = abs.to_string_lossy();
     let text = text.trim_start_matches('/');
-    text.replace('%', "%25").replace('/', "%2F")
+    let name = text.replace('%', "%25").replace('/', "%2F");
+    if name.len() <= MAX_NAME {
+        return name;
+    }
+    use sha2::Digest;
+    let sum = sha2::Sha256::digest(name.as_bytes());
+    let hex: String = sum[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let mut keep = MAX_NAME - hex.len() - 1;
+    while !name.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    format!("{}~{hex}", &name[..keep])
+}
+
+/// Most logs of ended mounts kept in the state directory: a mount's log
+/// outlives it (to read why it ended), but mounts come and go.
+pub const KEEP_ENDED_LOGS: usize = 32;
+
+/// Removes the logs of ended mounts (those without a record, `.log` and
+/// `.log.1`) beyond the [`KEEP_ENDED_LOGS`] newest, and every empty one
+/// (a mount that failed before it logged anything). `except` is the log
+/// about to be used.
+pub fn prune_logs(except: &Path) {
+    let Some(dir) = state_dir() else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    let mut ended: Vec<(SystemTime, PathBuf)> = Vec::new();
+    for e in entries.flatten() {
+        let path = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".log").or(name.strip_suffix(".log.1")) else {
+            continue;
+        };
+        let live = dir.join(format!("{stem}.json")).exists();
+        let Ok(meta) = e.metadata() else { continue };
+        if live || path == except || !meta.is_file() {
+            continue;
+        }
+        if meta.len() == 0 {
+            let _ = std::fs::remove_file(&path);
+            continue;
+        }
+        ended.push((meta.modified().unwrap_or(UNIX_EPOCH), path));
+    }
+    ended.sort_by(|a, b| b.0.cmp(&a.0));
+    for (_, path) in ended.into_iter().skip(KEEP_ENDED_LOGS) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Removes `log` if nothing was written to it (a mount that failed on its
+/// arguments before it logged anything).
+pub fn remove_if_empty(log: &Path) {
+    if std::fs::metadata(log).is_ok_and(|m| m.is_file() && m.len() == 0) {
+        let _ = std::fs::remove_file(log);
+    }
 }
 
 /// The log of a background mount on `mnt`.

@@ -155,12 +155,15 @@ pub enum NpyDtypesArg {
 }
 
 pub fn run(m: MountCmd) -> Result<()> {
-    // A background daemon logs where the user can find it.
-    let log_file = (m.log_file.clone()).or_else(|| {
-        (!m.foreground)
-            .then(|| crate::mounts::log_path(&m.mountpoint))
-            .flatten()
-    });
+    // A background daemon logs where the user can find it; the logs of
+    // ended mounts are kept within a bound.
+    let default_log = (m.log_file.is_none() && !m.foreground)
+        .then(|| crate::mounts::log_path(&m.mountpoint))
+        .flatten();
+    if let Some(log) = &default_log {
+        crate::mounts::prune_logs(log);
+    }
+    let log_file = m.log_file.clone().or(default_log.clone());
     let level = match m.verbose {
         0 => m.log_level.clone(),
         1 => Some("info".to_string()),
@@ -207,7 +210,7 @@ pub fn run(m: MountCmd) -> Result<()> {
             min_size: m.passthrough_min,
         },
     };
-    mount::mount(MountArgs {
+    let mounted = mount::mount(MountArgs {
         auto_unmount: m.auto_unmount,
         nonempty: m.nonempty,
         log_file,
@@ -219,7 +222,11 @@ pub fn run(m: MountCmd) -> Result<()> {
         shards: m.shard,
         trust_shards: m.trust_shards,
         options,
-    })
+    });
+    if let (Err(_), Some(log)) = (&mounted, &default_log) {
+        crate::mounts::remove_if_empty(log);
+    }
+    mounted
 }
 
 /// One logger for ztfs and fuser: level from the flag, else `ZTFS_LOG`,

@@ -179,6 +179,94 @@ fn a_background_daemon_logs_where_the_mount_line_says() {
     assert!(text.contains("INFO") && text.contains("unmount"), "{text}");
 }
 
+/// The aliases `--help` lists are commands too, not a model's name given
+/// as mount(8) gives it (`ztfs SOURCE MNT`).
+#[test]
+fn umount_and_mounts_are_the_aliases_help_says() {
+    let m = Mount::new(&sample("tiny-llama.zt"), &[]);
+    let out = ztfs(&[OsStr::new("mounts")]);
+    assert!(out.status.success(), "{}", describe(&["mounts"], &out));
+    let out = ztfs(&[OsStr::new("umount"), m.path().as_os_str()]);
+    assert!(out.status.success(), "{}", describe(&["umount"], &out));
+    assert!(!is_mounted(m.path()));
+}
+
+/// A mount point whose path, %-encoded, is past a file name's 255 bytes
+/// (CI workspaces nest deep) still mounts: its log's name is shortened
+/// with a hash, and the log holds the path.
+#[test]
+fn a_mount_point_of_any_length_has_a_log() {
+    let home = tempfile::tempdir().unwrap();
+    let top = tempfile::tempdir().unwrap();
+    let mut mnt = top.path().to_path_buf();
+    for _ in 0..3 {
+        mnt.push("d".repeat(100));
+    }
+    fs::create_dir_all(&mnt).unwrap();
+    assert!(mnt.as_os_str().len() > 300);
+    let file = sample("tiny-llama.zt");
+    let out = std::process::Command::new(BIN)
+        .args([OsStr::new("mount"), file.as_os_str(), mnt.as_os_str()])
+        .env("HOME", home.path())
+        .env_remove("XDG_STATE_HOME")
+        .output()
+        .unwrap();
+    let mounted = is_mounted(&mnt);
+    cleanup(&mnt);
+    assert!(
+        out.status.success() && mounted,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let logs: Vec<_> = fs::read_dir(home.path().join(".local/state/ztfs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert!(logs[0].file_name().unwrap().len() <= 255);
+    let text = fs::read_to_string(&logs[0]).unwrap();
+    assert!(text.contains(&format!("on {}", mnt.display())), "{text}");
+}
+
+/// A mount that fails on its arguments leaves no empty log behind, and
+/// the logs of ended mounts are kept within a bound.
+#[test]
+fn logs_of_failed_and_ended_mounts_do_not_pile_up() {
+    let home = tempfile::tempdir().unwrap();
+    let state = home.path().join(".local/state/ztfs");
+    fs::create_dir_all(&state).unwrap();
+    for i in 0..40 {
+        fs::write(state.join(format!("tmp%2Fold{i}.log")), "INFO unmounted\n").unwrap();
+    }
+    fs::write(state.join("tmp%2Fempty.log"), "").unwrap();
+    let m = Mount::unmounted();
+    let out = std::process::Command::new(BIN)
+        .args([
+            OsStr::new("mount"),
+            OsStr::new("/no/such/model.zt"),
+            m.path().as_os_str(),
+        ])
+        .env("HOME", home.path())
+        .env_remove("XDG_STATE_HOME")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: Vec<String> = fs::read_dir(&state)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let own = names.iter().any(|n| n.contains("mnt.log"));
+    assert!(!own, "the failed mount's empty log is left: {names:?}");
+    assert!(!names.contains(&"tmp%2Fempty.log".to_string()), "{names:?}");
+    assert_eq!(names.len(), 32, "{names:?}");
+}
+
 /// A background mount's log has the line a foreground mount writes:
 /// which model, on which mount point.
 #[test]
