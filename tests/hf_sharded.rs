@@ -191,6 +191,24 @@ fn check_ls_cat_and_manifest_read_the_index_and_its_folder() {
     }
 }
 
+/// An index names files of its folder, so its folder's other files come
+/// with it (a config, not a hidden file); one file of the checkpoint given
+/// alone is that file, with none.
+#[test]
+fn an_index_brings_its_folder_and_one_of_its_files_comes_alone() {
+    let c = Checkpoint::new();
+    fs::write(c.path("config.json"), r#"{"model_type": "llama"}"#).unwrap();
+    fs::write(c.path(".env"), "API_KEY=secret\n").unwrap();
+    let by_index = String::from_utf8(ztfs_ok(&[Path::new("ls"), &c.index_path()])).unwrap();
+    assert!(
+        by_index.ends_with("files of the folder (1):\nconfig.json\n"),
+        "{by_index}"
+    );
+    let one = c.path(&c.files[0].0);
+    let alone = String::from_utf8(ztfs_ok(&[Path::new("ls"), &one])).unwrap();
+    assert_eq!(alone, "model.embed_tokens.weight\nmodel.norm.weight\n");
+}
+
 #[test]
 fn ls_names_each_tensor_s_file() {
     let c = Checkpoint::new();
