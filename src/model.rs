@@ -111,7 +111,7 @@ impl Model {
     /// Opens `path`, resolving the named shards to the given files first.
     /// A local folder stands for the model file in it (see [`hf`]); its
     /// other files come with the model ([`Model::folder`]), as those of
-    /// the folder of an index or of a `model.safetensors` do.
+    /// the folder of an index do. A model file given alone has none.
     pub fn open_with(path: &Path, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
         if let Some(text) = path.to_str().filter(|t| t.starts_with("hf://")) {
             #[cfg(feature = "remote")]
@@ -153,8 +153,9 @@ impl Model {
 
     /// The folder whose other files come with the model opened from
     /// `given` (resolved to the file `file`), and the model's own files in
-    /// it: a local folder given; else the folder of a local index or of a
-    /// file named `model.safetensors`.
+    /// it: a local folder given, or the folder of a local index (it names
+    /// files of its folder). A model file given alone is that file: its
+    /// folder is only where it lies (`~/Downloads`), never named.
     fn folder_of(&self, given: &Path, file: &Path) -> Option<(PathBuf, Vec<String>)> {
         if crate::store::remote::url_of(file).is_some() {
             return None;
@@ -162,7 +163,7 @@ impl Model {
         let name = file.file_name()?.to_str()?.to_string();
         let dir = if given.is_dir() {
             given.to_path_buf()
-        } else if self.is_checkpoint() || name == hf::SINGLE_FILE || name == hf::TORCH_SINGLE_FILE {
+        } else if self.is_checkpoint() {
             match file.parent() {
                 Some(p) if p.as_os_str().is_empty() => PathBuf::from("."),
                 Some(p) => p.to_path_buf(),

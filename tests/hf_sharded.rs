@@ -191,6 +191,24 @@ fn check_ls_cat_and_manifest_read_the_index_and_its_folder() {
     }
 }
 
+/// An index names files of its folder, so its folder's other files come
+/// with it (a config, not a hidden file); one file of the checkpoint given
+/// alone is that file, with none.
+#[test]
+fn an_index_brings_its_folder_and_one_of_its_files_comes_alone() {
+    let c = Checkpoint::new();
+    fs::write(c.path("config.json"), r#"{"model_type": "llama"}"#).unwrap();
+    fs::write(c.path(".env"), "API_KEY=secret\n").unwrap();
+    let by_index = String::from_utf8(ztfs_ok(&[Path::new("ls"), &c.index_path()])).unwrap();
+    assert!(
+        by_index.ends_with("files of the folder (1):\nconfig.json\n"),
+        "{by_index}"
+    );
+    let one = c.path(&c.files[0].0);
+    let alone = String::from_utf8(ztfs_ok(&[Path::new("ls"), &one])).unwrap();
+    assert_eq!(alone, "model.embed_tokens.weight\nmodel.norm.weight\n");
+}
+
 #[test]
 fn ls_names_each_tensor_s_file() {
     let c = Checkpoint::new();
@@ -531,15 +549,7 @@ fn file_names_are_read_by_url_as_the_local_names() {
     let names = ["m?1.safetensors", "n#2 %41.safetensors", "%2e%2e"];
     let c = Checkpoint::named(&names, "sub");
     for (i, decoy) in [(0, "m"), (1, "n")] {
-        let (_, tensors) = &c.files[i];
-        let views = tensors
-            .iter()
-            .map(|(n, d, s, b)| (*n, (*d, s.clone(), bytes(b.len(), 99))));
-        let views: Vec<_> = views.collect();
-        let views =
-            (views.iter()).map(|(n, (d, s, b))| (*n, TensorView::new(*d, s.clone(), b).unwrap()));
-        let out = safetensors::tensor::serialize(views, None).unwrap();
-        fs::write(c.path(decoy), out).unwrap();
+        write_decoy(&c, i, decoy);
     }
     let server = Nginx::serve(c.dir.path().parent().unwrap());
     let sub = c.dir.path().file_name().unwrap().to_str().unwrap();
@@ -561,6 +571,46 @@ fn file_names_are_read_by_url_as_the_local_names() {
             want,
             "{name} by URL"
         );
+    }
+}
+
+/// Writes at `decoy` beside `c` a file of file `i`'s tensors with other
+/// bytes (seed 99): one a wrong URL would reach.
+fn write_decoy(c: &Checkpoint, i: usize, decoy: &str) {
+    let (_, tensors) = &c.files[i];
+    let data: Vec<Vec<u8>> = (tensors.iter()).map(|t| bytes(t.3.len(), 99)).collect();
+    let views = (tensors.iter().zip(&data))
+        .map(|((n, d, s, _), b)| (*n, TensorView::new(*d, s.clone(), b).unwrap()));
+    let out = safetensors::tensor::serialize(views, None).unwrap();
+    fs::write(c.path(decoy), out).unwrap();
+}
+
+/// A name holding a tab, a newline or a carriage return, beside a file of
+/// the name without it (`m-2.safetensors`): a URL parser drops those
+/// characters from what it is given, so by URL a name not encoded would
+/// read the other file. By URL the index's name is the file of that exact
+/// name or a failure (the client takes no control character in a key),
+/// never the other file's bytes; locally it is the file named.
+#[test]
+fn control_characters_in_a_name_never_reach_another_file_by_url() {
+    for odd in [
+        "m-2\t.safetensors",
+        "m-2.safetensors\n",
+        "m-2\r.safetensors",
+    ] {
+        let c = Checkpoint::named(&["m-1.safetensors", odd, "m-3.safetensors"], "sub");
+        write_decoy(&c, 1, "m-2.safetensors");
+        let server = Nginx::serve(c.dir.path().parent().unwrap());
+        let sub = c.dir.path().file_name().unwrap().to_str().unwrap();
+        let url = PathBuf::from(server.url(&format!("{sub}/{INDEX}")));
+        for (name, _, _, want) in &c.files[1].1 {
+            let local = cat(&c.index_path(), name, "data", false);
+            assert_eq!(local.as_ref(), Ok(want), "{odd:?}: {name} locally");
+            match cat(&url, name, "data", false) {
+                Ok(got) => assert_eq!(&got, want, "{odd:?}: {name} by URL, another file's"),
+                Err(e) => assert!(e.contains("holds the control character"), "{odd:?}: {e}"),
+            }
+        }
     }
 }
 

@@ -22,8 +22,9 @@ use common::{describe, ls, ztfs, ztfs_ok, Listing};
 
 /// Runs `ztfs pack SRC -o OUT FLAGS...`.
 /// `ztfs pack SRC -o OUT FLAGS --no-files`: these tests are about the
-/// tensors (a source's folder may hold earlier outputs and other corpus
-/// files; a folder's files are tests/tree/folder.rs's).
+/// tensors (a folder or an index given as the source brings its other
+/// files, earlier outputs among them; a folder's files are
+/// tests/tree/folder.rs's).
 fn pack(src: &Path, out: &Path, flags: &[&str]) -> std::process::Output {
     let mut args: Vec<&OsStr> = vec!["pack".as_ref(), src.as_os_str(), "-o".as_ref()];
     args.push(out.as_os_str());
@@ -293,6 +294,40 @@ fn the_default_output_is_canonical_and_reproducible() {
         fs::read(&c).unwrap() == bytes,
         "packing a canonical file changed it"
     );
+}
+
+/// A model file given alone packs alone, whatever lies beside it (a
+/// config, a secret, a big file, the pack before): no file of its folder
+/// in the output, and the same bytes when packed again into that folder.
+/// (Before, a `model.safetensors` brought every file of its folder, the
+/// first output too.)
+#[test]
+fn a_lone_file_packs_alone_and_again_to_the_same_bytes() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let src = sample_model(dir.path());
+    fs::write(dir.path().join("config.json"), r#"{"model_type": "x"}"#).unwrap();
+    fs::write(dir.path().join(".env"), "API_KEY=secret\n").unwrap();
+    fs::write(dir.path().join("big.bin"), noise(3 << 20, 9)).unwrap();
+    let (a, b) = (dir.path().join("a.zt"), dir.path().join("b.zt"));
+    for out in [&a, &b] {
+        let o = ztfs(&[
+            "pack".as_ref(),
+            src.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+        ]);
+        assert!(o.status.success(), "{}", describe(&["pack"], &o));
+    }
+    assert!(
+        fs::read(&a).unwrap() == fs::read(&b).unwrap(),
+        "two packs differ"
+    );
+    for file in [&src, &a] {
+        let json = ztfs_ok(&["ls".as_ref(), "--json".as_ref(), file.as_os_str()]);
+        let doc = common::json::Json::parse(std::str::from_utf8(&json).unwrap());
+        assert!(doc["files"].is_null(), "{file:?} has files: {doc:?}");
+    }
+    assert_same_model(&src, &a);
 }
 
 /// `--zstd` stores a part compressed only where that is smaller; every

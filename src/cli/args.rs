@@ -44,7 +44,7 @@ impl ProgressArg {
 pub struct FilesArg {
     /// Leave out the other files of the model's folder (config.json, the
     /// tokenizer's files, ...), which come with a model given as a
-    /// folder, an index or a model.safetensors.
+    /// folder or an index (a model file given alone has none).
     #[arg(long)]
     pub no_files: bool,
 }

@@ -2,14 +2,16 @@
 //! beside the weights (`config.json`, the tokenizer's files, a README),
 //! served byte for byte beside the tensors (docs/folders.md).
 //!
-//! A model has them when it was opened from a local folder, from a
-//! safetensors index, or from a file named `model.safetensors`: the folder
-//! holding the model's file. The model's own files (the index and the
-//! files it names, or the one safetensors file) are not among them.
+//! A model has them when the user named the folder: a local folder given,
+//! or an index (which names files of its folder). A model file given
+//! alone, whatever its name, is that file: the folder it lies in
+//! (`~/Downloads`) was never named. The model's own files (the index and
+//! the files it names, or the folder's one model file) are not among them.
 //!
 //! What is taken, scanned once:
 //! - regular files and subfolders, by their names (UTF-8 only); hidden
-//!   subfolders (`.git`, `.cache`) are left out, with a note;
+//!   ones (a name starting with `.`: `.git`, `.env`, `.netrc`) are left
+//!   out at every level, with a note ([`is_hidden`]);
 //! - a symlink when it leads to a regular file inside the folder (or, for
 //!   a snapshot of the Hugging Face cache, `.../snapshots/REV/`, inside
 //!   that repo's `blobs/`, where the cache keeps the files); any other is
@@ -48,6 +50,15 @@ pub const MAX_ENTRIES: usize = 10_000;
 pub const MAX_DEPTH: usize = 16;
 /// Most bytes taken from one folder, all files together.
 pub const MAX_BYTES: u64 = 1 << 40;
+
+/// True when `name`, a file's or a folder's in a model's folder, is
+/// hidden (starts with `.`), and so not taken: naming a folder names what
+/// a listing of it shows, not the secrets a checkout or a home folder keeps
+/// beside it (`.env`, `.netrc`, `.git-credentials`), nor a clone's `.git`,
+/// which holds the weights a second time. A loader reads none of them.
+pub fn is_hidden(name: &str) -> bool {
+    name.starts_with('.')
+}
 
 /// The other files of a checkpoint folder.
 #[derive(Debug)]

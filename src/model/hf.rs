@@ -34,9 +34,6 @@ pub const TORCH_INDEX_SUFFIX: &str = ".bin.index.json";
 pub const TORCH_SINGLE_FILE: &str = "pytorch_model.bin";
 /// How a safetensors file's name ends, for finding it in a folder.
 pub const FILE_SUFFIX: &str = ".safetensors";
-/// The name of a checkpoint of one safetensors file, whose folder's other
-/// files come with it.
-pub const SINGLE_FILE: &str = "model.safetensors";
 
 /// `path` itself, or for a local folder the model file in it: its one
 /// `*.safetensors.index.json`, or with none its one `*.safetensors`; with

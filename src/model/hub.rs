@@ -17,7 +17,9 @@ use crate::store::remote::hub::{self, Snapshot};
 /// and a safetensors file.
 const OTHER_MODELS: [&str; 3] = [".gguf", ".zt", ".hrry"];
 
-/// Opens the model an `hf://` URL names, with its folder.
+/// Opens the model an `hf://` URL names: with its folder when the URL
+/// names a folder of the repository (its root by default) or an index;
+/// a model file named by its path is that file alone, as a local one is.
 pub(super) fn open(text: &str, overrides: Vec<(String, PathBuf)>) -> Result<Model> {
     let snap = hub::open(text)?;
     if snap.truncated {
@@ -27,6 +29,9 @@ pub(super) fn open(text: &str, overrides: Vec<(String, PathBuf)>) -> Result<Mode
     }
     let (dir, file) = choose(&snap, text)?;
     let mut model = open_model(&snap, &file, overrides)?;
+    if file == snap.url.path && !model.is_checkpoint() {
+        return Ok(model);
+    }
     let name = file.rsplit('/').next().unwrap_or_default().to_string();
     let mut own = vec![name];
     own.extend(model.files.iter().map(|(n, _)| n.clone()));
@@ -154,19 +159,26 @@ fn choose(snap: &Snapshot, text: &str) -> Result<(String, String)> {
 }
 
 /// The folder `dir` of the repository, less the model's own files at its
-/// top (`own`): each file read from the local cache when it holds its
-/// blob, else by URL on first use.
+/// top (`own`) and what is hidden, as on disk ([`super::folder::is_hidden`]):
+/// each file read from the local cache when it holds its blob, else by
+/// URL on first use.
 pub(super) fn folder(snap: &Snapshot, dir: &str, own: &[String]) -> Folder {
     let prefix = match dir {
         "" => String::new(),
         d => format!("{d}/"),
     };
     let mut files = Vec::new();
+    let mut hidden = std::collections::BTreeSet::new();
     for e in &snap.files {
         let Some(rel) = e.path.strip_prefix(prefix.as_str()) else {
             continue;
         };
         if !rel.contains('/') && own.iter().any(|o| o == rel) {
+            continue;
+        }
+        // The first hidden component: a hidden folder is noted once.
+        if let Some(at) = hidden_prefix(rel) {
+            hidden.insert(at.to_string());
             continue;
         }
         let location = match snap.cached(&e.path) {
@@ -181,6 +193,9 @@ pub(super) fn folder(snap: &Snapshot, dir: &str, own: &[String]) -> Folder {
     }
     let shown = format!("hf://{}@{}/{dir}", snap.url.repo, snap.sha);
     let mut f = Folder::of_paths(PathBuf::from(shown), files);
+    for at in hidden {
+        f.notes.push(format!("{at:?} left out: hidden"));
+    }
     if snap.truncated {
         f.notes.push(format!(
             "the repository lists more files than ztfs takes: the listing stopped at {}",
@@ -188,4 +203,30 @@ pub(super) fn folder(snap: &Snapshot, dir: &str, own: &[String]) -> Folder {
         ));
     }
     f
+}
+
+/// The path up to its first hidden component, if it has one.
+fn hidden_prefix(rel: &str) -> Option<&str> {
+    let mut end = 0;
+    for c in rel.split('/') {
+        end += c.len();
+        if super::folder::is_hidden(c) {
+            return Some(&rel[..end]);
+        }
+        end += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hidden_prefix;
+
+    #[test]
+    fn a_path_is_hidden_from_its_first_hidden_component() {
+        assert_eq!(hidden_prefix(".gitattributes"), Some(".gitattributes"));
+        assert_eq!(hidden_prefix("a/.git/objects/x"), Some("a/.git"));
+        assert_eq!(hidden_prefix("a/b.c/d"), None);
+        assert_eq!(hidden_prefix("config.json"), None);
+    }
 }

@@ -5,8 +5,8 @@
 //! A model whose format places each tensor's row-major data (a Hurray
 //! file) is packed as dense objects of that data (`tensors.rs`).
 //!
-//! A model given as a checkpoint's folder (or its index, or its
-//! `model.safetensors`) brings the folder's other files
+//! A model given as a checkpoint's folder (or its index) brings the
+//! folder's other files
 //! ([`Model::folder`]), each packed as a `ztfs.file/1` object named by its
 //! path (docs/folders.md); a `.zt` packed so carries them on.
 //!

@@ -529,19 +529,30 @@ pub fn beside(path: &Path, name: &str) -> PathBuf {
     PathBuf::from(format!("{}{query}", sibling.display()))
 }
 
-/// `name` as one URL path segment: percent-encoded by the `url` crate's
-/// rule for a segment (controls, space, `"#%/<>?\`{}` and non-ASCII).
-#[cfg(feature = "remote")]
+/// `name` (a local-style name: a file of an index, a shard, a path
+/// component in a repository) as one URL path segment: every byte outside
+/// RFC 3986's unreserved set (`A-Z a-z 0-9 - . _ ~`) percent-encoded, so
+/// the URL names the same bytes as the name does locally. Anything less
+/// leaves a URL parser room to read it otherwise: it drops a tab, newline
+/// or carriage return it is given (the WHATWG rule the `url` crate keeps,
+/// also in a segment it is asked to encode), so `m-2\t.safetensors` would
+/// name `m-2.safetensors`; and it reads `?`, `#`, `%` and `/` as syntax.
+/// A name `.` or `..` is still a dot segment (so is `%2E%2E`): callers
+/// refuse those.
 pub(crate) fn path_segment(name: &str) -> String {
-    let mut u = url::Url::parse("http://h/").expect("a URL");
-    u.path_segments_mut().expect("a base").pop().push(name);
-    u.path()[1..].to_string()
-}
-
-/// Without the `remote` feature a URL is refused when opened.
-#[cfg(not(feature = "remote"))]
-pub(crate) fn path_segment(name: &str) -> String {
-    name.to_string()
+    use std::fmt::Write;
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(char::from(b))
+            }
+            _ => {
+                let _ = write!(out, "%{b:02X}");
+            }
+        }
+    }
+    out
 }
 
 /// `name`, a component of `path`, as a plain name: percent-decoded when
@@ -607,6 +618,39 @@ mod tests {
             crate::shards::positional_path(Path::new("http://h/my%20m%3F.zt"), "00002"),
             Path::new("http://h/my%20m%3F-00002.zt")
         );
+    }
+
+    /// Every byte but the unreserved ones is percent-encoded, and a URL
+    /// parser leaves the segment as it is: its decoding is the name, for
+    /// every ASCII byte (controls, tab, newline included) and non-ASCII.
+    #[test]
+    fn a_path_segment_is_the_name_s_bytes_through_a_url_parser() {
+        let mut names: Vec<String> = (0u8..=127)
+            .map(|b| format!("a{}b", char::from(b)))
+            .collect();
+        names.extend(
+            [
+                "m-2\t.safetensors",
+                "m-2.safetensors\n",
+                "é ü/%2e",
+                "~x_y-z.0",
+            ]
+            .map(String::from),
+        );
+        for name in &names {
+            let seg = path_segment(name);
+            let plain = |b: u8| b.is_ascii_alphanumeric() || b"-._~%".contains(&b);
+            assert!(seg.bytes().all(plain), "{name:?} as {seg:?}");
+            #[cfg(feature = "remote")]
+            {
+                let back = percent_encoding::percent_decode_str(&seg).decode_utf8();
+                assert_eq!(back.unwrap(), name.as_str());
+                let url = url::Url::parse(&format!("http://h/{seg}")).unwrap();
+                assert_eq!(url.path(), format!("/{seg}"), "{name:?}");
+            }
+        }
+        assert_eq!(path_segment("m-2\t.safetensors"), "m-2%09.safetensors");
+        assert_eq!(path_segment("a+b (1).zt"), "a%2Bb%20%281%29.zt");
     }
 
     /// Every byte of the range, in order, a window at a time; a range

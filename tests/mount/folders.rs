@@ -1,6 +1,7 @@
 //! A checkpoint folder mounted whole: its other files through the kernel,
-//! byte for byte, listed by `ls` and noted by `check`; a FIFO in the
-//! folder is left out without blocking the scan.
+//! byte for byte, listed by `ls` and noted by `check`; a FIFO and hidden
+//! files in the folder are left out (the FIFO without blocking the scan).
+//! A model file given alone mounts alone.
 
 use std::fs;
 use std::path::Path;
@@ -8,7 +9,7 @@ use std::path::Path;
 use super::common::*;
 
 /// A folder with a safetensors checkpoint, its config and tokenizer
-/// files, a subfolder and a FIFO.
+/// files, a subfolder, a FIFO and a hidden file.
 fn repo(dir: &Path) {
     // One U8 tensor "w" of 4 bytes.
     let header =
@@ -21,6 +22,7 @@ fn repo(dir: &Path) {
     std::fs::write(dir.join("tokenizer.json"), vec![b'x'; 300_000]).unwrap();
     std::fs::create_dir(dir.join("sub")).unwrap();
     std::fs::write(dir.join("sub/notes.txt"), "hello\n").unwrap();
+    std::fs::write(dir.join(".env"), "API_KEY=secret\n").unwrap();
     let fifo = std::ffi::CString::new(dir.join("pipe").to_str().unwrap()).unwrap();
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
 }
@@ -43,6 +45,12 @@ fn a_folder_mounts_with_its_other_files() {
     let header = String::from_utf8_lossy(&st[8..8 + n]);
     assert!(header.contains(r#""author":"me""#), "{header}");
     assert!(!m.join("pipe").exists(), "a FIFO is left out");
+    assert!(!m.join(".env").exists(), "a hidden file is left out");
+    assert!(
+        m.log().contains("\".env\" left out: a hidden file"),
+        "{}",
+        m.log()
+    );
     assert!(m.log().contains("\"pipe\" left out: a FIFO"), "{}", m.log());
     let e = fs::write(m.join("config.json"), "{}").unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
@@ -56,4 +64,35 @@ fn a_folder_mounts_with_its_other_files() {
     assert!(err.contains("3 other files of the folder"), "{err}");
     let out = ztfs(&["ls".as_ref(), t.path().as_os_str(), "--no-files".as_ref()]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "w\n");
+}
+
+/// A model file given alone is that file: the mount serves its tree and
+/// nothing of the folder it lies in (config, tokenizer, a hidden file, a
+/// big file), and `ls` and `check` say no folder.
+#[test]
+fn a_lone_file_mounts_alone() {
+    let t = tempfile::tempdir().unwrap();
+    repo(t.path());
+    fs::write(t.path().join("big.bin"), vec![7u8; 3 << 20]).unwrap();
+    let lone = t.path().join("model.safetensors");
+    let m = Mount::new(&lone, &[]);
+    let mut names: Vec<String> = fs::read_dir(m.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["manifest.json", "model.safetensors", "w"]);
+    assert_eq!(fs::read(m.join("w/data")).unwrap(), b"abcd");
+    assert!(
+        !m.log().contains("left out"),
+        "no folder scanned: {}",
+        m.log()
+    );
+
+    let ls = String::from_utf8(ztfs_ok(&["ls".as_ref(), lone.as_os_str()])).unwrap();
+    assert_eq!(ls, "w\n");
+    let out = ztfs(&["check".as_ref(), lone.as_os_str()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("files of the folder"), "{err}");
 }

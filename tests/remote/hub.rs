@@ -96,6 +96,12 @@ fn a_repository_mounts_as_snapshot_download_sees_it() {
             .collect();
         assert_eq!(weights.len(), 4, "{weights:?}");
         for (path, want) in downloaded.iter().filter(|(p, _)| !weights.contains(p)) {
+            // Hidden files (the Hub's .gitattributes) are left out, as
+            // from a local folder (docs/folders.md).
+            if path.starts_with('.') {
+                assert!(!m.join(path).exists(), "{url}: {path} served");
+                continue;
+            }
             let got = std::fs::read(m.join(path)).unwrap_or_else(|e| panic!("{url} {path}: {e}"));
             assert!(
                 got == *want,
@@ -138,10 +144,10 @@ fn a_repository_mounts_as_snapshot_download_sees_it() {
         &env,
     );
     let back = files_under(&back);
-    for (path, want) in downloaded
-        .iter()
-        .filter(|(p, _)| !p.ends_with(".safetensors") && !p.ends_with(".index.json"))
-    {
+    assert!(downloaded.contains_key(".gitattributes"));
+    for (path, want) in downloaded.iter().filter(|(p, _)| {
+        !p.ends_with(".safetensors") && !p.ends_with(".index.json") && !p.starts_with('.')
+    }) {
         assert!(
             back.get(path) == Some(want),
             "{path} of the packed repository"
@@ -447,8 +453,8 @@ fn lists_as_the_file(file: &Path, url: &str, env: &[(&str, String)]) -> String {
 }
 
 /// A repository whose model is a `.zt`, a `.gguf` or a `.hrry` file found
-/// alone in its folder, or named by the URL's path: the file's tree and
-/// the folder's other files.
+/// alone in its folder: the file's tree and the folder's other files; or
+/// named by the URL's path: that file alone, as a local file given alone.
 #[test]
 fn a_zt_gguf_or_hurray_file_is_the_model_found_alone_or_named() {
     let hub = Hub::start(None);
@@ -473,6 +479,21 @@ fn a_zt_gguf_or_hurray_file_is_the_model_found_alone_or_named() {
     assert!(
         by_hub.contains("README.md") && by_hub.contains("more/tiny-llama.hrry"),
         "{by_hub}"
+    );
+    let named = ztfs_env(&["ls", "hf://org/zt/tiny-llama.zt"], &env);
+    let local = ztfs_env(
+        &["ls", corpus.join("samples/tiny-llama.zt").to_str().unwrap()],
+        &env,
+    );
+    assert!(
+        named.status.success(),
+        "{}",
+        String::from_utf8_lossy(&named.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&named.stdout),
+        String::from_utf8_lossy(&local.stdout),
+        "a named file has no folder"
     );
     let m = Mount::with_env(Path::new("hf://org/zt/more/tiny-llama.hrry"), &[], &env);
     let local = Mount::new(&corpus.join("samples/tiny-llama.hrry"), &[]);

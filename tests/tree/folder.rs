@@ -37,7 +37,8 @@ pub fn safetensors_bytes(tensors: &[(&str, &[u8])], metadata: &str) -> Vec<u8> {
 
 /// A Hugging Face style folder: the checkpoint, its config and tokenizer,
 /// a subfolder, a file named as the tree's own `manifest.json`, a tensor
-/// named as a file of the folder, and what the scan must leave out.
+/// named as a file of the folder, and what the scan must leave out
+/// (hidden files and folders, a symlink outside, a FIFO).
 pub fn sample_repo(dir: &Path) {
     let st = safetensors_bytes(
         &[("w", b"abcd"), ("README.md", b"xy")],
@@ -54,6 +55,8 @@ pub fn sample_repo(dir: &Path) {
     std::fs::create_dir_all(dir.join(".git")).unwrap();
     std::fs::write(dir.join(".git/HEAD"), "ref").unwrap();
     std::fs::write(dir.join(".gitattributes"), "*.bin lfs\n").unwrap();
+    std::fs::write(dir.join(".env"), "API_KEY=secret\n").unwrap();
+    std::fs::write(dir.join("original/.netrc"), "machine x password y\n").unwrap();
     let outside = dir.parent().unwrap().join("outside-secret");
     std::fs::write(&outside, "secret").unwrap();
     std::os::unix::fs::symlink(&outside, dir.join("leak.txt")).unwrap();
@@ -82,50 +85,59 @@ fn tree_of(path: &Path, files: bool) -> Arc<Tree> {
 fn a_folders_files_are_served_at_their_paths() {
     let t = tempfile::tempdir().unwrap();
     let repo = repo_in(t.path());
-    // The folder, its model.safetensors: the same tree.
-    for source in [repo.clone(), repo.join("model.safetensors")] {
-        let tree = tree_of(&source, true);
-        let files = walk(&tree);
-        for (path, want) in [
-            ("/config.json", "config.json"),
-            ("/config-link.json", "config.json"),
-            ("/tokenizer.json", "tokenizer.json"),
-            ("/README.md", "README.md"),
-            ("/.gitattributes", ".gitattributes"),
-            ("/original/params.json", "original/params.json"),
-            ("/original/deep/x.bin", "original/deep/x.bin"),
-            // The tree's own manifest.json keeps its name.
-            ("/%6Danifest.json", "manifest.json"),
-        ] {
-            let ino = *files
-                .get(path)
-                .unwrap_or_else(|| panic!("{path} in {files:?}"));
-            let got = read_all(&tree, ino, 3);
-            assert_eq!(got, std::fs::read(repo.join(want)).unwrap(), "{path}");
-        }
-        let own = read_all(&tree, files["/manifest.json"], 1 << 20);
-        assert!(String::from_utf8(own).unwrap().contains("\"w\""));
-        // The tensor named README.md gives way to the folder's file.
-        assert!(files.contains_key("/%52EADME.md/data"), "{files:?}");
-        assert_eq!(read_all(&tree, files["/w/data"], 7), b"abcd");
-        for absent in ["/model.safetensors.raw", "/.git/HEAD", "/leak.txt", "/pipe"] {
-            assert!(!files.contains_key(absent), "{absent} served");
-        }
-        // model.safetensors is the tree's own, not the folder's file.
-        assert!(files.contains_key("/model.safetensors"));
-        let notes = tree.model().folder().unwrap().unwrap().notes.join("\n");
-        for why in [
-            "\".git\" left out: a hidden folder",
-            "\"leak.txt\" left out: a symlink to outside",
-            "\"pipe\" left out: a FIFO",
-        ] {
-            assert!(notes.contains(why), "{why} in {notes}");
-        }
+    let tree = tree_of(&repo, true);
+    let files = walk(&tree);
+    for (path, want) in [
+        ("/config.json", "config.json"),
+        ("/config-link.json", "config.json"),
+        ("/tokenizer.json", "tokenizer.json"),
+        ("/README.md", "README.md"),
+        ("/original/params.json", "original/params.json"),
+        ("/original/deep/x.bin", "original/deep/x.bin"),
+        // The tree's own manifest.json keeps its name.
+        ("/%6Danifest.json", "manifest.json"),
+    ] {
+        let ino = *files
+            .get(path)
+            .unwrap_or_else(|| panic!("{path} in {files:?}"));
+        let got = read_all(&tree, ino, 3);
+        assert_eq!(got, std::fs::read(repo.join(want)).unwrap(), "{path}");
+    }
+    let own = read_all(&tree, files["/manifest.json"], 1 << 20);
+    assert!(String::from_utf8(own).unwrap().contains("\"w\""));
+    // The tensor named README.md gives way to the folder's file.
+    assert!(files.contains_key("/%52EADME.md/data"), "{files:?}");
+    assert_eq!(read_all(&tree, files["/w/data"], 7), b"abcd");
+    for absent in [
+        "/model.safetensors.raw",
+        "/.git/HEAD",
+        "/.gitattributes",
+        "/.env",
+        "/original/.netrc",
+        "/leak.txt",
+        "/pipe",
+    ] {
+        assert!(!files.contains_key(absent), "{absent} served");
+    }
+    // model.safetensors is the tree's own, not the folder's file.
+    assert!(files.contains_key("/model.safetensors"));
+    let notes = tree.model().folder().unwrap().unwrap().notes.join("\n");
+    for why in [
+        "\".git\" left out: a hidden folder",
+        "\".env\" left out: a hidden file",
+        "\"original/.netrc\" left out: a hidden file",
+        "\"leak.txt\" left out: a symlink to outside",
+        "\"pipe\" left out: a FIFO",
+    ] {
+        assert!(notes.contains(why), "{why} in {notes}");
     }
 }
 
+/// `--no-files`, and a model file given alone (`model.safetensors` too,
+/// whose folder came with it before): the tree alone, no file of the
+/// folder it lies in, and no folder to scan at all.
 #[test]
-fn no_files_and_a_file_not_named_model_safetensors_have_none() {
+fn no_files_and_a_lone_model_file_have_none() {
     let t = tempfile::tempdir().unwrap();
     sample_repo(t.path());
     let only_tree = |files: &std::collections::BTreeMap<String, u64>| {
@@ -138,13 +150,15 @@ fn no_files_and_a_file_not_named_model_safetensors_have_none() {
     };
     let tree = tree_of(t.path(), false);
     assert!(only_tree(&walk(&tree)), "{:?}", walk(&tree));
-    std::fs::rename(
-        t.path().join("model.safetensors"),
-        t.path().join("other.safetensors"),
-    )
-    .unwrap();
-    let tree = tree_of(&t.path().join("other.safetensors"), true);
-    assert!(only_tree(&walk(&tree)), "{:?}", walk(&tree));
+    for name in ["model.safetensors", "other.safetensors"] {
+        let lone = t.path().join(name);
+        if !lone.exists() {
+            std::fs::rename(t.path().join("model.safetensors"), &lone).unwrap();
+        }
+        let tree = tree_of(&lone, true);
+        assert!(only_tree(&walk(&tree)), "{name}: {:?}", walk(&tree));
+        assert!(tree.model().folder().unwrap().is_none(), "{name}");
+    }
 }
 
 /// Packs `source` (with its folder's files unless `files` is false) to
@@ -212,8 +226,8 @@ fn a_packed_folder_carries_its_files() {
     let report = ztfs::read::verify_model(model, &[], &mut quiet).unwrap();
     assert_eq!(
         report.verified,
-        2 + 7,
-        "two tensors and seven files, each digest checked"
+        2 + 6,
+        "two tensors and six files, each digest checked"
     );
     // Packed again, the files stay; without them, the tensors alone.
     assert_eq!(pack(&zt, &t.path().join("re.zt"), true), bytes);

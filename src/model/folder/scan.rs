@@ -176,6 +176,14 @@ impl Folder {
                         }
                     };
                 let kind = FileType::from_raw_mode(stat.st_mode);
+                if super::is_hidden(&name) {
+                    let what = match kind {
+                        FileType::Directory => "a hidden folder",
+                        _ => "a hidden file",
+                    };
+                    f.note(&rel, what);
+                    continue;
+                }
                 let found = match kind {
                     FileType::RegularFile => Ok(Found {
                         rel: dir.join(&name),
@@ -184,9 +192,7 @@ impl Folder {
                     }),
                     FileType::Symlink => base.follow(&dir_fd, &dir, &name),
                     FileType::Directory => {
-                        if name.starts_with('.') {
-                            f.note(&rel, "a hidden folder");
-                        } else if depth + 1 > MAX_DEPTH {
+                        if depth + 1 > MAX_DEPTH {
                             f.note(&rel, &format!("deeper than {MAX_DEPTH} levels"));
                         } else {
                             subdirs.push(name);
@@ -398,6 +404,8 @@ mod tests {
         std::fs::write(root.join("tok/deep/merges.txt"), "m").unwrap();
         std::fs::write(t.path().join("secret"), "s").unwrap();
         std::os::unix::fs::symlink("config.json", root.join("link.json")).unwrap();
+        std::os::unix::fs::symlink("config.json", root.join(".hidden-link")).unwrap();
+        std::fs::write(root.join("tok/.env"), "KEY=s").unwrap();
         std::os::unix::fs::symlink("../secret", root.join("out")).unwrap();
         std::os::unix::fs::symlink("tok", root.join("dirlink")).unwrap();
         let made = std::process::Command::new("mkfifo")
@@ -408,7 +416,6 @@ mod tests {
         assert_eq!(
             names(&f),
             [
-                ".gitattributes",
                 "config.json",
                 "link.json",
                 "tok/vocab.txt",
@@ -418,19 +425,22 @@ mod tests {
         let dirs: Vec<_> = f.dirs.iter().map(|d| d.path.as_str()).collect();
         assert_eq!(dirs, ["", "tok", "tok/deep"]);
         assert_eq!(f.dirs[0].dirs, 1..2);
-        assert_eq!(f.dirs[1].files, 3..4);
+        assert_eq!(f.dirs[1].files, 2..3);
         let notes = f.notes.join("\n");
         for left_out in [
             "\".git\" left out: a hidden folder",
+            "\".gitattributes\" left out: a hidden file",
+            "\".hidden-link\" left out: a hidden file",
+            "\"tok/.env\" left out: a hidden file",
             "\"out\" left out: a symlink to outside the folder",
             "\"dirlink\" left out: a symlink to a directory",
             "\"pipe\" left out: a FIFO",
         ] {
             assert!(notes.contains(left_out), "{left_out} in {notes}");
         }
-        assert_eq!(f.files[2].read_at(0, 100).unwrap(), b"{}");
-        assert_eq!(f.files[3].read_at(1, 100).unwrap(), b"bc");
-        assert_eq!(f.bytes, 1 + 2 + 2 + 3 + 1);
+        assert_eq!(f.files[1].read_at(0, 100).unwrap(), b"{}");
+        assert_eq!(f.files[2].read_at(1, 100).unwrap(), b"bc");
+        assert_eq!(f.bytes, 2 + 2 + 3 + 1);
     }
 
     #[test]

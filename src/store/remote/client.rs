@@ -166,6 +166,13 @@ pub(super) fn parse(text: &str) -> Result<(Server, Key, Option<String>)> {
     if url.fragment().is_some() {
         return Err(usage("a fragment is not part of an object's name"));
     }
+    // The client's own refusal would print the character raw.
+    let plain = percent_encoding::percent_decode_str(url.path()).decode_utf8_lossy();
+    if let Some(c) = plain.chars().find(char::is_ascii_control) {
+        return Err(usage(&format!(
+            "the object's name {plain:?} holds the control character {c:?}, which no key takes"
+        )));
+    }
     let key = Key::from_url_path(url.path()).map_err(|e| usage(&e.to_string()))?;
     if key.as_ref().is_empty() {
         return Err(usage("no object named after the host"));

@@ -511,6 +511,20 @@ fn a_query_is_the_server_s_and_never_in_a_message() {
     assert!(!e.contains("s%20t") && e.contains("m.zt?…"), "{e}");
 }
 
+/// A key with a control character (a name from an index, encoded) is
+/// refused, the character escaped in the message, not sent raw.
+#[test]
+fn a_control_character_in_a_key_is_refused_escaped() {
+    for (url, c) in [("http://h/a/m-2%09.st", "'\\t'"), ("s3://b/m%0A", "'\\n'")] {
+        let Err(e) = parse(url) else {
+            panic!("{url} parsed")
+        };
+        let e = e.to_string();
+        assert!(e.contains(&format!("the control character {c}")), "{e}");
+        assert!(!e.contains(['\t', '\n']), "{e:?}");
+    }
+}
+
 /// An object claimed larger than 2^62 bytes is refused at open; at
 /// that size the last block of any grid is still computed without
 /// overflow.
