@@ -107,7 +107,7 @@ pub fn prune_logs(except: &Path) {
         }
         ended.push((meta.modified().unwrap_or(UNIX_EPOCH), path));
     }
-    ended.sort_by(|a, b| b.0.cmp(&a.0));
+    ended.sort_by_key(|e| std::cmp::Reverse(e.0));
     for (_, path) in ended.into_iter().skip(KEEP_ENDED_LOGS) {
         let _ = std::fs::remove_file(path);
     }
