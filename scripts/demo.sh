@@ -7,7 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "demo.sh: building ztfs (release; the first build takes a few minutes)"
 cargo build --release
-ztfs=target/release/ztfs
+# Where cargo put it: CARGO_TARGET_DIR when set (relative to here, as cargo
+# takes it), else target/.
+target=${CARGO_TARGET_DIR:-target}
+ztfs=$target/release/ztfs
 model=${1:-corpus/samples/tiny-llama.zt}
 mnt=$(mktemp -d /tmp/ztfs-demo.XXXXXX)
 trap '$ztfs unmount "$mnt" 2>/dev/null || true; rmdir "$mnt" 2>/dev/null || true' EXIT
@@ -31,6 +34,6 @@ printf '\n$ od -A x -t x1z %s | head -n 4\n' "$mnt/$first/data"
 od -A x -t x1z "$mnt/$first/data" | head -n 4 || true
 run $ztfs unmount "$mnt"
 echo
-echo "demo.sh: finished. Next: mount it yourself (target/release/ztfs mount $model DIR),"
+echo "demo.sh: finished. Next: mount it yourself ($ztfs mount $model DIR),"
 echo "load DIR/<object>/data.npy with numpy or DIR/model.safetensors with safetensors,"
 echo "and run the tests with: bash scripts/test.sh"

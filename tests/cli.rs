@@ -676,3 +676,13 @@ fn a_file_truncated_under_cat_is_an_error_and_no_wrong_byte() {
         "a byte written is not the tensor's"
     );
 }
+
+/// `pack`'s usage line names its two outputs as alternatives, not
+/// `--output` as required.
+#[test]
+fn pack_usage_names_both_outputs() {
+    let out = ztfs(&["pack", "model.zt"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("<--output <FILE>|--to-folder <DIR>>"), "{err}");
+}

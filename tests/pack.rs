@@ -684,3 +684,36 @@ fn npy_names_that_are_not_object_names_are_refused() {
         fs::remove_file(&src).unwrap();
     }
 }
+
+/// `--to-folder` of a model some of whose objects cannot be safetensors
+/// tensors (a CSR sparse `.zt`) is refused before anything is written, so
+/// a script trusting the exit code loses nothing silently;
+/// `--allow-left-out` writes the rest, naming what it left out.
+#[test]
+fn a_folder_without_some_tensors_is_written_only_when_asked() {
+    let src = common::corpus().join("valid/csr-u32.zt");
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("out");
+    let args = |more: &[&str]| {
+        let mut a: Vec<&OsStr> = vec!["pack".as_ref(), src.as_os_str()];
+        a.extend(["--to-folder".as_ref(), dir.as_os_str()]);
+        a.extend(more.iter().map(OsStr::new));
+        ztfs(&a)
+    };
+    let o = args(&[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot be in the safetensors files") && err.contains("--allow-left-out"),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read_dir(d.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+    let o = args(&["--allow-left-out"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("left out"));
+    assert!(dir.join("model.safetensors").is_file());
+}

@@ -358,3 +358,27 @@ fn a_huge_header_s_manifest_json_costs_the_daemon_its_length_once_and_then_nothi
         text.len()
     );
 }
+
+/// `check --verify` says what it verified: without digests only bool
+/// tensors have a rule on their bytes, so the others are not read, and it
+/// says so rather than "every tensor reads".
+#[test]
+fn check_verify_says_what_it_read() {
+    let bytes = common::safetensors_file(
+        &[
+            ("w", "F32", &[4], vec![0; 16]),
+            ("m", "BOOL", &[2], vec![1, 0]),
+        ],
+        None,
+    );
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("m.safetensors");
+    std::fs::write(&p, bytes).unwrap();
+    let out = common::ztfs_ok(&[Path::new("check"), Path::new("--verify"), &p]);
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("bool tensor's bytes are 0 or 1") && text.contains("not read"),
+        "{text}"
+    );
+    assert!(!text.contains("every tensor reads"), "{text}");
+}

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -152,12 +153,13 @@ def test_a_rejected_file_raises_rejected_with_its_rule(path, rule, tmp_path):
     assert (r.valid, r.rule, bool(r)) == (False, rule, False) and rule in r.message
 
 
-def test_a_failed_mount_leaves_no_temporary_mount_point(tmp_path):
-    before = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("ztfs-*"))
+def test_a_failed_mount_leaves_no_temporary_mount_point(tmp_path, monkeypatch):
+    # Temporary folders made in a folder of this test's own.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     path, rule = expected_rejections()[0]
     with pytest.raises(ztfs.Rejected):
         ztfs.mount(path)
-    assert set(Path(os.environ.get("TMPDIR", "/tmp")).glob("ztfs-*")) == before
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_check_of_a_valid_file_and_with_verify():
@@ -208,5 +210,33 @@ def test_options_become_flags():
     from ztfs._run import flags
     got = flags({"uid": 1000, "shard": {"a": Path("/x"), "b": 3}, "tag": [1, Path("/p")],
                  "verify": True, "quiet": False, "cache_dir": None})
-    assert got == ["--uid", "1000", "--shard", "a=/x", "--shard", "b=3",
-                   "--tag", "1", "--tag", "/p", "--verify"]
+    assert got == ["--uid=1000", "--shard=a=/x", "--shard=b=3", "--tag=1", "--tag=/p", "--verify"]
+
+
+def test_paths_that_look_like_flags_stay_paths(tmp_path, monkeypatch):
+    # A model named -model.zt, an output named like -o/PATH: paths, in
+    # every function, never flags.
+    monkeypatch.chdir(tmp_path)
+    model = tmp_path / "-model.zt"
+    model.write_bytes(SAMPLE.read_bytes())
+    assert ztfs.check("-model.zt").valid
+    assert [o["name"] for o in ztfs.ls("-model.zt")] == [o["name"] for o in ztfs.ls(SAMPLE)]
+    (tmp_path / "-o").mkdir()
+    out = ztfs.pack(["-model.zt"], "-o/x.zt")
+    assert out == Path("-o/x.zt") and ztfs.check(out).valid
+    mnt = tmp_path / "-mnt"
+    mnt.mkdir()
+    with ztfs.mount("-model.zt", "-mnt") as m:
+        assert (Path(m) / "manifest.json").is_file()
+    assert not is_mounted(mnt)
+    # A cache folder named like a flag is the flag's value.
+    assert ztfs.check(SAMPLE, cache_dir="-cache").valid
+
+
+def test_a_mount_refused_on_its_arguments_leaves_no_temporary_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(TypeError):
+        ztfs.mount(12345)
+    with pytest.raises(ztfs.Error):
+        ztfs.mount(SAMPLE, foreground=True)
+    assert list(tmp_path.iterdir()) == []

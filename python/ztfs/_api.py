@@ -56,7 +56,7 @@ def check(model: PathArg, verify: bool = False, **options: OptionValue) -> Check
     `verify=True` also reads every part and checks its digest. A rejected or
     unreadable-format file gives a result with `valid` False; a file that
     cannot be read at all (missing, I/O, a bad option) raises `Error`."""
-    proc = run(["check", _model(model), *flags(dict(options, verify=verify))], check=False)
+    proc = run(["check", *flags(dict(options, verify=verify)), "--", _model(model)], check=False)
     if proc.returncode == 0:
         return CheckResult(True, None, proc.stdout.strip())
     e = error_of(proc)
@@ -70,7 +70,7 @@ def ls(model: PathArg, **options: OptionValue) -> list[dict[str, Any]]:
     `name`, `layout`, `shape`, `size`, `attributes` and `parts` (each with
     `dtype`, `offset`, `stored_length`, `digest`, ...). Raises `Rejected` for
     a rejected file."""
-    proc = run(["ls", "--json", _model(model), *flags(options)])
+    proc = run(["ls", "--json", *flags(options), "--", _model(model)])
     objects: list[dict[str, Any]] = json.loads(proc.stdout)["objects"]
     return objects
 
@@ -83,7 +83,8 @@ def pack(inputs: Union[PathArg, Sequence[PathArg]], output: Optional[PathArg] = 
     `shard_size="2G"`, `cache_dir=...`. Returns the path written."""
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
-    args = ["pack", *map(_model, inputs)]
+    paths = [_model(i) for i in inputs]
+    args = ["pack"]
     zstd = options.pop("zstd", None)
     if zstd is True:
         args.append("--zstd")
@@ -92,19 +93,20 @@ def pack(inputs: Union[PathArg, Sequence[PathArg]], output: Optional[PathArg] = 
     folder = options.get("to_folder")
     if output is not None:
         target = os.fspath(output)
-        args += ["--output", target]
+        args.append(f"--output={target}")
     elif isinstance(folder, (str, os.PathLike)):
         target = os.fspath(folder)
     else:
         raise Error("pack needs an output file (or to_folder=DIR)", kind="usage")
-    run(args + flags(options))
+    # Paths after `--`: a name that starts with `-` is a path, not a flag.
+    run([*args, *flags(options), "--", *paths])
     return Path(target)
 
 
 def unmount(path: PathArg) -> None:
     """Unmounts a ztfs mount (`ztfs unmount`); a busy one is detached and
     goes away when its last file is closed."""
-    run(["unmount", os.fspath(path)])
+    run(["unmount", "--", os.fspath(path)])
 
 
 def mounts() -> list[MountInfo]:
@@ -133,11 +135,13 @@ class Mount:
         if options.get("foreground") or options.get("f"):
             raise Error("foreground=True would not return until unmounted; run `ztfs mount -f` itself",
                         kind="usage")
+        # The arguments first: one that is wrong leaves no folder behind.
+        self.model = _model(model)
+        args = flags(options)
         self._temp = mountpoint is None
         self.path = Path(tempfile.mkdtemp(prefix="ztfs-")) if mountpoint is None else Path(mountpoint)
-        self.model = _model(model)
         try:
-            run(["mount", self.model, os.fspath(self.path), *flags(options)])
+            run(["mount", *args, "--", self.model, os.fspath(self.path)])
         except Error:
             self._remove_temp()
             raise

@@ -73,8 +73,10 @@ def text(value: Any) -> str:
 
 
 def flags(options: Mapping[str, OptionValue]) -> list[str]:
-    """Keyword arguments as flags: ``cache_dir="/c"`` is ``--cache-dir /c``,
-    ``verify=True`` is ``--verify``, ``shard={"a": p}`` is ``--shard a=p``."""
+    """Keyword arguments as flags: ``cache_dir="/c"`` is ``--cache-dir=/c``,
+    ``verify=True`` is ``--verify``, ``shard={"a": p}`` is ``--shard=a=p``.
+    A value is joined to its flag by ``=``, so that one starting with ``-``
+    stays a value."""
     out: list[str] = []
     for key, value in options.items():
         flag = "--" + key.replace("_", "-")
@@ -83,13 +85,11 @@ def flags(options: Mapping[str, OptionValue]) -> list[str]:
         if value is True:
             out.append(flag)
         elif isinstance(value, Mapping):
-            for k, v in value.items():
-                out += [flag, f"{k}={text(v)}"]
+            out += [f"{flag}={k}={text(v)}" for k, v in value.items()]
         elif isinstance(value, (list, tuple)):
-            for v in value:
-                out += [flag, text(v)]
+            out += [f"{flag}={text(v)}" for v in value]
         else:
-            out += [flag, text(value)]
+            out.append(f"{flag}={text(value)}")
     return out
 
 

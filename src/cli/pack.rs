@@ -15,6 +15,8 @@ use crate::report::{self, Progress};
 
 /// Options of `ztfs pack`.
 #[derive(clap::Args, Debug)]
+// One of the two outputs, as the usage line says: `<--output <FILE>|--to-folder <DIR>>`.
+#[command(group(clap::ArgGroup::new("target").required(true).args(["output", "to_folder"])))]
 pub struct PackCmd {
     /// The model to pack (.zt, .hrry, .safetensors, .gguf, a PyTorch
     /// checkpoint, .npz, a sharded checkpoint's index or folder; local or
@@ -24,12 +26,7 @@ pub struct PackCmd {
     pub input: Vec<PathBuf>,
     /// The zTensor file to write (replaced if it exists). Its shards, with
     /// --shard-size, go beside it as STEM-NNNNN-of-NNNNN.zt.
-    #[arg(
-        short = 'o',
-        long,
-        value_name = "FILE",
-        required_unless_present = "to_folder"
-    )]
+    #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Write the model as a Hugging Face folder instead: its folder's
     /// files at their paths and its tensors as model.safetensors (or
@@ -39,6 +36,11 @@ pub struct PackCmd {
     /// SIZE of tensors each and their index, as save_pretrained writes.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "zstd", "digest", "align", "frame_size"])]
     pub to_folder: Option<PathBuf>,
+    /// With --to-folder: write the folder even when some tensors cannot be
+    /// safetensors tensors (they are left out, each named); without it such
+    /// a model is refused before anything is written.
+    #[arg(long, requires = "to_folder")]
+    pub allow_left_out: bool,
     /// The digest of every part (and shard). Canonical form needs xxh3.
     #[arg(long, value_enum, default_value_t = AlgoArg::Xxh3)]
     pub digest: AlgoArg,
@@ -151,6 +153,18 @@ fn to_folder(cmd: &PackCmd, dir: &Path) -> Result<()> {
     let files = !cmd.files.no_files;
     let model = Model::open_with(input, cmd.shard.clone())?;
     let tree = to_folder::tree_of(model, files, cmd.shard_size)?;
+    // A folder without some of the model's tensors is data lost in a
+    // script that trusts the exit code: refused unless asked for.
+    let left_out = to_folder::left_out(&tree);
+    if !left_out.is_empty() && !cmd.allow_left_out {
+        for (name, why) in &left_out {
+            eprintln!("ztfs: {name:?} cannot be in the safetensors files: {why}");
+        }
+        return Err(Error::Unsupported(format!(
+            "{} of the model's objects cannot be safetensors tensors (see above): nothing was written; --allow-left-out writes the folder without them",
+            left_out.len()
+        )));
+    }
     let staging = to_folder::staging_for(dir)?;
     let staged = staging.path().to_path_buf();
     let total = to_folder::export_bytes(&tree);

@@ -190,9 +190,11 @@ impl Input {
         match self {
             Input::Gguf(_) => "every structural rule holds; the format has no content digests and no rules on tensor bytes".into(),
             Input::Hurray(_) => "every structural rule, the index CRC (when present) and the MXFP scale bytes hold; the format has no content digests".into(),
-            Input::Safetensors(_) => "every structural rule holds and every tensor reads (bool bytes are 0 or 1); the format has no content digests".into(),
-            Input::Npz(_) => "every array's .npy header holds and every array reads (bool bytes are 0 or 1); the format has no content digests".into(),
-            Input::Torch(_) => "the archive and its pickle (run by an interpreter that calls nothing) hold and every tensor reads (bool bytes are 0 or 1); the format has no content digests".into(),
+            // Said as done: without digests, only bool tensors have a rule
+            // on their bytes, so only they are read.
+            Input::Safetensors(_) => "every structural rule holds and every bool tensor's bytes are 0 or 1; the format has no content digests, so the other tensors' bytes are not read".into(),
+            Input::Npz(_) => "every array's .npy header holds, every deflated member's CRC matches (checked as it inflates) and every bool array's bytes are 0 or 1; the other stored arrays' bytes are not read".into(),
+            Input::Torch(_) => "the archive and its pickle (run by an interpreter that calls nothing) hold and every bool tensor's bytes are 0 or 1; the format has no content digests, so the other tensors' bytes are not read".into(),
             Input::Zt(_) => format!(
                 "{} {}, {} no digest",
                 count(report.verified, "digest"),

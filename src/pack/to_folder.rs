@@ -101,15 +101,21 @@ pub fn to_folder(
         w.bytes += copy_out(tree, ino, &name, staging.path(), step)?;
         w.safetensors.push(name);
     }
-    for (name, place) in tree.safetensors_listing() {
-        if let Err(why) = place {
-            if why != crate::tree::FILE_NOT_TENSOR {
-                w.left_out.push((name, why));
-            }
-        }
-    }
+    w.left_out = left_out(tree);
     publish(staging, dir)?;
     Ok(w)
+}
+
+/// The objects `tree`'s safetensors files leave out (a quantized GGUF
+/// tensor, a Hurray composite...), with why; the folder's files are not
+/// among them.
+pub fn left_out(tree: &Tree) -> Vec<(String, String)> {
+    (tree.safetensors_listing().into_iter())
+        .filter_map(|(name, place)| match place {
+            Err(why) if why != crate::tree::FILE_NOT_TENSOR => Some((name, why)),
+            _ => None,
+        })
+        .collect()
 }
 
 fn root_ino(tree: &Tree, name: &str) -> Option<Ino> {
