@@ -44,12 +44,37 @@ pub struct Member {
     pub method: u16,
     pub encrypted: bool,
     pub crc32: u32,
+    /// The directory's flag bit 11: its name is UTF-8; without it, code
+    /// page 437 (APPNOTE 4.4.4, as Python's zipfile reads it).
+    pub utf8: bool,
 }
+
+/// Code page 437's characters for bytes 0x80 to 0xFF (0x00 to 0x7F are
+/// ASCII's), as Python's `cp437` codec decodes them.
+const CP437_HIGH: &str = "ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»░▒▓│┤╡╢╖╕╣║╗╝╜╛┐└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u{a0}";
 
 impl Member {
     /// Its name as text (lossy), for messages and names.
     pub fn name(&self) -> std::borrow::Cow<'_, str> {
         String::from_utf8_lossy(&self.name)
+    }
+
+    /// Its name as Python's zipfile (and so numpy) reads it: UTF-8 when
+    /// the directory flags it so (an error if it is not), code page 437
+    /// otherwise (every byte is a character).
+    pub fn text_name(&self) -> Option<String> {
+        if self.utf8 {
+            return String::from_utf8(self.name.clone()).ok();
+        }
+        let high: Vec<char> = CP437_HIGH.chars().collect();
+        Some(
+            (self.name.iter())
+                .map(|&b| match b {
+                    0..0x80 => char::from(b),
+                    _ => high[usize::from(b - 0x80)],
+                })
+                .collect(),
+        )
     }
 
     /// True when its bytes are the member's, as stored (no compression,
@@ -105,6 +130,7 @@ pub fn members(file: &(dyn Ranges + Sync)) -> Result<Vec<Member>> {
             method: e.compression_method().as_u16(),
             encrypted: e.flags().is_encrypted(),
             crc32: e.crc32(),
+            utf8: e.flags().is_utf8(),
         });
     }
     let starts: Vec<Result<u64>> = match file.in_memory() {
@@ -195,4 +221,42 @@ fn check_apart(members: &[Member], directory: u64) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    fn member(name: &[u8], utf8: bool) -> Member {
+        Member {
+            name: name.to_vec(),
+            header: 0,
+            offset: 0,
+            len: 0,
+            size: 0,
+            method: 0,
+            encrypted: false,
+            crc32: 0,
+            utf8,
+        }
+    }
+
+    /// Names read as Python's zipfile reads them: code page 437 without
+    /// the UTF-8 flag (Python's `b"\x82t\xe0".decode("cp437")` is "étα"),
+    /// UTF-8 with it.
+    #[test]
+    fn names_decode_as_pythons_zipfile_decodes_them() {
+        assert_eq!(CP437_HIGH.chars().count(), 128);
+        let m = member(b"\x82t\xe0.npy", false);
+        assert_eq!(m.text_name().as_deref(), Some("\u{e9}t\u{3b1}.npy"));
+        let m = member("\u{e9}t.npy".as_bytes(), false);
+        assert_eq!(m.text_name().as_deref(), Some("\u{251c}\u{2310}t.npy"));
+        let m = member("\u{e9}t.npy".as_bytes(), true);
+        assert_eq!(m.text_name().as_deref(), Some("\u{e9}t.npy"));
+        assert_eq!(member(b"\xff.npy", true).text_name(), None);
+        assert_eq!(
+            member(b"\xff", false).text_name().as_deref(),
+            Some("\u{a0}")
+        );
+    }
 }
