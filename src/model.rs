@@ -560,7 +560,9 @@ impl Model {
             .find(|(_, s)| s.name == name)
             .ok_or_else(|| Error::NotFound(format!("shard {name:?}")))?;
         let slot = self.shards[i].get_or_init(|| {
-            shards::resolve(self.root.path(), entry, &self.overrides)
+            // The root and each shard, once resolved, are held open.
+            let files = self.shard_table().len().saturating_add(1);
+            shards::resolve(self.root.path(), entry, &self.overrides, files)
                 .map(|r| (r.store, r.found))
                 .map_err(|e| ShardError {
                     rule: e.rule(),

@@ -96,6 +96,19 @@ impl Store {
         Store::of_file(path, file)
     }
 
+    /// [`Store::open`] of file `path` of a model that holds its `files`
+    /// files open together (a split GGUF model, a sharded checkpoint): an
+    /// open refused for the limit on open files says so, with the limit
+    /// and how to raise it ([`crate::sys::explain_open_limit`]).
+    pub fn open_one_of(path: &Path, files: usize) -> Result<Store> {
+        Store::open(path).map_err(|e| match e {
+            Error::Io { context, source } => {
+                Error::io(context, crate::sys::explain_open_limit(source, files))
+            }
+            e => e,
+        })
+    }
+
     /// The open `file`, named `path` in messages, mapped.
     pub fn of_file(path: &Path, file: File) -> Result<Store> {
         let ctx = || format!("{}", path.display());
