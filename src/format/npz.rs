@@ -132,7 +132,9 @@ pub fn inflate_to(
         0 => Box::new(stored),
         _ => Box::new(flate2::bufread::DeflateDecoder::new(stored)),
     };
-    let mut buf = vec![0; CHUNK];
+    // A small member (most of an archive of many arrays) needs no more
+    // than its size and the byte that would show it is longer.
+    let mut buf = vec![0; m.size.saturating_add(1).min(CHUNK as u64) as usize];
     let mut digest = CRC32.digest();
     let mut got = 0u64;
     loop {
