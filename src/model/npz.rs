@@ -152,12 +152,8 @@ impl Model {
         p: &Part,
         progress: &mut dyn FnMut(u64) -> Result<()>,
     ) -> Result<&Store> {
-        let Some(inflated) = &self.inflated else {
-            return Err(Error::NotFound(format!(
-                "file {:?} of the archive",
-                npz::INFLATED
-            )));
-        };
+        let missing = || Error::NotFound(format!("file {:?} of the archive", npz::INFLATED));
+        let inflated = self.inflated.as_ref().ok_or_else(missing)?;
         let store = inflated.file(&self.root)?;
         let Some((member, slot)) = self.inflated_slot(p) else {
             return Ok(store);
@@ -166,12 +162,8 @@ impl Model {
         if slot.done.load(Ordering::Acquire) {
             return Ok(store);
         }
-        let Some(file) = store.file() else {
-            return Err(Error::NotFound(format!(
-                "file {:?} of the archive",
-                npz::INFLATED
-            )));
-        };
+        // A file of ours is local: never missing.
+        let file = store.file().ok_or_else(missing)?;
         let mut at = slot.at;
         npz::inflate_to(&self.root, member, &mut |bytes| {
             file.write_all_at(bytes, at).map_err(|e| {
