@@ -265,6 +265,22 @@ impl Error {
         }
     }
 
+    /// True for an open refused for the limit on open files
+    /// ([`crate::sys::is_open_limit`]): every other open would meet it too.
+    pub fn is_open_limit(&self) -> bool {
+        match self {
+            Error::Io { source, .. } => crate::sys::is_open_limit(source),
+            Error::At { error, .. } | Error::Reported(error) => error.is_open_limit(),
+            Error::Reject { .. }
+            | Error::Unsupported(_)
+            | Error::NotFound(_)
+            | Error::OutOfRange(_)
+            | Error::Foreign(_)
+            | Error::Usage(_)
+            | Error::Interrupted => false,
+        }
+    }
+
     /// An I/O error with what we were doing.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
         Error::Io {

@@ -49,6 +49,9 @@ pub struct Model {
     /// opened and validated at open; of a split GGUF model, the files after
     /// the first; empty for any other model.
     files: Vec<(String, Store)>,
+    /// An `.npz` archive's deflated members, inflated on first use into
+    /// one file ([`npz`]); `None` for any other model.
+    inflated: Option<npz::Inflated>,
     manifest: Option<Manifest>,
     overrides: Vec<(String, PathBuf)>,
     shards: Vec<OnceLock<std::result::Result<(Store, Found), ShardError>>>,
@@ -243,6 +246,7 @@ impl Model {
             root,
             input: Input::Zt(footer),
             files: Vec::new(),
+            inflated: None,
             manifest,
             overrides,
             shards: (0..n).map(|_| OnceLock::new()).collect(),
@@ -321,6 +325,7 @@ impl Model {
             root,
             input,
             files: Vec::new(),
+            inflated: None,
             manifest: Some(Manifest {
                 objects,
                 shards: None,
@@ -481,11 +486,14 @@ impl Model {
     /// The file holding a part's stored bytes. A shard is proven to be the
     /// declared one (its whole-file digest) before any of its bytes are
     /// handed out, unless shards are trusted. A sharded safetensors
-    /// checkpoint's part is in the file its `blob.shard` names.
+    /// checkpoint's part is in the file its `blob.shard` names; a deflated
+    /// `.npz` member's in the archive's file of inflated members, inflated
+    /// first if it is not yet (long work: see [`Model::at_hand`]).
     pub fn store_of(&self, part: &Part) -> Result<&Store> {
         match &part.blob.shard {
             None => Ok(&self.root),
             Some(name) if self.opened_files() => self.checkpoint_file(name),
+            Some(_) if self.inflated.is_some() => self.inflated_file(part, &mut |_| Ok(())),
             Some(name) => self.prove_shard(name, &mut |_| {}),
         }
     }
@@ -520,6 +528,9 @@ impl Model {
         if self.opened_files() {
             return self.checkpoint_file(name).is_ok();
         }
+        if self.inflated.is_some() {
+            return name == format::npz::INFLATED;
+        }
         let failed_proof = self
             .shard_index(name)
             .is_ok_and(|i| matches!(self.proofs[i].get(), Some(Err(_))));
@@ -550,7 +561,9 @@ impl Model {
             .find(|(_, s)| s.name == name)
             .ok_or_else(|| Error::NotFound(format!("shard {name:?}")))?;
         let slot = self.shards[i].get_or_init(|| {
-            shards::resolve(self.root.path(), entry, &self.overrides)
+            // The root and each shard, once resolved, are held open.
+            let files = self.shard_table().len().saturating_add(1);
+            shards::resolve(self.root.path(), entry, &self.overrides, files)
                 .map(|r| (r.store, r.found))
                 .map_err(|e| ShardError {
                     rule: e.rule(),

@@ -46,11 +46,18 @@ pub fn positional_path(root: &Path, name: &str) -> PathBuf {
     crate::store::beside(root, &format!("{stem}-{name}.zt"))
 }
 
-/// Finds and opens `shard` of the model at `root`. The error says every
-/// place that was tried and why each failed.
-pub fn resolve(root: &Path, shard: &Shard, overrides: &[(String, PathBuf)]) -> Result<Resolved> {
+/// Finds and opens `shard` of the model at `root`, one of its `files`
+/// files. The error says every place that was tried and why each failed;
+/// an open refused for the limit on open files says that alone (no other
+/// open would do better).
+pub fn resolve(
+    root: &Path,
+    shard: &Shard,
+    overrides: &[(String, PathBuf)],
+    files: usize,
+) -> Result<Resolved> {
     if let Some((_, path)) = overrides.iter().find(|(n, _)| *n == shard.name) {
-        return open_checked(path, shard)
+        return open_checked(path, shard, files)
             .map(|store| Resolved {
                 store,
                 found: Found::Override,
@@ -69,13 +76,14 @@ pub fn resolve(root: &Path, shard: &Shard, overrides: &[(String, PathBuf)]) -> R
             });
     }
     let pos = positional_path(root, &shard.name);
-    let first = match open_checked(&pos, shard) {
+    let first = match open_checked(&pos, shard, files) {
         Ok(store) => {
             return Ok(Resolved {
                 store,
                 found: Found::Positional,
             })
         }
+        Err(e) if e.is_open_limit() => return Err(e),
         Err(e) => e,
     };
     // A server lists nothing: a remote root's shards are found by name only.
@@ -91,7 +99,7 @@ pub fn resolve(root: &Path, shard: &Shard, overrides: &[(String, PathBuf)]) -> R
             None => Error::Unsupported(detail),
         });
     }
-    if let Some(store) = find_by_identity(root, shard)? {
+    if let Some(store) = find_by_identity(root, shard, files)? {
         return Ok(Resolved {
             store,
             found: Found::Identity,
@@ -111,9 +119,10 @@ pub fn resolve(root: &Path, shard: &Shard, overrides: &[(String, PathBuf)]) -> R
     })
 }
 
-/// Opens `path` as `shard`: exactly the declared size and a valid container.
-fn open_checked(path: &Path, shard: &Shard) -> Result<Store> {
-    let store = Store::open(path)?;
+/// Opens `path` as `shard`, one of a model's `files` files: exactly the
+/// declared size and a valid container.
+fn open_checked(path: &Path, shard: &Shard, files: usize) -> Result<Store> {
+    let store = Store::open_one_of(path, files)?;
     if store.len() != shard.size {
         return Err(Error::reject(
             Rule::ShardIdentity,
@@ -131,7 +140,7 @@ fn open_checked(path: &Path, shard: &Shard) -> Result<Store> {
 
 /// Scans the root's folder for a `.zt` file of the declared size whose
 /// whole-file digest matches.
-fn find_by_identity(root: &Path, shard: &Shard) -> Result<Option<Store>> {
+fn find_by_identity(root: &Path, shard: &Shard, files: usize) -> Result<Option<Store>> {
     let algo = Algo::of(&shard.digest)?;
     let Ok(entries) = std::fs::read_dir(folder(root)) else {
         return Ok(None);
@@ -146,7 +155,7 @@ fn find_by_identity(root: &Path, shard: &Shard) -> Result<Option<Store>> {
         .collect();
     candidates.sort();
     for path in candidates {
-        let Ok(store) = open_checked(&path, shard) else {
+        let Ok(store) = open_checked(&path, shard, files) else {
             continue;
         };
         if file_digest(&store, algo, &mut |_| {})? == shard.digest {

@@ -593,6 +593,70 @@ pub fn raise_open_file_limit() {
     }
 }
 
+/// This process's limit on open files, (soft, hard); `None` when it
+/// cannot be read. `RLIM_INFINITY` stands for no limit.
+pub fn open_file_limit() -> Option<(libc::rlim_t, libc::rlim_t)> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid out-parameter.
+    let got = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    (got == 0).then_some((lim.rlim_cur, lim.rlim_max))
+}
+
+/// Descriptors a process needs besides one per model file (its standard
+/// streams, the root, a mount's device and threads, a temporary file),
+/// with room: what the advice of [`explain_open_limit`] adds.
+const OTHER_FILES: usize = 64;
+
+/// An open refused for the limit on open files, said plainly
+/// ([`explain_open_limit`]).
+#[derive(Debug)]
+pub struct OpenLimit(String);
+
+impl std::fmt::Display for OpenLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OpenLimit {}
+
+/// True for an open refused for the limit on open files (EMFILE, this
+/// process's; ENFILE, the system's), said plainly or not.
+pub fn is_open_limit(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+        || e.get_ref().is_some_and(|r| r.is::<OpenLimit>())
+}
+
+/// `e`, said plainly when it is an open refused for the limit on open
+/// files ([`is_open_limit`]), for a model that holds its `files` files
+/// open together (a split GGUF model, a sharded checkpoint, a folder's
+/// files): how many, the limit, and how to raise it. Any other error as
+/// it is.
+pub fn explain_open_limit(e: io::Error, files: usize) -> io::Error {
+    let why = match e.raw_os_error() {
+        Some(libc::EMFILE) => {
+            let limit = match open_file_limit() {
+                Some((soft, hard)) => format!("{soft} (`ulimit -n`; hard limit {hard})"),
+                None => "fewer".to_string(),
+            };
+            let need = files.saturating_add(OTHER_FILES);
+            format!(
+                "too many open files (os error {}): the model has {files} files, each held open, and this process may open {limit}; raise the limit, e.g. `ulimit -n {need}` in the shell that runs ztfs (past the hard limit as root: `ulimit -Hn`, limits.conf, systemd's LimitNOFILE), and run it again",
+                libc::EMFILE
+            )
+        }
+        Some(libc::ENFILE) => format!(
+            "too many open files in the system (os error {}): the model has {files} files, each held open, and the system's table of open files is full (/proc/sys/fs/file-nr); close other files or raise fs.file-max, and run it again",
+            libc::ENFILE
+        ),
+        _ => return e,
+    };
+    io::Error::new(e.kind(), OpenLimit(why))
+}
+
 /// Why the daemon cannot register backing files, if it visibly cannot:
 /// passthrough needs CAP_SYS_ADMIN (bit 21 of the effective set).
 pub fn lacks_sys_admin() -> Option<String> {
@@ -638,6 +702,25 @@ pub fn copy_file_range(
 #[cfg(test)]
 mod tests {
     use std::io::Write;
+
+    /// An open refused for the limit on open files is said with the file
+    /// count and the `ulimit -n` to use, and stays known as such; any
+    /// other error is left as it is.
+    #[test]
+    fn an_open_over_the_file_limit_says_how_to_raise_it() {
+        let e = super::explain_open_limit(std::io::Error::from_raw_os_error(libc::EMFILE), 100);
+        let said = e.to_string();
+        assert!(
+            said.contains("100 files") && said.contains("`ulimit -n 164`"),
+            "{said}"
+        );
+        assert!(super::is_open_limit(&e));
+        let e = super::explain_open_limit(std::io::Error::from_raw_os_error(libc::ENFILE), 9);
+        assert!(e.to_string().contains("fs.file-max"), "{e}");
+        let other = super::explain_open_limit(std::io::Error::from_raw_os_error(libc::ENOENT), 9);
+        assert_eq!(other.raw_os_error(), Some(libc::ENOENT));
+        assert!(!super::is_open_limit(&other));
+    }
 
     #[test]
     fn a_live_thread_is_not_gone_and_a_reaped_one_is() {

@@ -3,10 +3,14 @@
 //! and to its bytes in the file (located independently from the tensor
 //! info of `manifest.json`), `.npy` for the unquantized types, the shape
 //! reversed from the GGUF dims, `manifest.json` equal to `ztfs manifest`,
-//! no `digest`; `ls -l`; and every rejected GGUF file refused before
-//! anything is mounted.
+//! no `digest`; `ls -l`; every rejected GGUF file refused before
+//! anything is mounted; a split model of more files than the open-file
+//! limit allows.
 
 mod common;
+#[allow(dead_code)]
+#[path = "corpus/gguf/writer.rs"]
+mod writer;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -240,4 +244,87 @@ fn a_split_model_missing_a_file_is_not_opened() {
     for t in ["token_embd.weight", "blk.0.ffn_up.weight", "output.weight"] {
         assert!(listed.contains(t), "{t} in {listed}");
     }
+}
+
+/// A split model of `count` files in `dir`, each one f32 tensor `tNO` of
+/// four values: the first file's path.
+fn write_split(dir: &Path, count: u16) -> PathBuf {
+    use writer::{pattern, str_v, Gguf, V};
+    for no in 0..count {
+        let mut g = Gguf::new();
+        if no == 0 {
+            g = g.kv("general.architecture", str_v("llama"));
+        }
+        let g = g
+            .kv("split.no", V(2, no.to_le_bytes().to_vec()))
+            .kv("split.count", V(2, count.to_le_bytes().to_vec()))
+            .kv(
+                "split.tensors.count",
+                V(5, i32::from(count).to_le_bytes().to_vec()),
+            )
+            .tensor(&format!("t{no}"), &[4], 0, &pattern(16, no as u8));
+        let name = format!("m-{:05}-of-{count:05}.gguf", no + 1);
+        fs::write(dir.join(name), g.bytes()).unwrap();
+    }
+    dir.join(format!("m-00001-of-{count:05}.gguf"))
+}
+
+/// `ztfs ARGS...` with the open-file limit lowered to `soft`, and the hard
+/// limit to `hard` where given (`ulimit -Sn`, then `-Hn`: the soft limit
+/// may not exceed the hard one).
+fn ztfs_under_nofile(
+    soft: u64,
+    hard: Option<u64>,
+    args: &[&std::ffi::OsStr],
+) -> std::process::Output {
+    let hard = hard.map_or(String::new(), |h| format!(" && ulimit -Hn {h}"));
+    let script = format!("ulimit -Sn {soft}{hard} && exec \"$@\"");
+    std::process::Command::new("sh")
+        .args(["-c", &script, "sh", BIN])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// This process's hard limit on open files (/proc/self/limits).
+fn hard_nofile() -> u64 {
+    let limits = fs::read_to_string("/proc/self/limits").unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let hard = line.split_whitespace().nth(4).unwrap();
+    hard.parse().unwrap_or(u64::MAX)
+}
+
+/// A split model of 100 files, each held open, under a limit of 64 open
+/// files (soft and hard) is refused saying so: the file count, the limit
+/// and `ulimit -n`, exit 2; under a soft limit of 64 with a higher hard
+/// one it opens, ztfs raising the soft limit to the hard at start.
+#[test]
+fn a_split_model_over_the_open_file_limit_says_how_to_raise_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = write_split(dir.path(), 100);
+    let args = [std::ffi::OsStr::new("check"), first.as_os_str()];
+    let o = ztfs_under_nofile(64, Some(64), &args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for said in [
+        "too many open files",
+        "100 files",
+        "may open 64",
+        "`ulimit -n 164`",
+    ] {
+        assert!(err.contains(said), "{said:?} in {err}");
+    }
+
+    if hard_nofile() < 256 {
+        return eprintln!("the hard limit on open files is below 256: not tried");
+    }
+    let o = ztfs_under_nofile(64, None, &args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let listed = ztfs_under_nofile(64, None, &[std::ffi::OsStr::new("ls"), first.as_os_str()]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert_eq!(listed.lines().count(), 100, "{listed}");
 }

@@ -1,8 +1,10 @@
-//! `npz::read_archive` on whole files, deflated members inflated within
-//! 1 MiB. Asserts that an accepted archive's stored arrays lie inside the
-//! file and inside their members, a deflated one inside its inflated
-//! bytes, that its objects and `manifest.json` are made without
-//! panicking, and that a rejection is the zip rule or a `.npy` refusal.
+//! `npz::read_archive` on whole files (deflated members inflated as a
+//! stream, in constant memory). Asserts that an accepted archive's stored
+//! arrays lie inside the file and inside their members, a deflated one
+//! inside its inflated bytes, whose places lie end to end within the
+//! file of inflated members, that its objects and `manifest.json` are
+//! made without panicking, and that a rejection is the zip rule or a
+//! `.npy` refusal.
 #![no_main]
 
 mod common;
@@ -16,14 +18,9 @@ fuzz_target!(|data: &[u8]| {
         Ok(m) => m,
         Err(e) => return assert!(e.rule().is_some_and(|r| r.name() == "Zip"), "{e}"),
     };
-    let mut sizes = Vec::new();
-    let mut inflate = |m: &ztfs::format::zip::Member| {
-        let b = npz::inflate(&data, m, 1 << 20)?;
-        sizes.push(b.len() as u64);
-        Ok(std::sync::Arc::new(b))
-    };
-    match npz::read_archive(&data, &members, &mut inflate) {
+    match npz::read_archive(&data, &members) {
         Ok(f) => {
+            let mut inflated = 0;
             for a in &f.arrays {
                 let end = a.header.data_offset + a.header.data_len;
                 match a.is_stored() {
@@ -31,9 +28,14 @@ fuzz_target!(|data: &[u8]| {
                         assert!(end <= a.member.len, "array inside its member");
                         assert!(a.member.offset + a.member.len <= data.len() as u64);
                     }
-                    false => assert!(end <= a.member.size, "array inside its inflated bytes"),
+                    false => {
+                        assert!(end <= a.member.size, "array inside its inflated bytes");
+                        assert_eq!(a.inflated_at, inflated, "places end to end");
+                        inflated += a.member.size;
+                    }
                 }
             }
+            assert_eq!(inflated, f.inflated_len());
             assert_eq!(npz::objects(&f).len(), f.arrays.len());
             npz::write_manifest(&f, &mut ztfs::format::json::Count::default());
         }

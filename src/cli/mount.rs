@@ -173,7 +173,6 @@ pub fn run(m: MountCmd) -> Result<()> {
     init_log(level.as_deref(), log_file.as_deref(), m.foreground)?;
     // Decoded frames and a remote model's blocks are each kept within it.
     crate::store::remote::set_cache_budget(m.cache_mib.saturating_mul(1 << 20));
-    crate::model::npz::set_inflate_budget(m.cache_mib.saturating_mul(1 << 20));
     let options = Options {
         arrangement: if m.tree {
             Arrangement::Nested { sep: m.separator }

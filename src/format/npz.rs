@@ -6,9 +6,11 @@
 //! array named by the member's name without `.npy`, as `np.load(...)`
 //! names it. A stored member (`np.savez`) is read in place: its `.npy`
 //! header read from the file, its data a range of the file. A deflated
-//! member (`np.savez_compressed`) is inflated whole ([`inflate`]) by the
-//! caller, which keeps the bytes and reads the header from them: deflate
-//! cannot be read by range.
+//! member (`np.savez_compressed`) cannot be read by range: it is inflated
+//! as a stream ([`inflate_to`]), once here to check it and read its
+//! header, and again by the caller where its bytes are wanted (the model
+//! keeps them in a file, [`INFLATED`]). Nothing here holds more of a
+//! member than a [`CHUNK`].
 //!
 //! Each member's `.npy` header is held to numpy's rules
 //! ([`crate::format::npy`]): the data must fill the member exactly.
@@ -41,7 +43,8 @@ pub struct Array {
     pub inflated_at: u64,
 }
 
-/// The name of the file of an archive's inflated members (`blob.shard`).
+/// The name of the file of an archive's inflated members (`blob.shard`),
+/// each at its [`Array::inflated_at`].
 pub const INFLATED: &str = "(inflated members)";
 
 impl Array {
@@ -55,6 +58,15 @@ impl Array {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct File {
     pub arrays: Vec<Array>,
+}
+
+impl File {
+    /// The bytes of its deflated members inflated, all together (summed
+    /// without overflow by [`read_archive`]).
+    pub fn inflated_len(&self) -> u64 {
+        let deflated = self.arrays.iter().filter(|a| !a.is_stored());
+        deflated.fold(0, |n, a| n.saturating_add(a.member.size))
+    }
 }
 
 fn zip_err(what: impl std::fmt::Display) -> Error {
@@ -71,11 +83,26 @@ pub fn members(file: &(dyn Ranges + Sync)) -> Result<Vec<Member>> {
     zip::members(file)
 }
 
-/// Member `m`'s bytes inflated (its stored bytes, for a stored member),
-/// refused when its declared size is over `budget` (checked before any
-/// allocation), when it inflates to another size than declared, or when
-/// its CRC-32 is not the directory's.
-pub fn inflate(file: &dyn Ranges, m: &Member, budget: u64) -> Result<Vec<u8>> {
+/// How much of a member's stored bytes is read at a time, and how much of
+/// its inflated bytes is handed on at a time: with the decoder's 32 KiB
+/// window, what inflating a member of any size holds.
+pub const CHUNK: usize = 256 << 10;
+
+/// The zip CRC-32.
+static CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
+
+/// Inflates member `m` (reads its stored bytes, for a stored member),
+/// handing its bytes to `out` in order, at most [`CHUNK`] at a time.
+/// Refused when it is encrypted or compressed by another method than
+/// deflate, when it inflates to another size than the directory says
+/// (more is found before it is handed on), or when its CRC-32 is not the
+/// directory's: that is found at the end, so the caller trusts nothing it
+/// was handed until this returns `Ok`. An error of `out` stops it.
+pub fn inflate_to(
+    file: &dyn Ranges,
+    m: &Member,
+    out: &mut dyn FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
     let name = m.name();
     if m.encrypted || !(m.method == 0 || m.method == DEFLATE) {
         return Err(zip_err(format!(
@@ -86,53 +113,117 @@ pub fn inflate(file: &dyn Ranges, m: &Member, budget: u64) -> Result<Vec<u8>> {
             }
         )));
     }
-    if m.size > budget {
-        return Err(Error::Unsupported(format!(
-            "member {name:?} inflates to {} bytes, over the budget of {budget} for deflated members (a mount's --cache-mib; `np.savez` without compression is read in place)",
-            m.size
-        )));
-    }
-    let stored = file.get(m.offset, m.len)?;
-    let out = match m.method {
-        0 => stored.into_owned(),
-        _ => {
-            let mut out = Vec::with_capacity(m.size as usize);
-            let mut dec = flate2::read::DeflateDecoder::new(&stored[..]).take(m.size + 1);
-            dec.read_to_end(&mut out)
-                .map_err(|e| zip_err(format!("member {name:?}: deflate: {e}")))?;
-            out
-        }
+    let end = (m.offset.checked_add(m.len)).ok_or_else(|| {
+        zip_err(format!(
+            "member {name:?}: its bytes [{}, +{}) end past 2^64",
+            m.offset, m.len
+        ))
+    })?;
+    let failed = std::cell::RefCell::new(None);
+    let stored = Stored {
+        file,
+        at: m.offset,
+        end,
+        buf: Vec::new(),
+        pos: 0,
+        failed: &failed,
     };
-    if out.len() as u64 != m.size {
+    let mut reader: Box<dyn Read + '_> = match m.method {
+        0 => Box::new(stored),
+        _ => Box::new(flate2::bufread::DeflateDecoder::new(stored)),
+    };
+    // A small member (most of an archive of many arrays) needs no more
+    // than its size and the byte that would show it is longer.
+    let mut buf = vec![0; m.size.saturating_add(1).min(CHUNK as u64) as usize];
+    let mut digest = CRC32.digest();
+    let mut got = 0u64;
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // A read of the archive failed, or the deflate stream is bad.
+            Err(e) => {
+                return Err((failed.borrow_mut().take())
+                    .unwrap_or_else(|| zip_err(format!("member {name:?}: deflate: {e}"))))
+            }
+        };
+        got = got.saturating_add(n as u64);
+        if got > m.size {
+            return Err(zip_err(format!(
+                "member {name:?} inflates to more than {} bytes; the directory says {}",
+                m.size, m.size
+            )));
+        }
+        digest.update(&buf[..n]);
+        out(&buf[..n])?;
+    }
+    if got != m.size {
         return Err(zip_err(format!(
-            "member {name:?} inflates to {}{} bytes; the directory says {}",
-            if out.len() as u64 > m.size {
-                "more than "
-            } else {
-                ""
-            },
-            out.len().min(m.size as usize),
+            "member {name:?} inflates to {got} bytes; the directory says {}",
             m.size
         )));
     }
-    let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC).checksum(&out);
+    let crc = digest.finalize();
     if crc != m.crc32 {
         return Err(zip_err(format!(
             "member {name:?}: CRC-32 {crc:#010x}, the directory says {:#010x}",
             m.crc32
         )));
     }
-    Ok(out)
+    Ok(())
 }
 
-/// The arrays of an archive whose members are `members`; a deflated
-/// member's bytes come from `inflated` (called once per such member, in
-/// directory order).
-pub fn read_archive(
-    file: &dyn Ranges,
-    members: &[Member],
-    inflated: &mut dyn FnMut(&Member) -> Result<std::sync::Arc<Vec<u8>>>,
-) -> Result<File> {
+/// A member's stored bytes `[at, end)` of the archive, read [`CHUNK`] at a
+/// time. A failed read is kept in `failed`, to be returned as it is
+/// rather than as a deflate error.
+struct Stored<'a> {
+    file: &'a dyn Ranges,
+    at: u64,
+    end: u64,
+    buf: Vec<u8>,
+    pos: usize,
+    failed: &'a std::cell::RefCell<Option<Error>>,
+}
+
+impl std::io::BufRead for Stored<'_> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.pos == self.buf.len() && self.at < self.end {
+            let n = (self.end - self.at).min(CHUNK as u64);
+            let bytes = self.file.get(self.at, n).map_err(|e| {
+                let shown = std::io::Error::other(e.to_string());
+                *self.failed.borrow_mut() = Some(e);
+                shown
+            })?;
+            self.buf.clear();
+            self.buf.extend_from_slice(&bytes);
+            self.pos = 0;
+            self.at += n;
+        }
+        Ok(&self.buf[self.pos..])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.buf.len());
+    }
+}
+
+impl Read for Stored<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        use std::io::BufRead;
+        let bytes = self.fill_buf()?;
+        let n = bytes.len().min(out.len());
+        out[..n].copy_from_slice(&bytes[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+/// The arrays of an archive whose members are `members`. Each deflated
+/// member is inflated through ([`inflate_to`]: its size and CRC-32
+/// checked) keeping only its first bytes, its `.npy` header: the whole
+/// archive is proven as it would be read, in memory of a [`CHUNK`].
+pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
     let mut seen = std::collections::HashSet::new();
     let mut arrays = Vec::with_capacity(members.len());
     let mut inflated_at = 0u64;
@@ -159,10 +250,19 @@ pub fn read_archive(
                 in_member(&head, m.len)?
             }
             false => {
-                let bytes = inflated(m)?;
-                inflated_at = inflated_at.saturating_add(m.size);
-                let head = &bytes[..bytes.len().min(npy::MAX_HEAD_BYTES as usize)];
-                in_member(head, m.size)?
+                let keep = m.size.min(npy::MAX_HEAD_BYTES) as usize;
+                let mut head = Vec::with_capacity(keep);
+                inflate_to(file, m, &mut |b| {
+                    let n = (keep - head.len()).min(b.len());
+                    head.extend_from_slice(&b[..n]);
+                    Ok(())
+                })?;
+                inflated_at = inflated_at.checked_add(m.size).ok_or_else(|| {
+                    zip_err(format!(
+                        "member {shown:?}: the deflated members inflate to more than 2^64 bytes"
+                    ))
+                })?;
+                in_member(&head, m.size)?
             }
         };
         arrays.push(Array {
@@ -248,4 +348,75 @@ pub fn write_manifest(file: &File, out: &mut dyn crate::format::json::Sink) {
     ]);
     crate::format::json::to_json_pretty(&doc, out);
     out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A deflated member of `data` whose directory says `size` bytes, at
+    /// offset 0 of the returned bytes.
+    fn deflated(data: &[u8], size: u64) -> (Vec<u8>, Member) {
+        let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(data).unwrap();
+        let bytes = e.finish().unwrap();
+        let m = Member {
+            name: b"a.npy".to_vec(),
+            header: 0,
+            offset: 0,
+            len: bytes.len() as u64,
+            size,
+            method: DEFLATE,
+            encrypted: false,
+            crc32: CRC32.checksum(data),
+        };
+        (bytes, m)
+    }
+
+    /// A member is handed on whole, in order, a chunk at most at a time;
+    /// one that inflates to more than its directory says is refused before
+    /// more than that is handed on; one to less, or with another CRC-32,
+    /// after.
+    #[test]
+    fn a_member_inflates_as_a_stream_of_its_declared_size() {
+        let data: Vec<u8> = (0..3 * CHUNK as u32 + 5).map(|i| (i % 253) as u8).collect();
+        let (bytes, m) = deflated(&data, data.len() as u64);
+        let mut got = Vec::new();
+        inflate_to(&bytes.as_slice(), &m, &mut |b| {
+            assert!(b.len() <= CHUNK);
+            got.extend_from_slice(b);
+            Ok(())
+        })
+        .unwrap();
+        assert!(got == data);
+
+        let short = Member {
+            size: 1000,
+            ..m.clone()
+        };
+        let mut handed = 0;
+        let e = inflate_to(&bytes.as_slice(), &short, &mut |b| {
+            handed += b.len();
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("more than 1000 bytes"), "{e}");
+        assert_eq!(handed, 0, "nothing past the declared size is handed on");
+
+        let long = Member {
+            size: data.len() as u64 + 1,
+            ..m.clone()
+        };
+        let e = inflate_to(&bytes.as_slice(), &long, &mut |_| Ok(())).unwrap_err();
+        assert_eq!(e.rule(), Some(Rule::Zip), "{e}");
+        let crc = Member {
+            crc32: m.crc32 ^ 1,
+            ..m.clone()
+        };
+        let e = inflate_to(&bytes.as_slice(), &crc, &mut |_| Ok(())).unwrap_err();
+        assert!(e.to_string().contains("CRC-32"), "{e}");
+        let stop = inflate_to(&bytes.as_slice(), &m, &mut |_| Err(Error::Interrupted));
+        assert!(matches!(stop, Err(Error::Interrupted)));
+    }
 }

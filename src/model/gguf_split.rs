@@ -96,7 +96,8 @@ impl Model {
             .collect();
         for no in 2..=count {
             let name = split_file_name(&prefix, no, count);
-            let store = Store::open(&crate::store::beside(root.path(), &name))?;
+            let path = crate::store::beside(root.path(), &name);
+            let store = Store::open_one_of(&path, count as usize)?;
             let other = gguf::read_file_from(&store).map_err(|e| hf::in_file(&name, e))?;
             let kv = |key: &str| other.get(key).and_then(gguf::Value::as_int);
             let expect = [

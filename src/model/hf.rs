@@ -207,7 +207,7 @@ fn open_files(index: &Path, idx: &index::Index) -> Result<Opened> {
     for (i, name) in idx.files.iter().enumerate() {
         let (store, shard) = match opened.next() {
             Some(found) => found?,
-            None => open_header(index, name)?,
+            None => open_header(index, name, idx.files.len())?,
         };
         idx.check_file(i, &shard.names())?;
         let is_torch = matches!(shard, Shard::Torch(_));
@@ -256,10 +256,10 @@ const OPEN_AT_ONCE: usize = 8;
 /// A file of a checkpoint, opened, and its tensors.
 type Found = Result<(Store, Shard)>;
 
-/// File `name` of a checkpoint (beside `index`) opened, its header (or
-/// for a zip, the PyTorch checkpoint) read.
-fn open_header(index: &Path, name: &str) -> Found {
-    let store = Store::open(&crate::store::beside(index, name))?;
+/// File `name` of a checkpoint of `files` files (beside `index`) opened,
+/// its header (or for a zip, the PyTorch checkpoint) read.
+fn open_header(index: &Path, name: &str, files: usize) -> Found {
+    let store = Store::open_one_of(&crate::store::beside(index, name), files)?;
     let zip = store.slice(0, store.len().min(4))?.as_ref() == crate::format::zip::MAGIC;
     let shard = match zip {
         true => pytorch::read_file_from(&store).map(Shard::Torch),
@@ -274,7 +274,7 @@ fn open_header(index: &Path, name: &str) -> Found {
 /// failure said is the one a file-by-file open says; none for local files,
 /// which are opened one by one, stopping at the first bad one.
 fn open_headers(index: &Path, names: &[String]) -> Vec<Found> {
-    let open = |name: &String| open_header(index, name);
+    let open = |name: &String| open_header(index, name, names.len());
     if crate::store::url_of(index).is_none() || names.len() < 2 {
         return Vec::new();
     }

@@ -302,9 +302,9 @@ impl Input {
     }
 
     /// Where object `o`'s bytes are, for `ls -l`: the shard holding them
-    /// (` [shard NAME]`), ` (deflated)` for an `.npz` array inflated at
-    /// open (its parts name the archive's memory file as their shard), or
-    /// nothing when they are in the file itself.
+    /// (` [shard NAME]`), ` (deflated)` for a deflated `.npz` array (its
+    /// parts name the archive's file of inflated members as their shard),
+    /// or nothing when they are in the file itself.
     pub fn where_label(&self, o: &Object) -> String {
         match o.parts.iter().find_map(|p| p.blob.shard.as_deref()) {
             None => String::new(),

@@ -87,12 +87,12 @@ struct Watched {
 impl Watch {
     /// Takes `store`'s stamp, from its open file (the bytes that will be
     /// read), unless it is watched already or is not a local file (a
-    /// remote object, a memory file of ours).
+    /// remote object, a file of ours).
     pub fn see(&mut self, store: &Store) -> Result<()> {
         let Some(file) = store.file() else {
             return Ok(());
         };
-        if store.is_memory() || self.by_path.contains_key(store.path()) {
+        if store.is_own() || self.by_path.contains_key(store.path()) {
             return Ok(());
         }
         let stamp = settled_stamp(file).map_err(|e| Error::io(store.name(), e))?;

@@ -55,9 +55,10 @@ pub enum Piece<'a> {
 pub struct Store {
     path: PathBuf,
     kind: Kind,
-    /// A memory file of ours (an inflated `.npz` member): `path` names
-    /// it for messages only, and nothing else can change it.
-    memory: bool,
+    /// A file of ours (an `.npz` archive's inflated members, in an
+    /// unlinked temporary file): `path` names it for messages only, and
+    /// nothing else can change it.
+    own: bool,
 }
 
 enum Kind {
@@ -79,7 +80,7 @@ impl Store {
             return Ok(Store {
                 path: path.to_path_buf(),
                 kind: Kind::Remote(Box::new(remote::Remote::open(url)?)),
-                memory: false,
+                own: false,
             });
         }
         let ctx = || format!("{}", path.display());
@@ -93,6 +94,19 @@ impl Store {
             .open(path)
             .map_err(|e| Error::io(ctx(), e))?;
         Store::of_file(path, file)
+    }
+
+    /// [`Store::open`] of file `path` of a model that holds its `files`
+    /// files open together (a split GGUF model, a sharded checkpoint): an
+    /// open refused for the limit on open files says so, with the limit
+    /// and how to raise it ([`crate::sys::explain_open_limit`]).
+    pub fn open_one_of(path: &Path, files: usize) -> Result<Store> {
+        Store::open(path).map_err(|e| match e {
+            Error::Io { context, source } => {
+                Error::io(context, crate::sys::explain_open_limit(source, files))
+            }
+            e => e,
+        })
     }
 
     /// The open `file`, named `path` in messages, mapped.
@@ -120,22 +134,22 @@ impl Store {
         Ok(Store {
             path: path.to_path_buf(),
             kind: Kind::Local { file, bytes },
-            memory: false,
+            own: false,
         })
     }
 
-    /// The memory file `file` (a `memfd` of ours), named `name` in
-    /// messages, mapped.
-    pub fn of_memory(name: &Path, file: File) -> Result<Store> {
+    /// The file of ours `file` (unlinked, written by us only), named
+    /// `name` in messages, mapped.
+    pub fn of_own(name: &Path, file: File) -> Result<Store> {
         let mut store = Store::of_file(name, file)?;
-        store.memory = true;
+        store.own = true;
         Ok(store)
     }
 
-    /// True for a memory file of ours ([`Store::of_memory`]): it has no
-    /// path to look at again, and nobody else can change it.
-    pub fn is_memory(&self) -> bool {
-        self.memory
+    /// True for a file of ours ([`Store::of_own`]): it has no path to
+    /// look at again, and nobody else can change it.
+    pub fn is_own(&self) -> bool {
+        self.own
     }
 
     /// The whole file, mapped; `None` for a remote object.

@@ -7,7 +7,11 @@
 mod builder;
 mod exports;
 mod folder;
+mod npz;
 mod verify;
+#[allow(dead_code)]
+#[path = "../common/zip.rs"]
+mod zip;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -8,6 +8,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -41,6 +42,9 @@ struct Base {
     /// Where under `fd` a symlink may lead: the folder, and for a cache
     /// snapshot the repo's `blobs`.
     allowed: Vec<PathBuf>,
+    /// The files the scan took, each held open once read: for the advice
+    /// when opening one meets the limit on open files.
+    files: AtomicUsize,
 }
 
 impl DiskFile {
@@ -62,8 +66,10 @@ impl DiskFile {
     }
 
     fn open_same(&self, len: u64) -> std::result::Result<File, String> {
-        let f =
-            File::from(open_beneath(&self.base.fd, &self.rel, false).map_err(|e| e.to_string())?);
+        let files = self.base.files.load(Ordering::Relaxed);
+        let opened = open_beneath(&self.base.fd, &self.rel, false)
+            .map_err(|e| crate::sys::explain_open_limit(e, files).to_string())?;
+        let f = File::from(opened);
         let m = f.metadata().map_err(|e| e.to_string())?;
         if !m.is_file() || (m.dev(), m.ino()) != self.id {
             return Err("no longer the file that was there at mount".into());
@@ -241,6 +247,7 @@ impl Folder {
             }
             f.dirs[d as usize].dirs = first_dir..f.dirs.len() as u32;
         }
+        base.files.store(f.files.len(), Ordering::Relaxed);
         Ok(f)
     }
 }
@@ -264,6 +271,7 @@ impl Base {
             fd,
             root: PathBuf::new(),
             allowed: vec![PathBuf::new()],
+            files: AtomicUsize::new(0),
         };
         let canon = std::fs::canonicalize(root)?;
         let (Some(rev), Some(snapshots)) = (canon.file_name(), canon.parent()) else {
@@ -291,6 +299,7 @@ impl Base {
             fd: repo_fd,
             allowed: vec![root_rel.clone(), PathBuf::from("blobs")],
             root: root_rel,
+            files: AtomicUsize::new(0),
         })
     }
 

@@ -38,6 +38,8 @@ pub(in crate::tree) enum Wait {
     SafetensorsTables,
     /// A part is verified (`--verify`).
     Verified(u32, u32),
+    /// A part's stored bytes are at hand (an `.npz` member inflated).
+    AtHand(u32, u32),
 }
 
 impl Tree {
@@ -549,6 +551,9 @@ impl Tree {
     /// What must be ready before a read of `node` at `[offset, +size)`
     /// can be answered now, if anything.
     pub(in crate::tree) fn waits(&self, node: Node, offset: u64, size: u32) -> Option<Wait> {
+        if let Some((object, part)) = self.not_at_hand(node) {
+            return Some(Wait::AtHand(object, part));
+        }
         match node {
             Node::View { object } if !self.view_ready(object) => Some(Wait::View(object)),
             Node::Npy { object, part: VIEW } if !self.view_ready(object) => {
@@ -578,10 +583,15 @@ impl Tree {
         }
     }
 
-    /// What a read of object `i`'s tensor file waits for: its view, or
-    /// with `--verify` its part's verification.
+    /// What a read of object `i`'s tensor file waits for: its part's
+    /// stored bytes at hand, its view, or with `--verify` its part's
+    /// verification.
     fn tensor_waits(&self, i: u32) -> Option<Wait> {
-        match self.tensor_file(i).ok()?.0 {
+        let node = self.tensor_file(i).ok()?.0;
+        if let Some((object, part)) = self.not_at_hand(node) {
+            return Some(Wait::AtHand(object, part));
+        }
+        match node {
             Node::View { object } if !self.view_ready(object) => Some(Wait::View(object)),
             Node::Part { object, part } if self.opts.verify => {
                 let key = self.part_base[object as usize] + part;

@@ -1,9 +1,9 @@
 //! Slow work off the FUSE worker threads.
 //!
 //! Some answers take long to compute: verifying a whole part (`--verify`),
-//! checking an object's layout data rules, preparing a view. None of that
-//! may run on a FUSE worker thread, or a few slow opens would leave no
-//! thread to answer `ls`. Such work runs here, on at most [`JOB_THREADS`]
+//! checking an object's layout data rules, preparing a view, inflating a
+//! deflated `.npz` member. None of that may run on a FUSE worker thread,
+//! or a few slow opens would leave no thread to answer `ls`. Such work runs here, on at most [`JOB_THREADS`]
 //! threads started on demand, and each request that needs it waits as a
 //! [`Waiter`] whose reply is sent when the work ends.
 //!
@@ -50,6 +50,9 @@ pub enum JobKey {
     /// Open a file of the model's folder read from a server (one
     /// request).
     OpenFolderFile(u32),
+    /// Make a part's stored bytes at hand (its key): inflate an `.npz`
+    /// member into the archive's file.
+    AtHand(u32),
 }
 
 /// Where a request's answer goes once the work has ended.

@@ -1,7 +1,8 @@
 //! The entry points for opens and reads: answer at once what is at hand,
 //! and hand what takes long (verifying a whole part, checking an object's
-//! data rules, preparing a view) to the job threads ([`crate::tree::jobs`]),
-//! answering when it is done. A FUSE worker thread never waits on them.
+//! data rules, preparing a view, inflating an `.npz` member) to the job
+//! threads ([`crate::tree::jobs`]), answering when it is done. A FUSE
+//! worker thread never waits on them.
 //!
 //! Answers go to a callback, called exactly once, on the calling thread or
 //! on a job thread. [`Tree::open_wait`] and [`Tree::read_wait`] wrap them
@@ -37,6 +38,15 @@ impl Tree {
             Ok(n) => n,
             Err(e) => return reply(Err(e)),
         };
+        // Everything below may read the part's stored bytes.
+        if let Some((object, part)) = self.not_at_hand(node) {
+            let tree = self.clone();
+            let again = Box::new(move |r: Result<(), FsError>| match r {
+                Ok(()) => tree.open(ino, tid, reply),
+                Err(e) => reply(Err(e)),
+            });
+            return self.when_at_hand(object, part, tid, again);
+        }
         let reply = self.with_backing(ino, node, tid, reply);
         match node {
             Node::Dir(_) => reply(Err(FsError::IsDir)),
@@ -162,7 +172,58 @@ impl Tree {
             Wait::Manifest => self.when_manifest_ready(tid, again),
             Wait::SafetensorsTables => self.when_safetensors_tables_ready(tid, again),
             Wait::Verified(object, part) => self.when_verified(object, part, tid, again),
+            Wait::AtHand(object, part) => self.when_at_hand(object, part, tid, again),
         }
+    }
+
+    /// The part whose stored bytes `node` reads, when they are not at
+    /// hand ([`crate::model::Model::at_hand`]): a FUSE worker must not
+    /// make them so (an `.npz` member is inflated whole).
+    pub(in crate::tree) fn not_at_hand(&self, node: Node) -> Option<(u32, u32)> {
+        let (object, part) = match node {
+            Node::Npy { part, .. } if part == crate::tree::VIEW => return None,
+            Node::Part { object, part }
+            | Node::Raw { object, part }
+            | Node::Npy { object, part } => (object, part),
+            Node::Dir(_)
+            | Node::Manifest
+            | Node::Digest
+            | Node::Meta { .. }
+            | Node::View { .. }
+            | Node::Safetensors { .. }
+            | Node::SafetensorsIndex
+            | Node::FolderFile { .. } => return None,
+        };
+        let (_, p) = self.part(object, part);
+        (!self.model.at_hand(p)).then_some((object, part))
+    }
+
+    /// Answers `done` once part `part` of `object` has its stored bytes at
+    /// hand: at once when it has, else after a job makes them so (an
+    /// `.npz` member inflated, in time with its size). A failure is logged
+    /// once and answered with EIO; the next request tries again.
+    fn when_at_hand(
+        self: &Arc<Self>,
+        object: u32,
+        part: u32,
+        tid: u32,
+        done: crate::tree::jobs::Done,
+    ) {
+        if self.model.at_hand(self.part(object, part).1) {
+            return done(Ok(()));
+        }
+        let key = self.part_base[object as usize] + part;
+        let tree = self.clone();
+        let work: Work = Arc::new(move |c: &Cancel| {
+            let (o, p) = tree.part(object, part);
+            let made = crate::sys::map_read(|| tree.model.make_at_hand(p, &mut |_| c.keep_going()));
+            match made {
+                Ok(()) => Ok(()),
+                Err(Error::Interrupted) => Err(FsError::Interrupted),
+                Err(e) => Err(tree.fail((key, "prepare"), o, p, &e)),
+            }
+        });
+        self.jobs.submit(JobKey::AtHand(key), tid, done, work);
     }
 
     /// True when a read of `node` may wait on a remote server: a file made
