@@ -287,3 +287,51 @@ fn an_array_named_empty_is_listed_and_served() {
         a[a.len() - 20..]
     );
 }
+
+/// Member names as numpy gives them (through Python's zipfile): code
+/// page 437 without the directory's UTF-8 flag (`é.npy` written as UTF-8
+/// bytes, unflagged, is `├⌐` to numpy), UTF-8 with it; a flagged name that
+/// is not UTF-8 is refused, as zipfile refuses it.
+#[test]
+fn member_names_are_numpys() {
+    let d = tempfile::tempdir().unwrap();
+    let a = npy(&values(3));
+    let archive = |flag: bool, name: &[u8]| {
+        let text = String::from_utf8_lossy(name).into_owned();
+        let (mut bytes, mut fixed) = zip::local(&text, &a, false);
+        // The name's own bytes, then bit 11 of the flags where asked.
+        let at = 30;
+        bytes.splice(at..at + text.len(), name.iter().copied());
+        bytes[26..28].copy_from_slice(&(name.len() as u16).to_le_bytes());
+        fixed[22..24].copy_from_slice(&(name.len() as u16).to_le_bytes());
+        if flag {
+            bytes[7] |= 0x08;
+            fixed[3] |= 0x08;
+        }
+        let mut out = zip::finish(bytes, &[(&text, 0, fixed)]);
+        // The directory's name too (finish wrote the lossy text).
+        let dir_name = out.len() - 22 - text.len();
+        out.splice(dir_name..dir_name + text.len(), name.iter().copied());
+        out
+    };
+    let names = |bytes: Vec<u8>| {
+        let f = write(d.path(), "n.npz", &bytes);
+        let out = ztfs(&[Path::new("ls"), &f]);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = names(archive(false, "é.npy".as_bytes()));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), "\u{251c}\u{2310}");
+    let (code, out, err) = names(archive(true, "é.npy".as_bytes()));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), "é");
+    let (code, _, err) = names(archive(false, b"\x82t.npy"));
+    assert_eq!(code, Some(0), "{err}");
+    let (code, _, err) = names(archive(true, b"\x82t.npy"));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("flagged UTF-8"), "{err}");
+}

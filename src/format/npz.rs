@@ -229,16 +229,22 @@ pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
     let mut inflated_at = 0u64;
     for m in members {
         let shown = m.name();
-        if !seen.insert(&m.name) {
+        // Named as numpy names it: through Python's zipfile, code page 437
+        // unless the directory flags the name UTF-8.
+        let Some(text) = m.text_name() else {
             return Err(zip_err(format!(
-                "member {shown:?} is in the archive twice: numpy reads the last, a zip walk the first"
+                "member {shown:?}: its name is flagged UTF-8 and is not (Python's zipfile refuses it)"
+            )));
+        };
+        if !seen.insert(text.clone()) {
+            return Err(zip_err(format!(
+                "member {text:?} is in the archive twice: numpy reads the last, a zip walk the first"
             )));
         }
-        let Some(stem) = m.name.strip_suffix(b".npy") else {
+        let Some(stem) = text.strip_suffix(".npy") else {
             return Err(zip_err(format!("member {shown:?} is not a .npy file")));
         };
-        let name = String::from_utf8(stem.to_vec())
-            .map_err(|_| zip_err(format!("member {shown:?}: the name is not UTF-8")))?;
+        let name = stem.to_string();
         let in_member = |head: &[u8], len: u64| {
             npy::read_header(head, len)
                 .map_err(|e| Error::Unsupported(format!("member {shown:?}: {e}")))
@@ -370,6 +376,7 @@ mod tests {
             method: DEFLATE,
             encrypted: false,
             crc32: CRC32.checksum(data),
+            utf8: false,
         };
         (bytes, m)
     }

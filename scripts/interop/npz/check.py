@@ -193,7 +193,16 @@ def run_npz(args, z, res: Results, outdir: str):
     np.savez(stored, **a)
     np.savez_compressed(deflated, **a)
     np.savez(positional, a["weight"], a["ids"])
-    for p in (stored, deflated, positional):
+    # Names as zipfile reads them: one flagged UTF-8 (zipfile flags a
+    # non-ASCII name), one of high bytes unflagged (code page 437 to
+    # zipfile: b"\x82\xe0" is "éα").
+    names = os.path.join(outdir, "names.npz")
+    np.savez(names, QQ=a["ids"], **{"é": a["weight"]})
+    with open(names, "rb") as f:
+        data = f.read()
+    with open(names, "wb") as f:
+        f.write(data.replace(b"QQ.npy", b"\x82\xe0.npy"))
+    for p in (stored, deflated, positional, names):
         try:
             check_forward(p, z, res, outdir)
         except Exception as e:  # noqa: BLE001 - a harness error is a failure
