@@ -718,8 +718,11 @@ impl Vm<'_> {
             _ => None,
         };
         let key_len = self.str_of(fields[2]).map(str::len);
-        let (Some("storage"), Some(ty), Some(key_len), Value::Int(numel)) =
-            (tag, ty, key_len, fields[4])
+        // The location (`cpu`, `cuda:0`) says where torch puts the storage,
+        // not its values; it must be a name, as torch's restore needs one.
+        let location = self.str_of(fields[3]);
+        let (Some("storage"), Some(ty), Some(key_len), Some(_), Value::Int(numel)) =
+            (tag, ty, key_len, location, fields[4])
         else {
             return Err(bad(
                 self.at,
