@@ -1,6 +1,6 @@
 //! A pickle interpreter that runs nothing: it reads exactly the opcodes
 //! `torch.load(weights_only=True)` reads ([`OPCODES`]) and builds values
-//! only for the globals that loader allows ([`calls`]).
+//! only for the globals that loader allows (see `calls.rs`).
 //!
 //! A global is a pair of names. Those on the allowlist ([`Global`]) become
 //! a tag; any other (`os.system`, `builtins.eval`, a class of the program
