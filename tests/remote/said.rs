@@ -1,9 +1,10 @@
 //! What ztfs says when a model by URL cannot be read for a reason outside
 //! the model: a network that fails (a closed port, a name that does not
 //! resolve, a TLS handshake with a server that speaks plain HTTP), by
-//! `http(s)://` and by `hf://` alike. Each is an I/O error (exit 2, JSON
+//! `http(s)://` and by `hf://` alike, each an I/O error (exit 2, JSON
 //! kind `io`, `ztfs.Error` in Python, not `Refused`) that names what
-//! failed in plain words.
+//! failed in plain words; a server that does not answer ranges; a URL
+//! that names a folder.
 
 use crate::common;
 
@@ -69,4 +70,76 @@ fn a_failed_network_is_an_io_error_that_says_what_failed() {
             &format!("the Hub at {server}: {words}"),
         );
     }
+}
+
+/// A server on 127.0.0.1 that answers every request with the whole of
+/// `body` (200, with an ETag), as a server without ranges does; it
+/// serves until the test process ends.
+fn whole_answers(body: Vec<u8>) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut head = BufReader::new(conn.try_clone().unwrap());
+            let mut line = String::new();
+            let mut first = String::new();
+            while head.read_line(&mut line).is_ok_and(|n| n > 2) {
+                if first.is_empty() {
+                    first = line.clone();
+                }
+                line.clear();
+            }
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nETag: \"v1\"\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = conn.write_all(answer.as_bytes());
+            if !first.starts_with("HEAD") {
+                let _ = conn.write_all(&body);
+            }
+        }
+    });
+    url
+}
+
+/// A server that answers a range request with the whole file is said to
+/// be one, with what to do instead (before: "Range request not supported
+/// by model.safetensors", which blamed the file).
+#[test]
+fn a_server_without_ranges_is_said_to_be_one() {
+    let model =
+        std::fs::read(common::corpus().join("safetensors/valid/every-dtype.safetensors")).unwrap();
+    let server = whole_answers(model);
+    let url = format!("{server}/model.safetensors");
+    let host = server.trim_start_matches("http://");
+    let words = format!(
+        "the server at {host} answered the whole file (200) to a range request, and ztfs reads a model by ranges: download the file and give its local path, or serve it with a server that answers ranges"
+    );
+    fails_as_io(&url, &[], &words);
+}
+
+/// A URL that names a folder, refused (403) or missing (404), says that a
+/// URL must name a model file or an index (before: "check the
+/// credentials or the signature").
+#[test]
+fn a_folders_url_is_told_to_name_a_model_file() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::create_dir(t.path().join("dir")).unwrap();
+    let nginx = Nginx::serve(t.path());
+    let must = "a URL must name a model file (model.safetensors, model.zt, model.gguf, ...) or a checkpoint's index (model.safetensors.index.json)";
+    let cases = [
+        ("dir/", format!("access denied (403): \"/dir/\" is a folder, and {must}")),
+        ("missing/", format!("no such object (404): \"/missing/\" is a folder, and {must}")),
+        ("dir", format!("access denied (403): check the credentials or the signature; if \"dir\" is a folder, {must}")),
+        ("missing", format!("no such object (404); if \"missing\" is a folder, {must}")),
+    ];
+    for (path, words) in cases {
+        fails_as_io(&nginx.url(path), &[], &words);
+    }
+    // A file's URL gets no such advice.
+    let out = ztfs_env(&["ls", &nginx.url("dir/m.safetensors")], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.ends_with(": no such object (404)\n"), "{err}");
 }

@@ -323,23 +323,27 @@ pub(super) fn fail(url: &str, secret: Option<&str>, e: object_store::Error) -> E
         None => t,
     };
     log::debug!("{url}: {}", hide(e.to_string()));
-    let text = hide(plain(&e));
+    let text = hide(plain(url, &e));
     Error::io(url.to_string(), std::io::Error::new(kind, text))
 }
 
-/// What went wrong with a request, in plain words: "no such object
-/// (404)", "access denied (403): ...", a failure to reach the server
-/// ([`transport`]), "the server answered 503 Service Unavailable"; the
-/// client's text (first line, without its retry bookkeeping) only when
-/// none of these says it.
-pub(super) fn plain(e: &object_store::Error) -> String {
+/// What went wrong with a request for `url` (as shown), in plain words:
+/// "no such object (404)", "access denied (403): ...", a failure to
+/// reach the server ([`transport`]), a server that does not answer
+/// ranges, "the server answered 503 Service Unavailable"; the client's
+/// text (first line, without its retry bookkeeping) only when none of
+/// these says it.
+pub(super) fn plain(url: &str, e: &object_store::Error) -> String {
+    let credentials = "check the credentials or the signature";
     match e {
-        object_store::Error::NotFound { .. } => return "no such object (404)".into(),
+        object_store::Error::NotFound { .. } => {
+            return format!("no such object (404){}", folder_hint(url, ""))
+        }
         object_store::Error::PermissionDenied { .. } => {
-            return "access denied (403): check the credentials or the signature".into()
+            return format!("access denied (403){}", folder_hint(url, credentials))
         }
         object_store::Error::Unauthenticated { .. } => {
-            return "access denied (401): check the credentials or the signature".into()
+            return format!("access denied (401){}", folder_hint(url, credentials))
         }
         _ => {}
     }
@@ -349,6 +353,12 @@ pub(super) fn plain(e: &object_store::Error) -> String {
     let mut texts = Vec::new();
     let mut at: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = at {
+        if err.is::<crate::store::bounded::WholeAnswer>() {
+            return format!(
+                "the server at {} answered the whole file (200) to a range request, and ztfs reads a model by ranges: download the file and give its local path, or serve it with a server that answers ranges (206), such as nginx or S3",
+                server_name(url)
+            );
+        }
         texts.push(err.to_string());
         at = err.source();
     }
@@ -362,6 +372,38 @@ pub(super) fn plain(e: &object_store::Error) -> String {
     let first = texts.last().cloned().unwrap_or_default();
     let first = first.lines().next().unwrap_or_default();
     crate::store::bounded::summary(first.as_bytes(), false)
+}
+
+/// The server `url` names, for a message: `host[:port]`, or for `s3://`
+/// its bucket.
+fn server_name(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) if u.scheme() == "s3" => format!("of bucket {:?}", u.host_str().unwrap_or("")),
+        Ok(u) => match (u.host_str(), u.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (h, None) => h.unwrap_or("").to_string(),
+            (None, Some(_)) => String::new(),
+        },
+        Err(_) => url.to_string(),
+    }
+}
+
+/// What to add to a 404 or a 403 for `url` after `why` (the usual
+/// advice, or none): a URL that names a folder (its path ends with `/`)
+/// is told that a URL must name a model file or an index; one whose name
+/// has no extension, that it must if it names a folder.
+fn folder_hint(url: &str, why: &str) -> String {
+    let path = url::Url::parse(url).map_or_else(|_| String::new(), |u| u.path().to_string());
+    let path = percent_encoding::percent_decode_str(&path).decode_utf8_lossy();
+    let last = path.rsplit('/').next().unwrap_or_default();
+    let must = "a URL must name a model file (model.safetensors, model.zt, model.gguf, ...) or a checkpoint's index (model.safetensors.index.json)";
+    match (path.ends_with('/'), last.contains('.'), why.is_empty()) {
+        (true, _, _) => format!(": {path:?} is a folder, and {must}"),
+        (false, false, true) => format!("; if {last:?} is a folder, {must}"),
+        (false, false, false) => format!(": {why}; if {last:?} is a folder, {must}"),
+        (false, true, true) => String::new(),
+        (false, true, false) => format!(": {why}"),
+    }
 }
 
 /// A request that never got an answer, in plain words and as an I/O
