@@ -13,13 +13,46 @@ use std::net::TcpListener;
 use common::http::Nginx;
 use common::{ztfs_env, Json};
 
-/// A URL of 127.0.0.1 on a port nothing listens on (it was free a moment
-/// ago).
-fn closed_port() -> String {
-    let free = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = free.local_addr().unwrap();
-    drop(free);
-    format!("http://{addr}")
+/// A port of 127.0.0.1 that refuses connections for as long as it lives:
+/// a socket bound to it and not listening, so that no other test's server
+/// takes the port meanwhile (one freed by a listener's drop may be).
+struct ClosedPort {
+    /// Held, never read: the port is taken while it is open.
+    _socket: std::os::fd::OwnedFd,
+    port: u16,
+}
+
+impl ClosedPort {
+    fn new() -> ClosedPort {
+        use std::os::fd::FromRawFd;
+        // SAFETY: plain socket calls on a descriptor this function owns,
+        // with pointers to locals of the right sizes.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+            assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+            let fd = std::os::fd::OwnedFd::from_raw_fd(fd);
+            let mut addr: libc::sockaddr_in = std::mem::zeroed();
+            addr.sin_family = libc::AF_INET as libc::sa_family_t;
+            addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            let size = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+            let bound = libc::bind(raw, &addr as *const _ as *const libc::sockaddr, size);
+            assert_eq!(bound, 0, "bind: {}", std::io::Error::last_os_error());
+            let mut len = size;
+            let named =
+                libc::getsockname(raw, &mut addr as *mut _ as *mut libc::sockaddr, &mut len);
+            assert_eq!(named, 0, "getsockname: {}", std::io::Error::last_os_error());
+            ClosedPort {
+                _socket: fd,
+                port: u16::from_be(addr.sin_port),
+            }
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
 }
 
 /// `ztfs ls URL` with `env` fails with exit 2, one line naming `words`,
@@ -47,7 +80,8 @@ fn fails_as_io(url: &str, env: &[(&str, String)], words: &str) {
 /// sending request`, exit 1).
 #[test]
 fn a_failed_network_is_an_io_error_that_says_what_failed() {
-    let closed = closed_port();
+    let port = ClosedPort::new();
+    let closed = port.url();
     let nowhere = "http://no-such-host.invalid";
     let t = tempfile::tempdir().unwrap();
     // A server of plain HTTP, asked for TLS.
