@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::format::pytorch;
 use crate::format::safetensors::{self, index};
 use crate::format::{text::Text, Object};
-use crate::store::Store;
+use crate::store::{Open, Store};
 
 /// How an index's name ends, for finding it in a folder.
 pub const INDEX_SUFFIX: &str = ".safetensors.index.json";
@@ -259,7 +259,7 @@ type Found = Result<(Store, Shard)>;
 /// File `name` of a checkpoint (beside `index`) opened, its header (or
 /// for a zip, the PyTorch checkpoint) read.
 fn open_header(index: &Path, name: &str) -> Found {
-    let store = Store::open(&crate::store::beside(index, name))?;
+    let store = Store::open_as(&crate::store::beside(index, name), Open::Head)?;
     let zip = store.slice(0, store.len().min(4))?.as_ref() == crate::format::zip::MAGIC;
     let shard = match zip {
         true => pytorch::read_file_from(&store).map(Shard::Torch),
