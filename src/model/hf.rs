@@ -269,8 +269,9 @@ fn open_header(index: &Path, name: &str) -> Found {
 }
 
 /// For a checkpoint by URL, each file of `names` opened with its header
-/// read, up to [`OPEN_AT_ONCE`] at a time, since each open waits on round
-/// trips (its tail, then its header), in `names`' order, so the first
+/// read, up to [`OPEN_AT_ONCE`] at a time, since each open waits on a
+/// round trip (its head, with its header in it; one more for a longer
+/// header or a zip's end), in `names`' order, so the first
 /// failure said is the one a file-by-file open says; none for local files,
 /// which are opened one by one, stopping at the first bad one.
 fn open_headers(index: &Path, names: &[String]) -> Vec<Found> {
