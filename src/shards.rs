@@ -122,7 +122,7 @@ pub fn resolve(
 /// Opens `path` as `shard`, one of a model's `files` files: exactly the
 /// declared size and a valid container.
 fn open_checked(path: &Path, shard: &Shard, files: usize) -> Result<Store> {
-    let store = Store::open_one_of(path, files)?;
+    let store = Store::open_one_of(path, files, crate::store::Open::Any)?;
     if store.len() != shard.size {
         return Err(Error::reject(
             Rule::ShardIdentity,

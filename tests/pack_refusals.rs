@@ -85,6 +85,52 @@ fn an_alignment_above_one_gib_is_refused() {
     assert!(o.status.success(), "{}", describe(&["1G"], &o));
 }
 
+/// An output under a folder that does not exist, by `-o` or
+/// `--to-folder`, is refused saying so, and one under a file saying that
+/// (before, a missing folder "is not a directory", or for `--to-folder`
+/// the error of a temporary folder's name it never made).
+#[test]
+fn an_output_in_a_missing_folder_says_it_does_not_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("m.safetensors");
+    fs::write(&src, safetensors(&[("w", "U8", &[1], vec![7])], None)).unwrap();
+    let missing = dir.path().join("no/such");
+    let file = dir.path().join("a-file");
+    fs::write(&file, b"").unwrap();
+    for (parent, words) in [
+        (
+            &missing,
+            format!(
+                "the folder {} does not exist; create it first",
+                missing.display()
+            ),
+        ),
+        (&file, format!("{} is not a directory", file.display())),
+    ] {
+        let out = parent.join("out.zt");
+        let o = pack(&src, &out, &[]);
+        assert_eq!(o.status.code(), Some(2), "{}", describe(&["-o"], &o));
+        assert!(
+            stderr(&o).contains(&format!("{}: {words}", out.display())),
+            "{}",
+            stderr(&o)
+        );
+        let folder = parent.join("out");
+        let args = [
+            "pack".as_ref(),
+            src.as_os_str(),
+            "--to-folder".as_ref(),
+            folder.as_os_str(),
+        ];
+        let o = ztfs(&args);
+        assert_eq!(o.status.code(), Some(2), "{}", describe(&args, &o));
+        let e = stderr(&o);
+        assert!(e.contains(&format!("{}: {words}", folder.display())), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+    assert!(!missing.exists());
+}
+
 /// What the source's reader accepts and `ztfs check` rejects (rank above
 /// 64; a file attribute name that is empty, holds U+0000 or is longer than
 /// 1024 bytes) is refused with check's rule and exit code, naming the

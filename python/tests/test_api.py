@@ -5,6 +5,7 @@ fusermount3 and /dev/fuse, as the Rust mount tests do."""
 import gzip
 import os
 import signal
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -176,6 +177,19 @@ def test_a_foreign_file_is_refused_by_what_it_is(tmp_path):
     assert e.value.kind == "foreign" and "gzip" in e.value.message and e.value.rule is None
     assert isinstance(e.value, ztfs.Error) and not isinstance(e.value, ztfs.Rejected)
     assert ztfs.check(f) == ztfs.CheckResult(False, None, e.value.message)
+
+
+def test_a_failed_network_is_an_io_error_not_a_refusal(monkeypatch):
+    # A socket bound and not listening: its port refuses connections.
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed.getsockname()[1]}")
+        monkeypatch.setenv("HF_TOKEN", "")
+        with pytest.raises(ztfs.Error) as e:
+            ztfs.check("hf://org/name")
+    assert not isinstance(e.value, ztfs.Refused)
+    assert e.value.kind == "io" and e.value.exit_code == 2
+    assert "connection refused" in e.value.message
 
 
 def test_other_failures_raise_error(tmp_path):

@@ -71,9 +71,9 @@ pub trait Ranges {
     /// `len` bytes at `offset`; an error when the range is outside the
     /// file or cannot be read.
     fn get(&self, offset: u64, len: u64) -> Result<std::borrow::Cow<'_, [u8]>>;
-    /// [`Ranges::get`] of a few bytes far from anything read soon (a zip
-    /// member's local header): a remote source fetches just them rather
-    /// than the block around them.
+    /// [`Ranges::get`] of bytes read once, far from anything read soon (a
+    /// zip member's local header, a safetensors header): a remote source
+    /// fetches just them rather than the blocks around them.
     fn get_small(&self, offset: u64, len: u64) -> Result<std::borrow::Cow<'_, [u8]>> {
         self.get(offset, len)
     }

@@ -26,7 +26,7 @@ use super::{hf, Input, Model};
 use crate::error::{Error, Result, Rule};
 use crate::format::gguf::{self, File};
 use crate::format::text::Text;
-use crate::store::Store;
+use crate::store::{Open, Store};
 
 /// `split.no`, `split.count`, `split.tensors.count`.
 pub const SPLIT_NO: &str = "split.no";
@@ -97,7 +97,7 @@ impl Model {
         for no in 2..=count {
             let name = split_file_name(&prefix, no, count);
             let path = crate::store::beside(root.path(), &name);
-            let store = Store::open_one_of(&path, count as usize)?;
+            let store = Store::open_one_of(&path, count as usize, Open::Head)?;
             let other = gguf::read_file_from(&store).map_err(|e| hf::in_file(&name, e))?;
             let kv = |key: &str| other.get(key).and_then(gguf::Value::as_int);
             let expect = [

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::format::pytorch;
 use crate::format::safetensors::{self, index};
 use crate::format::{text::Text, Object};
-use crate::store::Store;
+use crate::store::{Open, Store};
 
 /// How an index's name ends, for finding it in a folder.
 pub const INDEX_SUFFIX: &str = ".safetensors.index.json";
@@ -256,10 +256,11 @@ const OPEN_AT_ONCE: usize = 8;
 /// A file of a checkpoint, opened, and its tensors.
 type Found = Result<(Store, Shard)>;
 
-/// File `name` of a checkpoint of `files` files (beside `index`) opened,
-/// its header (or for a zip, the PyTorch checkpoint) read.
+/// File `name` of a checkpoint of `files` files (beside `index`) opened
+/// by its head, its header (or for a zip, the PyTorch checkpoint) read.
 fn open_header(index: &Path, name: &str, files: usize) -> Found {
-    let store = Store::open_one_of(&crate::store::beside(index, name), files)?;
+    let path = crate::store::beside(index, name);
+    let store = Store::open_one_of(&path, files, Open::Head)?;
     let zip = store.slice(0, store.len().min(4))?.as_ref() == crate::format::zip::MAGIC;
     let shard = match zip {
         true => pytorch::read_file_from(&store).map(Shard::Torch),
@@ -269,8 +270,9 @@ fn open_header(index: &Path, name: &str, files: usize) -> Found {
 }
 
 /// For a checkpoint by URL, each file of `names` opened with its header
-/// read, up to [`OPEN_AT_ONCE`] at a time, since each open waits on round
-/// trips (its tail, then its header), in `names`' order, so the first
+/// read, up to [`OPEN_AT_ONCE`] at a time, since each open waits on a
+/// round trip (its head, with its header in it; one more for a longer
+/// header or a zip's end), in `names`' order, so the first
 /// failure said is the one a file-by-file open says; none for local files,
 /// which are opened one by one, stopping at the first bad one.
 fn open_headers(index: &Path, names: &[String]) -> Vec<Found> {

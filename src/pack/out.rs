@@ -94,14 +94,7 @@ impl Out {
     /// it is given.
     pub fn create(path: &Path, align: u64, shard_size: Option<u64>) -> Result<Out> {
         check_replaceable(path)?;
-        let dir = parent(path);
-        if !dir.is_dir() {
-            return Err(Error::Usage(format!(
-                "{}: {} is not a directory",
-                path.display(),
-                dir.display()
-            )));
-        }
+        check_folder(path)?;
         Ok(Out {
             path: path.to_path_buf(),
             align,
@@ -442,6 +435,24 @@ fn check_replaceable(path: &Path) -> Result<()> {
 }
 
 /// The directory `path` goes in.
+/// Refuses an output `path` whose folder is missing or not a folder,
+/// saying which: before anything is written beside it.
+pub fn check_folder(path: &Path) -> Result<()> {
+    let dir = parent(path);
+    let why = match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(_) => format!("{} is not a directory", dir.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            format!(
+                "the folder {} does not exist; create it first",
+                dir.display()
+            )
+        }
+        Err(e) => return Err(Error::io(dir.display().to_string(), e)),
+    };
+    Err(Error::Usage(format!("{}: {why}", path.display())))
+}
+
 fn parent(path: &Path) -> &Path {
     match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,

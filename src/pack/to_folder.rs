@@ -42,6 +42,7 @@ pub fn staging_for(dir: &Path) -> Result<tempfile::TempDir> {
             dir.display()
         )));
     }
+    super::out::check_folder(dir)?;
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),

@@ -7,10 +7,14 @@
 //! a body is read to at most [`ERROR_BODY`] bytes (the rest is dropped
 //! with the connection) and replaced by one line of at most [`SHOWN`]
 //! characters, control characters escaped; an HTML page is left out
-//! whole. Successful and redirect answers pass untouched.
+//! whole. A whole object (200) answered to a range request is an error
+//! of its own type ([`WholeAnswer`]), its body never read, so that a
+//! message can say that the server does not answer ranges. Other
+//! successful and redirect answers pass untouched.
 
 use object_store::client::{
-    HttpClient, HttpConnector, HttpError, HttpRequest, HttpResponse, HttpService, ReqwestConnector,
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService,
+    ReqwestConnector,
 };
 use object_store::ClientOptions;
 
@@ -36,11 +40,30 @@ impl HttpConnector for Connector {
 #[derive(Debug)]
 struct Bounded(HttpClient);
 
+/// A server's answer of the whole object (200) to a range request: a
+/// server that does not answer ranges (some static servers, a proxy),
+/// with which ztfs, reading by range, cannot read a model.
+#[derive(Debug)]
+pub struct WholeAnswer;
+
+impl std::fmt::Display for WholeAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the server answered the whole object (200) to a range request")
+    }
+}
+
+impl std::error::Error for WholeAnswer {}
+
 #[async_trait::async_trait]
 impl HttpService for Bounded {
     async fn call(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let ranged = req.headers().contains_key("range");
         let r = self.0.execute(req).await?;
         let status = r.status();
+        if ranged && status == 200 {
+            // Not retried (Unknown): it would answer so again.
+            return Err(HttpError::new(HttpErrorKind::Unknown, WholeAnswer));
+        }
         if status.is_success() || status.is_redirection() {
             return Ok(r);
         }

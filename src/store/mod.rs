@@ -72,14 +72,35 @@ enum Bytes {
     Empty,
 }
 
+/// What the open of a remote object reads besides its size and version
+/// (a local file is mapped whatever is asked).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Open {
+    /// A model's first file, of a format not known yet: its last MiB and
+    /// its first block at once, one round trip whichever end its header
+    /// is at.
+    Any,
+    /// A file its model names (a checkpoint's file, a split GGUF model's
+    /// part), of hundreds perhaps: its first 64 KiB only
+    /// ([`remote::HEAD`]), where a safetensors or GGUF header starts; its
+    /// reader asks for what else it needs (the rest of a longer header, a
+    /// zip's end), so an open costs its header, not two megabytes.
+    Head,
+}
+
 impl Store {
     /// Opens `path`: a URL (`http://`, `https://`, `s3://`) as a remote
     /// object, anything else as a local file, mapped.
     pub fn open(path: &Path) -> Result<Store> {
+        Store::open_as(path, Open::Any)
+    }
+
+    /// [`Store::open`], a remote object read at open as `open` says.
+    pub fn open_as(path: &Path, open: Open) -> Result<Store> {
         if let Some(url) = remote::url_of(path) {
             return Ok(Store {
                 path: path.to_path_buf(),
-                kind: Kind::Remote(Box::new(remote::Remote::open(url)?)),
+                kind: Kind::Remote(Box::new(remote::Remote::open(url, open)?)),
                 own: false,
             });
         }
@@ -100,8 +121,8 @@ impl Store {
     /// files open together (a split GGUF model, a sharded checkpoint): an
     /// open refused for the limit on open files says so, with the limit
     /// and how to raise it ([`crate::sys::explain_open_limit`]).
-    pub fn open_one_of(path: &Path, files: usize) -> Result<Store> {
-        Store::open(path).map_err(|e| match e {
+    pub fn open_one_of(path: &Path, files: usize, open: Open) -> Result<Store> {
+        Store::open_as(path, open).map_err(|e| match e {
             Error::Io { context, source } => {
                 Error::io(context, crate::sys::explain_open_limit(source, files))
             }

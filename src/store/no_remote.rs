@@ -16,7 +16,7 @@ pub fn set_cache_budget(_: u64) {}
 pub enum Remote {}
 
 impl Remote {
-    pub fn open(url: &str) -> Result<Remote> {
+    pub fn open(url: &str, _: super::Open) -> Result<Remote> {
         Err(Error::at(
             url,
             Error::Usage("this ztfs was built without the `remote` feature".into()),

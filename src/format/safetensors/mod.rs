@@ -237,7 +237,10 @@ pub fn header_len(file: &dyn Ranges) -> Result<u64> {
 /// The header text, checked for length and UTF-8.
 pub fn header_text(file: &dyn Ranges) -> Result<String> {
     let n = header_len(file)?;
-    let bytes = file.get(LEN_BYTES, n)?.into_owned();
+    // Read once, by its own range: a remote file's header past what its
+    // open read costs its bytes, not the blocks around them (kept in the
+    // cache, a megabyte each for every file of a checkpoint).
+    let bytes = file.get_small(LEN_BYTES, n)?.into_owned();
     String::from_utf8(bytes).map_err(|e| {
         reject(
             Rule::SafetensorsUtf8,

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 
 /// How long one request may take, connecting included.
 const TIMEOUT: Duration = Duration::from_secs(20);
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Retries of a failed request (connection refused or reset, 5xx,
 /// timeout), with exponential backoff, all within [`RETRY_TIME`].
 const RETRIES: usize = 3;
@@ -315,7 +315,7 @@ pub(super) fn fail(url: &str, secret: Option<&str>, e: object_store::Error) -> E
         object_store::Error::NotFound { .. } => std::io::ErrorKind::NotFound,
         object_store::Error::PermissionDenied { .. }
         | object_store::Error::Unauthenticated { .. } => std::io::ErrorKind::PermissionDenied,
-        _ => std::io::ErrorKind::Other,
+        _ => transport(&e, TIMEOUT).map_or(std::io::ErrorKind::Other, |(kind, _)| kind),
     };
     let secret = secret.filter(|q| !q.is_empty());
     let hide = |t: String| match secret {
@@ -323,65 +323,41 @@ pub(super) fn fail(url: &str, secret: Option<&str>, e: object_store::Error) -> E
         None => t,
     };
     log::debug!("{url}: {}", hide(e.to_string()));
-    let text = hide(plain(&e));
+    let text = hide(plain(url, &e));
     Error::io(url.to_string(), std::io::Error::new(kind, text))
 }
 
-/// What went wrong with a request, in plain words: "no such object
-/// (404)", "access denied (403): ...", "connection refused", "no answer
-/// within 20 s", "the server answered 503 Service Unavailable"; the
-/// client's text (first line, without its retry bookkeeping) only when
-/// none of these says it.
-pub(super) fn plain(e: &object_store::Error) -> String {
-    use object_store::client::{HttpError, HttpErrorKind};
-    use std::error::Error as _;
+/// What went wrong with a request for `url` (as shown), in plain words:
+/// "no such object (404)", "access denied (403): ...", a failure to
+/// reach the server ([`transport`]), a server that does not answer
+/// ranges, "the server answered 503 Service Unavailable"; the client's
+/// text (first line, without its retry bookkeeping) only when none of
+/// these says it.
+pub(super) fn plain(url: &str, e: &object_store::Error) -> String {
+    let credentials = "check the credentials or the signature";
     match e {
-        object_store::Error::NotFound { .. } => return "no such object (404)".into(),
+        object_store::Error::NotFound { .. } => {
+            return format!("no such object (404){}", folder_hint(url, ""))
+        }
         object_store::Error::PermissionDenied { .. } => {
-            return "access denied (403): check the credentials or the signature".into()
+            return format!("access denied (403){}", folder_hint(url, credentials))
         }
         object_store::Error::Unauthenticated { .. } => {
-            return "access denied (401): check the credentials or the signature".into()
+            return format!("access denied (401){}", folder_hint(url, credentials))
         }
         _ => {}
+    }
+    if let Some((_, words)) = transport(e, TIMEOUT) {
+        return words;
     }
     let mut texts = Vec::new();
     let mut at: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = at {
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            match io.kind() {
-                std::io::ErrorKind::ConnectionRefused => return "connection refused".into(),
-                std::io::ErrorKind::ConnectionReset => return "the connection was reset".into(),
-                std::io::ErrorKind::TimedOut => {
-                    return format!("no answer within {} s (timed out)", TIMEOUT.as_secs())
-                }
-                _ => {}
-            }
-        }
-        if let Some(h) = err.downcast_ref::<HttpError>() {
-            match h.kind() {
-                HttpErrorKind::Timeout => {
-                    return format!("no answer within {} s (timed out)", TIMEOUT.as_secs())
-                }
-                HttpErrorKind::Connect => {
-                    // The cause (refused, no route, DNS) is further down.
-                    let mut cause = h.source();
-                    while let Some(c) = cause {
-                        if let Some(io) = c.downcast_ref::<std::io::Error>() {
-                            if io.kind() == std::io::ErrorKind::ConnectionRefused {
-                                return "connection refused".into();
-                            }
-                        }
-                        let t = c.to_string();
-                        if t.contains("dns error") || t.contains("failed to lookup") {
-                            return "the server's name does not resolve (DNS)".into();
-                        }
-                        cause = c.source();
-                    }
-                    return "cannot connect to the server".into();
-                }
-                _ => {}
-            }
+        if err.is::<crate::store::bounded::WholeAnswer>() {
+            return format!(
+                "the server at {} answered the whole file (200) to a range request, and ztfs reads a model by ranges: download the file and give its local path, or serve it with a server that answers ranges (206), such as nginx or S3",
+                server_name(url)
+            );
         }
         texts.push(err.to_string());
         at = err.source();
@@ -396,6 +372,111 @@ pub(super) fn plain(e: &object_store::Error) -> String {
     let first = texts.last().cloned().unwrap_or_default();
     let first = first.lines().next().unwrap_or_default();
     crate::store::bounded::summary(first.as_bytes(), false)
+}
+
+/// The server `url` names, for a message: `host[:port]`, or for `s3://`
+/// its bucket.
+fn server_name(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) if u.scheme() == "s3" => format!("of bucket {:?}", u.host_str().unwrap_or("")),
+        Ok(u) => match (u.host_str(), u.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (h, None) => h.unwrap_or("").to_string(),
+            (None, Some(_)) => String::new(),
+        },
+        Err(_) => url.to_string(),
+    }
+}
+
+/// What to add to a 404 or a 403 for `url` after `why` (the usual
+/// advice, or none): a URL that names a folder (its path ends with `/`)
+/// is told that a URL must name a model file or an index; one whose name
+/// has no extension, that it must if it names a folder.
+fn folder_hint(url: &str, why: &str) -> String {
+    let path = url::Url::parse(url).map_or_else(|_| String::new(), |u| u.path().to_string());
+    let path = percent_encoding::percent_decode_str(&path).decode_utf8_lossy();
+    let last = path.rsplit('/').next().unwrap_or_default();
+    let must = "a URL must name a model file (model.safetensors, model.zt, model.gguf, ...) or a checkpoint's index (model.safetensors.index.json)";
+    match (path.ends_with('/'), last.contains('.'), why.is_empty()) {
+        (true, _, _) => format!(": {path:?} is a folder, and {must}"),
+        (false, false, true) => format!("; if {last:?} is a folder, {must}"),
+        (false, false, false) => format!(": {why}; if {last:?} is a folder, {must}"),
+        (false, true, true) => String::new(),
+        (false, true, false) => format!(": {why}"),
+    }
+}
+
+/// A request that never got an answer, in plain words and as an I/O
+/// error's kind: the server's name does not resolve (DNS), the
+/// connection was refused or reset, the TLS handshake failed, no answer
+/// came within `timeout` (or no connection within [`CONNECT_TIMEOUT`]).
+/// Found by walking `e`'s causes, the same for the object client's errors
+/// and the Hub's (both are reqwest's, over hyper); `None` for an answer
+/// the server gave.
+pub(super) fn transport(
+    e: &(dyn std::error::Error + 'static),
+    timeout: Duration,
+) -> Option<(std::io::ErrorKind, String)> {
+    use object_store::client::{HttpError, HttpErrorKind};
+    use std::io::ErrorKind;
+    let (mut connecting, mut timed_out) = (false, false);
+    let mut at = Some(e);
+    while let Some(err) = at {
+        if let Some(r) = err.downcast_ref::<reqwest::Error>() {
+            connecting |= r.is_connect();
+            timed_out |= r.is_timeout();
+        }
+        if let Some(h) = err.downcast_ref::<HttpError>() {
+            connecting |= h.kind() == HttpErrorKind::Connect;
+            timed_out |= h.kind() == HttpErrorKind::Timeout;
+        }
+        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+            let words = format!("the secure connection (TLS) failed: {tls}");
+            return Some((ErrorKind::Other, words));
+        }
+        let io = err.downcast_ref::<std::io::Error>();
+        match io.map(std::io::Error::kind) {
+            Some(ErrorKind::ConnectionRefused) => {
+                return Some((ErrorKind::ConnectionRefused, "connection refused".into()))
+            }
+            Some(ErrorKind::ConnectionReset) => {
+                return Some((
+                    ErrorKind::ConnectionReset,
+                    "the connection was reset".into(),
+                ))
+            }
+            Some(ErrorKind::TimedOut) => timed_out = true,
+            _ => {}
+        }
+        // hyper's resolver says so only in its text.
+        let t = err.to_string();
+        if t.contains("dns error") || t.contains("failed to lookup address") {
+            let words = "the server's name does not resolve (DNS)".to_string();
+            return Some((ErrorKind::Other, words));
+        }
+        // An I/O error's source() skips the error it wraps (a TLS
+        // library's, under hyper's): go through it.
+        at = match io {
+            Some(io) => io
+                .get_ref()
+                .map(|inner| inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
+    }
+    let words = match (connecting, timed_out) {
+        (true, true) => format!(
+            "cannot connect to the server within {} s (timed out)",
+            CONNECT_TIMEOUT.as_secs()
+        ),
+        (false, true) => format!("no answer within {} s (timed out)", timeout.as_secs()),
+        (true, false) => "cannot connect to the server".to_string(),
+        (false, false) => return None,
+    };
+    let kind = match timed_out {
+        true => ErrorKind::TimedOut,
+        false => ErrorKind::NotConnected,
+    };
+    Some((kind, words))
 }
 
 pub(super) fn changed(url: &str) -> Error {

@@ -316,7 +316,7 @@ pub fn open(text: &str) -> Result<Snapshot> {
 fn client() -> Result<reqwest::Client> {
     reqwest::Client::builder()
         .timeout(TIMEOUT)
-        .connect_timeout(Duration::from_secs(5))
+        .connect_timeout(super::client::CONNECT_TIMEOUT)
         .user_agent(concat!("ztfs/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| Error::Usage(format!("the Hub's client: {e}")))
@@ -334,10 +334,10 @@ struct Answer {
 }
 
 /// What a failed try was, for the log.
-fn describe(answer: &std::result::Result<Answer, String>) -> String {
+fn describe(answer: &Result<Answer>) -> String {
     match answer {
         Ok(a) => a.status.to_string(),
-        Err(e) => e.clone(),
+        Err(e) => e.to_string(),
     }
 }
 
@@ -365,15 +365,10 @@ impl Api {
             let answer = self.get_once(url);
             let again = match &answer {
                 Ok(a) => a.status.is_server_error() || a.status.as_u16() == 429,
-                Err(_) => true,
+                Err(e) => matches!(e.kind(), Error::Io { .. }),
             };
             if !again || tries == TRIES {
-                break answer.map_err(|e| {
-                    Error::at(
-                        self.shown.clone(),
-                        Error::Unsupported(format!("the Hub: {e}")),
-                    )
-                })?;
+                break answer?;
             }
             let asked = answer.as_ref().ok().and_then(|a| a.retry_after);
             let wait = asked.map_or(pause, Duration::from_secs).min(MAX_PAUSE);
@@ -395,14 +390,20 @@ impl Api {
     }
 
     /// One GET: its status, `X-Error-Code`, `Link` and body (bounded).
-    fn get_once(&self, url: &str) -> std::result::Result<Answer, String> {
-        let rt = super::client::runtime().map_err(|e| e.to_string())?;
+    /// A Hub not reached, or an answer broken off, is an I/O error
+    /// ([`Api::unreached`]).
+    fn get_once(&self, url: &str) -> Result<Answer> {
+        let rt = super::client::runtime()?;
+        let unreached = |e: reqwest::Error| self.unreached(url, &e);
         rt.block_on(async {
             let mut req = self.client.get(url).header("accept", "application/json");
             if let Some(t) = &self.token {
-                req = req.header(reqwest::header::AUTHORIZATION, bearer(t)?);
+                req = req.header(
+                    reqwest::header::AUTHORIZATION,
+                    bearer(t).map_err(|why| self.bad(&why))?,
+                );
             }
-            let mut r = req.send().await.map_err(|e| without_url(&e))?;
+            let mut r = req.send().await.map_err(unreached)?;
             let header = |k: &str| {
                 (r.headers().get(k))
                     .and_then(|v| v.to_str().ok())
@@ -417,10 +418,11 @@ impl Api {
                 4096
             };
             let mut body = Vec::new();
-            while let Some(chunk) = r.chunk().await.map_err(|e| without_url(&e))? {
+            while let Some(chunk) = r.chunk().await.map_err(unreached)? {
                 if body.len() + chunk.len() > limit {
                     if status.is_success() {
-                        return Err(format!("an answer of more than {MAX_ANSWER} bytes"));
+                        let why = format!("the Hub's answer is longer than {MAX_ANSWER} bytes");
+                        return Err(self.bad(&why));
                     }
                     break;
                 }
@@ -434,6 +436,25 @@ impl Api {
                 body,
             })
         })
+    }
+
+    /// A request to the Hub that got no answer, or one broken off: an I/O
+    /// error saying what failed in plain words (`transport`), never
+    /// reqwest's "error sending request"; the client's text, without the
+    /// request's URL, when nothing else says it.
+    fn unreached(&self, url: &str, e: &reqwest::Error) -> Error {
+        let (kind, words) = super::client::transport(e, TIMEOUT)
+            .unwrap_or_else(|| (std::io::ErrorKind::Other, without_url(e)));
+        let hub = url::Url::parse(url).map_or_else(
+            |_| "the Hub".to_string(),
+            |u| match (u.host_str(), u.port()) {
+                (Some(h), Some(p)) => format!("the Hub at {}://{h}:{p}", u.scheme()),
+                (Some(h), None) => format!("the Hub at {}://{h}", u.scheme()),
+                (None, _) => "the Hub".to_string(),
+            },
+        );
+        let io = std::io::Error::new(kind, words);
+        Error::at(self.shown.clone(), Error::io(hub, io))
     }
 
     /// The error for an answer of `status` (the Hub's `X-Error-Code`).

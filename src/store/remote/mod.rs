@@ -8,7 +8,11 @@
 //! and at the same time its first block (every format's header, the
 //! format's magic, a safetensors header), kept when the same version of
 //! the object answered both; both are then held in the block cache,
-//! within its budget, as any block is. Every later request is conditional on that ETag (`If-Match`; the modification
+//! within its budget, as any block is. A file its model names (a
+//! checkpoint's file: [`Open::Head`]) is opened by its first [`HEAD`]
+//! bytes alone, whose answer gives its size and ETag as well: its format
+//! is known to start with its header, and hundreds of such files must
+//! not cost two megabytes each. Every later request is conditional on that ETag (`If-Match`; the modification
 //! time where a server gives no ETag), so an object replaced under a mount
 //! fails its reads instead of mixing two versions' bytes. Reads go through
 //! a block cache (`blocks.rs`): a 4 KiB read costs one block request.
@@ -58,10 +62,15 @@ pub use client::trust_unversioned;
 
 /// Bytes read from the end of the object at open.
 pub const TAIL: u64 = 1 << 20;
-/// The tail's name among an object's blocks: no grid's (their names are
-/// below 2^64 - 1: an index below 2^44 under a shift below 2^20, and no
-/// object has 2^44 - 1 blocks).
+/// Bytes read from the start of a file a model names, at its open
+/// ([`Open::Head`]): a safetensors file's header of up to about 450
+/// tensors (100-150 bytes each), a split GGUF part's tensor infos.
+pub const HEAD: u64 = 64 << 10;
+/// The tail's and the head's names among an object's blocks: no grid's
+/// (their names are below 2^64 - 2: an index below 2^44 under a shift
+/// below 2^20, and no object has 2^44 - 2 blocks).
 const TAIL_KEY: u64 = u64::MAX;
+const HEAD_KEY: u64 = u64::MAX - 1;
 /// Bytes per cached block: what a small read fetches.
 pub const BLOCK: u64 = 1 << 20;
 /// Bytes of blocks kept by a process until [`set_cache_budget`] says
@@ -86,6 +95,8 @@ pub use super::url_of;
 /// A range of a shared buffer: what a read gives.
 pub type Shared = (Arc<Vec<u8>>, Range<usize>);
 
+pub use super::Open;
+
 /// One remote object, pinned at open; shared with its read-ahead threads.
 pub struct Remote(Arc<Object>);
 
@@ -108,9 +119,13 @@ pub struct Object {
     client: Mutex<Option<(u32, Arc<dyn ObjectStore>)>>,
     /// The URL's query (a signature), kept out of what is said.
     secret: Option<String>,
-    /// Where the tail read at open begins; its bytes are a block of the
-    /// cache ([`TAIL_KEY`]) while the budget keeps them.
+    /// Where the tail read at open begins (the object's length when none
+    /// was); its bytes are a block of the cache ([`TAIL_KEY`]) while the
+    /// budget keeps them.
     tail_start: u64,
+    /// Where the head read at open ends (0 when none was); its bytes are
+    /// a block of the cache ([`HEAD_KEY`]) while the budget keeps them.
+    head_end: u64,
     /// What names its blocks in the disk cache.
     id: [u8; 32],
     /// The disk cache its blocks are kept in, if any.
@@ -132,6 +147,16 @@ pub struct Object {
     walks: Mutex<Vec<Walk>>,
 }
 
+/// What an open asks for besides the object's size and version.
+#[derive(Clone, Copy)]
+enum Ask {
+    /// Its last [`TAIL`] bytes, and its first block with them when
+    /// `first_block` ([`Open::Any`]).
+    Tail { first_block: bool },
+    /// Its first [`HEAD`] bytes ([`Open::Head`]).
+    Head,
+}
+
 /// What every request after the first must match.
 struct Pin {
     etag: Option<String>,
@@ -139,14 +164,18 @@ struct Pin {
 }
 
 impl Remote {
-    /// Opens `given`: one request for the object's tail, size and ETag.
-    /// Messages, logs and the disk cache's names use the URL without its
-    /// query (see `store::shown`).
-    pub fn open(given: &str) -> Result<Remote> {
+    /// Opens `given`: one round trip for the object's size and ETag and
+    /// the bytes `open` asks for. Messages, logs and the disk cache's
+    /// names use the URL without its query (see `store::shown`).
+    pub fn open(given: &str, open: Open) -> Result<Remote> {
         let (server, _, secret) = parse(given)?;
         let url = &super::shown(Path::new(given));
         let client = shared_client(&server).map_err(|e| fail(url, secret.as_deref(), e))?;
-        Remote::open_at(given, client, disk::cache(), shared_blocks(), true)
+        let ask = match open {
+            Open::Any => Ask::Tail { first_block: true },
+            Open::Head => Ask::Head,
+        };
+        Remote::open_at(given, client, disk::cache(), shared_blocks(), ask)
     }
 
     /// [`Remote::open`] through `client`, which serves the URL's server
@@ -159,37 +188,49 @@ impl Remote {
         disk: Option<Arc<disk::Disk>>,
         blocks: Arc<Blocks>,
     ) -> Result<Remote> {
-        Remote::open_at(given, client, disk, blocks, false)
+        Remote::open_at(
+            given,
+            client,
+            disk,
+            blocks,
+            Ask::Tail { first_block: false },
+        )
     }
 
-    /// [`Remote::open_with`]; with `head`, the object's first block is
-    /// asked for with its tail, at once (see the module's note), unless a
-    /// disk cache may hold it (its name needs the tail's answer: with
-    /// `--cache-dir`, a second open reads it from the disk instead).
+    /// [`Remote::open_with`], asking for `ask`: with the tail, the
+    /// object's first block too, at once (see the module's note) when
+    /// `first_block`, unless a disk cache may hold it (its name needs the
+    /// tail's answer: with `--cache-dir`, a second open reads it from the
+    /// disk instead).
     fn open_at(
         given: &str,
         client: Arc<dyn ObjectStore>,
         disk: Option<Arc<disk::Disk>>,
         blocks: Arc<Blocks>,
-        head: bool,
+        ask: Ask,
     ) -> Result<Remote> {
         static NUMBERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let (server, key, secret) = parse(given)?;
         let url = &super::shown(Path::new(given));
         let fail = |e| fail(url, secret.as_deref(), e);
+        let (range, limit) = match ask {
+            Ask::Tail { .. } => (GetRange::Suffix(TAIL), TAIL),
+            Ask::Head => (GetRange::Bounded(0..HEAD), HEAD),
+        };
         let opts = GetOptions {
-            range: Some(GetRange::Suffix(TAIL)),
+            range: Some(range),
             ..GetOptions::default()
         };
-        let head = head && disk.is_none();
+        let with_first = matches!(ask, Ask::Tail { first_block: true }) && disk.is_none();
         let first = GetOptions {
             range: Some(GetRange::Bounded(0..BLOCK)),
             ..GetOptions::default()
         };
         let ((meta, range, bytes), first) = runtime()?
             .block_on(async {
+                // The tail, or the head ([`Ask`]).
                 let tail = async {
-                    match get(&*client, &key, opts, TAIL).await {
+                    match get(&*client, &key, opts, limit).await {
                         Ok(answer) => Ok(answer),
                         // An empty object has no range to ask for (416): it
                         // is refused as a file too small, like a local one.
@@ -206,7 +247,7 @@ impl Remote {
                 // client's timeout).
                 let start = std::time::Instant::now();
                 let mut first = std::pin::pin!(async {
-                    match head {
+                    match with_first {
                         true => get(&*client, &key, first, BLOCK).await.ok(),
                         false => None,
                     }
@@ -231,13 +272,18 @@ impl Remote {
         let unversioned =
             meta.e_tag.is_none() && meta.last_modified.timestamp_nanos_opt() == Some(0);
         check_versioned(url, unversioned)?;
-        if range.end != len || range.end - range.start != TAIL.min(len) {
-            return Err(bad_answer(url, &range, len - TAIL.min(len)..len));
+        let asked = match ask {
+            Ask::Tail { .. } => len - TAIL.min(len)..len,
+            Ask::Head => 0..HEAD.min(len),
+        };
+        if range != asked {
+            return Err(bad_answer(url, &range, asked));
         }
         log::debug!(
-            "{url}: opened with 1 request: {len} bytes, ETag {:?}, the last {} bytes read (and its first block with it, when longer)",
+            "{url}: opened with 1 request: {len} bytes, ETag {:?}, bytes [{}, {}) read (and its first block with them, when asked and longer)",
             meta.e_tag,
-            bytes.len()
+            range.start,
+            range.end
         );
         // Named without the query: the same object signed again shares it.
         let unsigned = super::url_query(Path::new(given)).map_or(given, |(base, _)| base);
@@ -269,7 +315,14 @@ impl Remote {
             },
             client: Mutex::new(Some((std::process::id(), client))),
             secret,
-            tail_start: range.start,
+            tail_start: match ask {
+                Ask::Tail { .. } => range.start,
+                Ask::Head => len,
+            },
+            head_end: match ask {
+                Ask::Tail { .. } => 0,
+                Ask::Head => range.end,
+            },
             blocks,
             number: NUMBERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             disk,
@@ -279,11 +332,15 @@ impl Remote {
             parts: Default::default(),
             walks: Default::default(),
         }));
-        // The tail is held as the cache holds blocks, within its budget:
-        // a model of many files by URL (an index may name 100,000) would
-        // otherwise keep a megabyte a file for its life. Once dropped, a
-        // read there fetches grid 0's block like any other.
-        let _ = remote.blocks.get(remote.tail_key(), || Ok(bytes));
+        // What was read is held as the cache holds blocks, within its
+        // budget: a model of many files by URL (an index may name 100,000)
+        // would otherwise keep it for its life. Once dropped, a read there
+        // fetches grid 0's block like any other.
+        let piece = match ask {
+            Ask::Tail { .. } => TAIL_KEY,
+            Ask::Head => HEAD_KEY,
+        };
+        let _ = remote.blocks.get(remote.piece_key(piece), || Ok(bytes));
         if let Some((_, _, bytes)) = first {
             let key = remote.key(Grid::ZERO, 0);
             let _ = remote.blocks.get(key, || Ok(bytes));
@@ -336,8 +393,8 @@ impl Remote {
         if len == 0 {
             return Ok(Vec::new());
         }
-        if let Some((tail, r)) = self.tail(offset, len) {
-            return Ok(tail[r].to_vec());
+        if let Some((piece, r)) = self.opened(offset, len) {
+            return Ok(piece[r].to_vec());
         }
         let grid = Grid::ZERO;
         let j = grid.block_of(offset);
@@ -394,7 +451,7 @@ impl Remote {
         if len == 0 {
             return Ok(Some((Arc::default(), 0..0)));
         }
-        if let Some(held) = self.tail(offset, len) {
+        if let Some(held) = self.opened(offset, len) {
             return Ok(Some(held));
         }
         let (first, last) = (grid.block_of(offset), grid.block_of(end - 1));
@@ -484,17 +541,24 @@ impl Object {
         blocks::Key::from(self.number) << 64 | blocks::Key::from(grid.key(j))
     }
 
-    /// The tail's name in the block cache.
-    fn tail_key(&self) -> blocks::Key {
-        blocks::Key::from(self.number) << 64 | blocks::Key::from(TAIL_KEY)
+    /// The name in the block cache of the tail ([`TAIL_KEY`]) or the
+    /// head ([`HEAD_KEY`]) read at open.
+    fn piece_key(&self, piece: u64) -> blocks::Key {
+        blocks::Key::from(self.number) << 64 | blocks::Key::from(piece)
     }
 
-    /// `[offset, offset + len)` (inside the object) from the tail read at
-    /// open, while the block cache holds it.
-    fn tail(&self, offset: u64, len: u64) -> Option<Shared> {
-        let at = offset.checked_sub(self.tail_start)? as usize;
-        let tail = self.blocks.peek(self.tail_key())?;
-        Some((tail, at..at + len as usize))
+    /// `[offset, offset + len)` (inside the object) from the tail or the
+    /// head read at open, while the block cache holds it.
+    fn opened(&self, offset: u64, len: u64) -> Option<Shared> {
+        if let Some(at) = offset.checked_sub(self.tail_start) {
+            let tail = self.blocks.peek(self.piece_key(TAIL_KEY))?;
+            return Some((tail, at as usize..(at + len) as usize));
+        }
+        if offset + len <= self.head_end {
+            let head = self.blocks.peek(self.piece_key(HEAD_KEY))?;
+            return Some((head, offset as usize..(offset + len) as usize));
+        }
+        None
     }
 
     /// Block `j` of `grid`: from the disk cache, else fetched (and kept

@@ -879,7 +879,14 @@ fn opening_asks_for_the_first_block_with_the_tail() {
     let data = bytes(5 * BLOCK + 777, 28);
     let store = Arc::new(Faulty::default());
     put(&store, &data);
-    let r = Remote::open_at(URL, store.clone(), None, blocks(), true).unwrap();
+    let r = Remote::open_at(
+        URL,
+        store.clone(),
+        None,
+        blocks(),
+        Ask::Tail { first_block: true },
+    )
+    .unwrap();
     let len = data.len() as u64;
     let mut gets = store.gets();
     gets.sort_by_key(|g| g.start);
@@ -890,7 +897,14 @@ fn opening_asks_for_the_first_block_with_the_tail() {
     let small = bytes(TAIL / 2, 29);
     let store = Arc::new(Faulty::default());
     put(&store, &small);
-    let r = Remote::open_at(URL, store.clone(), None, blocks(), true).unwrap();
+    let r = Remote::open_at(
+        URL,
+        store.clone(),
+        None,
+        blocks(),
+        Ask::Tail { first_block: true },
+    )
+    .unwrap();
     assert_eq!(read(&r, 10, 100).unwrap(), small[10..110]);
     let asked = store.gets().len();
     assert!(asked <= 2, "{:?}", store.gets());
@@ -906,11 +920,56 @@ fn a_stalled_first_block_does_not_hold_the_open() {
     put(&store, &data);
     store.stall_first.store(true, SeqCst);
     let start = Instant::now();
-    let r = Remote::open_at(URL, store.clone(), None, blocks(), true).unwrap();
+    let r = Remote::open_at(
+        URL,
+        store.clone(),
+        None,
+        blocks(),
+        Ask::Tail { first_block: true },
+    )
+    .unwrap();
     let took = start.elapsed();
     store.stall_first.store(false, SeqCst);
     // Stalled for as long as the test runs; the open's grace is the tail's
     // own time (at least 100 ms): far below 10 s however loaded the host.
     assert!(took < Duration::from_secs(10), "the open took {took:?}");
     assert_eq!(read(&r, 10, 100).unwrap(), data[10..110]);
+}
+
+/// A file a model names (a checkpoint's file) is opened by its head
+/// alone: one request of its first [`HEAD`] bytes gives its size and
+/// version, a header in them costs nothing more, and one past them is
+/// read by its own range (`read_small`), not by blocks. Before, each such
+/// open read its last MiB and its first block: a checkpoint of 300 files
+/// by URL fetched 600 MiB and held the cache's 256 MiB before any tensor
+/// was read.
+#[test]
+// The requests made, a range each: a list of one is meant.
+#[allow(clippy::single_range_in_vec_init)]
+fn a_file_a_model_names_is_opened_by_its_head_alone() {
+    let data = bytes(5 * BLOCK + 777, 31);
+    let store = Arc::new(Faulty::default());
+    put(&store, &data);
+    let r = Remote::open_at(URL, store.clone(), None, blocks(), Ask::Head).unwrap();
+    assert_eq!(r.len(), data.len() as u64);
+    assert_eq!(store.gets(), [0..HEAD]);
+    assert_eq!(read(&r, 10, 100).unwrap(), data[10..110]);
+    assert_eq!(r.read_small(0, 8).unwrap(), data[..8]);
+    assert_eq!(store.gets().len(), 1, "the head is held");
+    let past = (HEAD - 10) as usize..(HEAD + 90) as usize;
+    assert_eq!(r.read_small(HEAD - 10, 100).unwrap(), data[past]);
+    assert_eq!(store.gets()[1..], [HEAD - 10..HEAD + 90]);
+    assert_eq!(
+        read(&r, 2 * BLOCK, 10).unwrap(),
+        data[2 << 20..(2 << 20) + 10]
+    );
+    assert_eq!(store.gets()[2..], [2 * BLOCK..3 * BLOCK]);
+
+    let small = bytes(HEAD / 2, 32);
+    let store = Arc::new(Faulty::default());
+    put(&store, &small);
+    let r = Remote::open_at(URL, store.clone(), None, blocks(), Ask::Head).unwrap();
+    assert_eq!(r.len(), small.len() as u64);
+    assert_eq!(read(&r, 100, 1000).unwrap(), small[100..1100]);
+    assert_eq!(store.gets(), [0..HEAD / 2], "a small file is its head");
 }
