@@ -6,7 +6,6 @@
 
 use crate::common;
 
-use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -61,21 +60,24 @@ fn checkpoint(dir: &Path) {
     std::fs::write(dir.join("model.safetensors.index.json"), index).unwrap();
 }
 
-/// `ztfs args...`: its exit status and its peak resident set in KiB
-/// (`wait4`'s `ru_maxrss`).
-// wait4 reaps the child: std's wait would not give its rusage.
-#[allow(clippy::zombie_processes)]
+/// `ztfs args...`: its exit status and its peak resident set in KiB, as
+/// GNU time reports it. Not `wait4` on a child of this process: the test
+/// binary spawns by vfork, and at exec the kernel records the parent's
+/// peak as the child's (`exec_mmap`), so the child's `ru_maxrss` was this
+/// whole test process's (about 500 MB when run with the other tests).
+/// `time` forks the program from itself, a small process.
 fn peak_of(args: &[&str]) -> (std::process::ExitStatus, u64) {
-    let child = Command::new(BIN).args(args).spawn().unwrap();
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid value for wait4 to fill in.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as i32;
-    // SAFETY: our own child, waited for once, with pointers to locals.
-    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(got, pid, "wait4: {}", std::io::Error::last_os_error());
-    let status = std::process::ExitStatus::from_raw(status);
-    (status, usage.ru_maxrss as u64)
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "peak %M"])
+        .arg(BIN)
+        .args(args)
+        .output()
+        .expect("GNU time (/usr/bin/time; .ci/run installs it)");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let peak = (err.lines().rev())
+        .find_map(|l| l.strip_prefix("peak ")?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak in {err}"));
+    (out.status, peak)
 }
 
 /// A checkpoint of 300 files by URL opens without filling the block

@@ -43,8 +43,10 @@ pub const MAX_STACK: usize = 1 << 20;
 /// container cells, memo entries), whatever the counts above allow: an
 /// empty tuple is one byte of pickle and a hundred in memory, so the
 /// counts alone let a few MB of pickle hold about a GB. A state dict's
-/// pickle holds names and numbers: a few MB for the largest models.
-pub const MAX_HELD: usize = 128 << 20;
+/// pickle holds names and numbers: about 550 bytes a tensor, so a
+/// training checkpoint of 240,000 tensors (a large model's parameters and
+/// their optimizer state in one file) holds about 128 MiB.
+pub const MAX_HELD: usize = 256 << 20;
 
 /// Every opcode of pickle protocols 0 to 5, with its name and whether
 /// `torch.load(weights_only=True)` reads it (torch 2.x's
