@@ -689,16 +689,13 @@ impl Vm<'_> {
                 _ => {}
             }
         }
-        let signed = matches!(
-            dtype,
-            Dtype::F16
-                | Dtype::BF16
-                | Dtype::F32
-                | Dtype::F64
-                | Dtype::C64
-                | Dtype::F8_E4M3
-                | Dtype::F8_E5M2
-        );
+        // Floats whose negation is their sign bit flipped: not the fnuz
+        // kinds (0x80 is their NaN, so -0 is not a flip) nor e8m0 (no sign).
+        let signed = is_float(dtype)
+            && !matches!(
+                dtype,
+                Dtype::F8_E4M3FNUZ | Dtype::F8_E5M2FNUZ | Dtype::F8_E8M0
+            );
         if neg && !signed {
             return Err(self.tensor_err(format!(
                 "its negative bit on a {dtype:?} tensor, whose negation ztfs does not compute"
