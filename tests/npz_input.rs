@@ -335,3 +335,41 @@ fn member_names_are_numpys() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("flagged UTF-8"), "{err}");
 }
+
+/// A stored member's CRC-32 is checked by `check --verify` (Python's
+/// zipfile checks it as numpy reads the member), not at open: `check`
+/// reads no array's bytes.
+#[test]
+fn a_stored_members_crc_is_checked_by_verify() {
+    let d = tempfile::tempdir().unwrap();
+    let mut bytes = zip::stored(&[("a.npy", &npy(&values(10)))]);
+    let dir = (0..bytes.len() - 4)
+        .rev()
+        .find(|&i| bytes[i..i + 4] == 0x02014b50u32.to_le_bytes())
+        .unwrap();
+    bytes[dir + 16] ^= 0xff;
+    let f = write(d.path(), "crc.npz", &bytes);
+    let o = ztfs(&[Path::new("check"), &f]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = ztfs(&[Path::new("check"), Path::new("--verify"), &f]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("rejected (Zip)") && err.contains("CRC-32"),
+        "{err}"
+    );
+    // A good one verifies, and says what it checked.
+    let good = write(
+        d.path(),
+        "good.npz",
+        &zip::stored(&[("a.npy", &npy(&values(10)))]),
+    );
+    let out =
+        String::from_utf8(ztfs_ok(&[Path::new("check"), Path::new("--verify"), &good])).unwrap();
+    assert!(out.contains("every member's CRC-32 matches"), "{out}");
+}

@@ -69,6 +69,42 @@ impl File {
     }
 }
 
+/// Bytes of a stored member read at once by [`check_stored_crc`].
+const CRC_CHUNK: u64 = 8 << 20;
+
+/// Checks array `i`'s stored member against its CRC-32 (Python's zipfile
+/// checks it as numpy reads the member; a deflated member's was checked
+/// as it inflated at open), reading it in pieces from `file` and telling
+/// `progress` of each.
+pub fn check_stored_crc(
+    npz: &File,
+    i: usize,
+    file: &dyn Ranges,
+    progress: &mut dyn FnMut(u64) -> Result<()>,
+) -> Result<()> {
+    let Some(a) = npz.arrays.get(i).filter(|a| a.is_stored()) else {
+        return Ok(());
+    };
+    let m = &a.member;
+    let mut digest = CRC32.digest();
+    let mut at = 0u64;
+    while at < m.len {
+        let n = (m.len - at).min(CRC_CHUNK);
+        digest.update(&file.get(m.offset + at, n)?);
+        progress(n)?;
+        at += n;
+    }
+    let crc = digest.finalize();
+    match crc == m.crc32 {
+        true => Ok(()),
+        false => Err(zip_err(format!(
+            "member {:?}: CRC-32 {crc:#010x}, the directory says {:#010x}",
+            m.name(),
+            m.crc32
+        ))),
+    }
+}
+
 fn zip_err(what: impl std::fmt::Display) -> Error {
     Error::reject(Rule::Zip, what.to_string())
 }

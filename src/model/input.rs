@@ -175,7 +175,13 @@ impl Input {
     /// The bytes `--verify` reads of the model `m` (its shards aside).
     pub fn verify_bytes(&self, m: &Manifest) -> u64 {
         match self {
-            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) | Input::Npz(_) => total(
+            // A stored member is read for its CRC-32, then its part.
+            Input::Npz(f) => {
+                let stored = (f.arrays.iter().filter(|a| a.is_stored())).map(|a| a.member.len);
+                let parts = (m.objects.iter().flat_map(|o| &o.parts)).map(|p| p.decoded_size());
+                total(stored.chain(parts))
+            }
+            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) => total(
                 (m.objects.iter())
                     .flat_map(|o| &o.parts)
                     .map(|p| p.decoded_size()),
@@ -193,7 +199,7 @@ impl Input {
             // Said as done: without digests, only bool tensors have a rule
             // on their bytes, so only they are read.
             Input::Safetensors(_) => "every structural rule holds and every bool tensor's bytes are 0 or 1; the format has no content digests, so the other tensors' bytes are not read".into(),
-            Input::Npz(_) => "every array's .npy header holds, every deflated member's CRC matches (checked as it inflates) and every bool array's bytes are 0 or 1; the other stored arrays' bytes are not read".into(),
+            Input::Npz(_) => "every array's .npy header holds, every member's CRC-32 matches (as Python's zipfile checks it when numpy reads the member) and every bool array's bytes are 0 or 1".into(),
             Input::Torch(_) => "the archive and its pickle (run by an interpreter that calls nothing) hold and every bool tensor's bytes are 0 or 1; the format has no content digests, so the other tensors' bytes are not read".into(),
             Input::Zt(_) => format!(
                 "{} {}, {} no digest",
@@ -362,11 +368,8 @@ impl Model {
     ) -> Result<()> {
         match &self.input {
             Input::Hurray(f) => hurray::data_rules::check_tensor_data(f, i, self.root(), progress),
-            Input::Zt(_)
-            | Input::Safetensors(_)
-            | Input::Gguf(_)
-            | Input::Torch(_)
-            | Input::Npz(_) => Ok(()),
+            Input::Npz(f) => crate::format::npz::check_stored_crc(f, i, self.root(), progress),
+            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Torch(_) => Ok(()),
         }
     }
 
