@@ -1,0 +1,131 @@
+//! The kernels against gguf-py's output (tests/data/dequant, written by
+//! scripts/dequant-vectors.py), and against arbitrary bytes.
+
+use super::{block, dequantize, f16, Block};
+use std::path::PathBuf;
+
+/// Types gguf-py dequantizes that this module does not yet.
+const NOT_YET: &[&str] = &[
+    "tq1_0", "tq2_0", "mxfp4", "nvfp4", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s",
+    "iq1_m", "iq4_nl", "iq4_xs",
+];
+
+fn data(name: &str) -> Vec<u8> {
+    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests/data/dequant", name]
+        .iter()
+        .collect();
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// (name, values, bytes) of every type in the vectors, from gguf-py's
+/// GGML_QUANT_SIZES.
+fn sizes() -> Vec<(String, usize, usize)> {
+    let text = String::from_utf8(data("sizes.txt")).unwrap();
+    text.lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split(' ').collect();
+            (
+                f[0].to_string(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn implemented() -> Vec<(String, Block)> {
+    sizes()
+        .into_iter()
+        .filter(|(name, _, _)| !NOT_YET.contains(&name.as_str()))
+        .map(|(name, _, _)| {
+            let b = block(&name).unwrap_or_else(|| panic!("{name} has no block type"));
+            (name, b)
+        })
+        .collect()
+}
+
+#[test]
+fn block_sizes_agree_with_gguf_py() {
+    for (name, values, bytes) in sizes() {
+        match block(&name) {
+            Some(b) => assert_eq!((b.values, b.bytes), (values, bytes), "{name}"),
+            None => assert!(NOT_YET.contains(&name.as_str()), "{name} missing"),
+        }
+    }
+    assert!(block("f32").is_none() && block("Q4_0").is_none() && block("").is_none());
+}
+
+/// Bit for bit, NaN payloads and signs included.
+#[test]
+fn dequantize_is_bit_exact_with_gguf_py() {
+    for (name, b) in implemented() {
+        let blocks = data(&format!("{name}.bin"));
+        let want: Vec<u32> = data(&format!("{name}.f32"))
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let mut got = vec![0f32; want.len()];
+        assert!(dequantize(b, &blocks, &mut got), "{name}");
+        let bad: Vec<String> = got
+            .iter()
+            .zip(&want)
+            .enumerate()
+            .filter(|(_, (g, w))| g.to_bits() != **w)
+            .take(8)
+            .map(|(i, (g, w))| format!("[{i}] {:#010x} want {w:#010x}", g.to_bits()))
+            .collect();
+        assert!(bad.is_empty(), "{name}: {}", bad.join(", "));
+    }
+}
+
+/// A seeded xorshift64, for bytes that need no distribution.
+struct XorShift(u64);
+
+impl XorShift {
+    fn fill(&mut self, buf: &mut [u8]) {
+        for x in buf {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            *x = self.0 as u8;
+        }
+    }
+}
+
+#[test]
+fn kernels_never_panic_on_arbitrary_bytes() {
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+    for (name, b) in implemented() {
+        let mut blocks = vec![0u8; b.bytes * 64];
+        let mut out = vec![0f32; b.values * 64];
+        for _ in 0..64 {
+            rng.fill(&mut blocks);
+            assert!(dequantize(b, &blocks, &mut out), "{name}");
+        }
+        // All-ones and all-zero bytes: the largest indices and shifts.
+        for fill in [0x00, 0xFF] {
+            blocks.fill(fill);
+            assert!(dequantize(b, &blocks, &mut out), "{name}");
+        }
+        // Wrong lengths are refused, and a kernel given them writes nothing.
+        assert!(!dequantize(b, &blocks[1..], &mut out), "{name}");
+        assert!(!dequantize(b, &blocks, &mut out[1..]), "{name}");
+        assert!(dequantize(b, &[], &mut []), "{name}");
+        if !cfg!(debug_assertions) {
+            (b.dequantize)(&blocks[..1], &mut out[..1]);
+        }
+    }
+}
+
+#[test]
+fn f16_is_numpys_conversion() {
+    assert_eq!(f16(0x3C00), 1.0);
+    assert_eq!(f16(0xC000), -2.0);
+    assert_eq!(f16(0x0001).to_bits(), 0x3380_0000);
+    assert_eq!(f16(0x8000).to_bits(), 0x8000_0000);
+    assert_eq!(f16(0x7BFF), 65504.0);
+    assert_eq!(f16(0xFC00), f32::NEG_INFINITY);
+    // numpy keeps a signalling NaN's payload and does not quiet it.
+    assert_eq!(f16(0x7C01).to_bits(), 0x7F80_2000);
+    assert_eq!(f16(0xFE05).to_bits(), 0xFFC0_A000);
+}
