@@ -14,11 +14,13 @@
 //! finds the blocks and their type name.
 //!
 //! The kernels are split by family: [`legacy`] (Q4_0 .. Q8_0), [`kquants`]
-//! (Q2_K .. Q6_K), `ternary` (TQ1_0, TQ2_0), `fp4` (MXFP4, NVFP4) and
+//! (Q2_K .. Q6_K), [`ternary`] (TQ1_0, TQ2_0), [`fp4`] (MXFP4, NVFP4) and
 //! `iquants` (the IQ types, their grids in `grids`).
 
+pub mod fp4;
 pub mod kquants;
 pub mod legacy;
+pub mod ternary;
 
 #[cfg(test)]
 mod tests;
@@ -48,6 +50,10 @@ pub fn block(name: &str) -> Option<Block> {
         "q4_k" => (144, 256, |b, o| fixed(b, o, kquants::q4_k)),
         "q5_k" => (176, 256, |b, o| fixed(b, o, kquants::q5_k)),
         "q6_k" => (210, 256, |b, o| fixed(b, o, kquants::q6_k)),
+        "tq1_0" => (54, 256, |b, o| fixed(b, o, ternary::tq1_0)),
+        "tq2_0" => (66, 256, |b, o| fixed(b, o, ternary::tq2_0)),
+        "mxfp4" => (17, 32, |b, o| fixed(b, o, fp4::mxfp4)),
+        "nvfp4" => (36, 64, |b, o| fixed(b, o, fp4::nvfp4)),
         _ => return None,
     };
     Some(Block {

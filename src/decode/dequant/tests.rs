@@ -6,8 +6,7 @@ use std::path::PathBuf;
 
 /// Types gguf-py dequantizes that this module does not yet.
 const NOT_YET: &[&str] = &[
-    "tq1_0", "tq2_0", "mxfp4", "nvfp4", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s",
-    "iq1_m", "iq4_nl", "iq4_xs",
+    "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m", "iq4_nl", "iq4_xs",
 ];
 
 fn data(name: &str) -> Vec<u8> {
