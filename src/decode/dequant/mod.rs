@@ -15,9 +15,11 @@
 //!
 //! The kernels are split by family: [`legacy`] (Q4_0 .. Q8_0), [`kquants`]
 //! (Q2_K .. Q6_K), [`ternary`] (TQ1_0, TQ2_0), [`fp4`] (MXFP4, NVFP4) and
-//! `iquants` (the IQ types, their grids in `grids`).
+//! [`iquants`] (the IQ types, their grids in `grids`).
 
 pub mod fp4;
+mod grids;
+pub mod iquants;
 pub mod kquants;
 pub mod legacy;
 pub mod ternary;
@@ -54,6 +56,15 @@ pub fn block(name: &str) -> Option<Block> {
         "tq2_0" => (66, 256, |b, o| fixed(b, o, ternary::tq2_0)),
         "mxfp4" => (17, 32, |b, o| fixed(b, o, fp4::mxfp4)),
         "nvfp4" => (36, 64, |b, o| fixed(b, o, fp4::nvfp4)),
+        "iq2_xxs" => (66, 256, |b, o| fixed(b, o, iquants::iq2_xxs)),
+        "iq2_xs" => (74, 256, |b, o| fixed(b, o, iquants::iq2_xs)),
+        "iq2_s" => (82, 256, |b, o| fixed(b, o, iquants::iq2_s)),
+        "iq3_xxs" => (98, 256, |b, o| fixed(b, o, iquants::iq3_xxs)),
+        "iq3_s" => (110, 256, |b, o| fixed(b, o, iquants::iq3_s)),
+        "iq1_s" => (50, 256, |b, o| fixed(b, o, iquants::iq1_s)),
+        "iq1_m" => (56, 256, |b, o| fixed(b, o, iquants::iq1_m)),
+        "iq4_nl" => (18, 32, |b, o| fixed(b, o, iquants::iq4_nl)),
+        "iq4_xs" => (136, 256, |b, o| fixed(b, o, iquants::iq4_xs)),
         _ => return None,
     };
     Some(Block {
