@@ -10,8 +10,8 @@ TYPE.f32 (gguf.quants.dequantize of them, little-endian f32), and one
 sizes.txt line "TYPE VALUES BYTES" from gguf's GGML_QUANT_SIZES. The first
 FINITE blocks have their scale fields set to finite values, so the oracle
 values are finite; the next RAW blocks are random bytes, where NaN and inf
-scales appear (the first three of them are forced to NaN with a payload,
-inf and -NaN, so that every type sees them).
+scales appear (the first four have NaN and infinite scales forced, see
+SPECIAL, so that every type sees them).
 """
 
 import pathlib
@@ -36,9 +36,11 @@ F16_AT = {
     "IQ1_M": [], "MXFP4": [], "NVFP4": [],
 }
 
-# f16 bit patterns forced into the first raw blocks: NaN with a payload
-# (signalling), +inf, -NaN (quiet, with a payload).
-SPECIAL = [0x7C01, 0x7C00, 0xFE05]
+# f16 bit patterns forced into the first raw blocks, for a type's first
+# and second f16 field (d and its min): NaNs with different payloads
+# (signalling, quiet, either sign), infinities, and a NaN min under a
+# finite d, so that NaN propagation through d·q + m is pinned down.
+SPECIAL = [(0x7C01, 0x7D11), (0x7C00, 0xFC00), (0xFE05, 0x7E33), (0x3C00, 0xFE77)]
 
 
 def finite_f16(rng):
@@ -61,10 +63,10 @@ def put_iq1m_scale(block, h):
         block[i] = (block[i] & 0x0F) | (nib << 4)
 
 
-def set_scale(name, block, h):
+def set_scales(name, block, hs):
     if name == "IQ1_M":
-        put_iq1m_scale(block, h)
-    for at in F16_AT[name]:
+        put_iq1m_scale(block, hs[0])
+    for at, h in zip(F16_AT[name], hs):
         put_f16(block, at, h)
 
 
@@ -81,8 +83,8 @@ def make_blocks(name, type_size, rng):
                 put_iq1m_scale(blocks[b], finite_f16(rng))
             for at in F16_AT[name]:
                 put_f16(blocks[b], at, finite_f16(rng))
-    for k, h in enumerate(SPECIAL):
-        set_scale(name, blocks[FINITE + k], h)
+    for k, hs in enumerate(SPECIAL):
+        set_scales(name, blocks[FINITE + k], hs)
     if name == "MXFP4":
         blocks[FINITE, 0] = 255
         blocks[FINITE + 1, 0] = 0

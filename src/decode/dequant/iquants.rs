@@ -44,19 +44,24 @@ fn row4(row: u16, map: &[f32; 8]) -> [f32; 4] {
     g
 }
 
-/// ±1 for bit `j` of a sign byte: set is negative.
-fn sign(bits: u8, j: usize) -> f32 {
-    if (bits >> j) & 1 == 0 {
-        1.0
+/// `x × −1` as numpy computes it. For a number that is `-x`; a NaN comes
+/// back unchanged, sign included (the x86 multiply returns its NaN
+/// operand), where `-x` flips its sign. A plain `x * -1.0` is no help: the
+/// optimizer turns it into `-x`, so the NaN case is spelled out.
+fn negated(x: f32) -> f32 {
+    if x.is_nan() {
+        x
     } else {
-        -1.0
+        -x
     }
 }
 
-/// Writes `db × grid × sign` for 8 values.
+/// Writes `db × grid × ±1` for 8 values, bit `j` of `signs` set making
+/// value `j` negative.
 fn signed8(out: &mut [f32], db: f32, grid: [f32; 8], signs: u8) {
     for (j, o) in out.iter_mut().take(8).enumerate() {
-        *o = db * grid[j] * sign(signs, j);
+        let x = db * grid[j];
+        *o = if (signs >> j) & 1 == 0 { x } else { negated(x) };
     }
 }
 

@@ -7,6 +7,13 @@
 //! quant, then minus the offset), so the results agree to the bit, not just
 //! to a rounding; the vectors in `tests/data/dequant` are gguf-py's output.
 //!
+//! NaNs: numpy's f16 to f32 keeps a NaN's payload, and its f32 operations
+//! return the NaN operand quieted (the first of two) or, for inf × 0 and
+//! inf − inf, the target's default NaN. The kernels keep numpy's operand
+//! order, and spell out the one place the optimizer would change a NaN
+//! (a multiply by −1), so on x86-64 even NaN bits agree, in debug and
+//! release builds.
+//!
 //! Contract: a kernel takes any bytes. A NaN or infinite f16 scale gives
 //! NaN or infinite values (as numpy would), an index into a grid or a
 //! value table is masked to the table's size, and nothing here panics or

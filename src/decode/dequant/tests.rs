@@ -47,9 +47,21 @@ fn block_sizes_agree_with_gguf_py() {
     assert!(block("f32").is_none() && block("Q4_0").is_none() && block("").is_none());
 }
 
-/// Bit for bit, NaN payloads and signs included.
+/// Whether a value is the oracle's. The vectors were made on x86-64, whose
+/// NaN rules the kernels share with numpy there (a NaN operand is returned
+/// quieted, the first of two; inf × 0 gives the default NaN 0xFFC00000).
+/// Other targets make other NaNs (Arm's default NaN is 0x7FC00000, as
+/// numpy's would be on Arm), so there a NaN need only be a NaN.
+fn same(got: f32, want: u32) -> bool {
+    got.to_bits() == want
+        || (!cfg!(target_arch = "x86_64") && got.is_nan() && f32::from_bits(want).is_nan())
+}
+
+/// Bit for bit, NaN payloads and signs included, in debug and release
+/// builds alike (the optimizer may not change a NaN the kernels return).
 #[test]
 fn dequantize_is_bit_exact_with_gguf_py() {
+    let mut failures = Vec::new();
     for (name, b) in implemented() {
         let blocks = data(&format!("{name}.bin"));
         let want: Vec<u32> = data(&format!("{name}.f32"))
@@ -62,12 +74,15 @@ fn dequantize_is_bit_exact_with_gguf_py() {
             .iter()
             .zip(&want)
             .enumerate()
-            .filter(|(_, (g, w))| g.to_bits() != **w)
-            .take(8)
+            .filter(|(_, (g, w))| !same(**g, **w))
+            .take(4)
             .map(|(i, (g, w))| format!("[{i}] {:#010x} want {w:#010x}", g.to_bits()))
             .collect();
-        assert!(bad.is_empty(), "{name}: {}", bad.join(", "));
+        if !bad.is_empty() {
+            failures.push(format!("{name}: {}", bad.join(", ")));
+        }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// A seeded xorshift64, for bytes that need no distribution.
