@@ -136,3 +136,46 @@ fn f16_is_numpys_conversion() {
     assert_eq!(f16(0x7C01).to_bits(), 0x7F80_2000);
     assert_eq!(f16(0xFE05).to_bits(), 0xFFC0_A000);
 }
+
+/// The vector directory holds sizes.txt and a .bin and .f32 per listed
+/// type, of the lengths the sizes give, and nothing else.
+#[test]
+fn vectors_are_complete_and_nothing_stray() {
+    let dir: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests/data/dequant"]
+        .iter()
+        .collect();
+    let mut expected = vec!["sizes.txt".to_string()];
+    for (name, values, bytes) in sizes() {
+        let n = data(&format!("{name}.bin")).len();
+        assert!(n > 0 && n.is_multiple_of(bytes), "{name}.bin is {n} bytes");
+        let f = data(&format!("{name}.f32")).len();
+        assert_eq!(f, n / bytes * values * 4, "{name}.f32");
+        expected.extend([format!("{name}.bin"), format!("{name}.f32")]);
+    }
+    let mut found: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    expected.sort();
+    assert_eq!(found, expected);
+}
+
+/// An IQ sign bit multiplies by −1 as numpy does: a NaN keeps its sign
+/// (x86's multiply returns the NaN operand), a number is negated.
+#[test]
+fn iq_sign_leaves_a_nan_as_it_is() {
+    // IQ2_XXS block: d = NaN, first group's signs index 1 (0x81: values
+    // 0 and 7 negative), scale 0.
+    let mut b = [0u8; 66];
+    b[..2].copy_from_slice(&0x7E00u16.to_le_bytes());
+    b[6] = 1;
+    let mut out = [0f32; 256];
+    super::iquants::iq2_xxs(&b, &mut out);
+    assert_eq!(out[0].to_bits(), 0x7FC0_0000);
+    assert_eq!(out[1].to_bits(), 0x7FC0_0000);
+    b[..2].copy_from_slice(&0x3C00u16.to_le_bytes());
+    super::iquants::iq2_xxs(&b, &mut out);
+    // d × 0.5 × 0.25 × 8 = 1.
+    assert_eq!((out[0], out[1], out[7]), (-1.0, 1.0, -1.0));
+}
