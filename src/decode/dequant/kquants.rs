@@ -127,14 +127,16 @@ pub fn q6_k(b: &[u8; 210], out: &mut [f32; 256]) {
     for (g, x) in ds.iter_mut().enumerate() {
         *x = d * f32::from(b[192 + g] as i8);
     }
-    // Value j·128 + w: nibble w/64 of byte 64j + w%64, high bits 2(w/32)
-    // of byte 128 + 32j + w%32.
+    // Value 128j + 32s + l: nibble s/2 of byte 64j + 32(s%2) + l, high
+    // bits 2s of byte 128 + 32j + l (loops over l innermost vectorize).
     for j in 0..2 {
-        for w in 0..128 {
-            let low = (b[64 * j + w % 64] >> (4 * (w / 64))) & 0x0F;
-            let high = (b[128 + 32 * j + w % 32] >> (2 * (w / 32))) & 3;
-            let v = 128 * j + w;
-            out[v] = ds[v / 16] * f32::from((low | high << 4) as i8 - 32);
+        for s in 0..4 {
+            for l in 0..32 {
+                let low = (b[64 * j + 32 * (s % 2) + l] >> (4 * (s / 2))) & 0x0F;
+                let high = (b[128 + 32 * j + l] >> (2 * s)) & 3;
+                let v = 128 * j + 32 * s + l;
+                out[v] = ds[v / 16] * f32::from((low | high << 4) as i8 - 32);
+            }
         }
     }
 }
