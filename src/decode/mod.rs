@@ -5,6 +5,7 @@
 //! Decoding streams in chunks (a slice of the map for raw parts, a frame for
 //! zstd-seekable), so verifying a large part never holds it in memory.
 
+pub mod dequant;
 pub mod hurray;
 pub mod relayout;
 pub mod views;
