@@ -317,3 +317,78 @@ fn a_split_model_over_the_open_file_limit_says_how_to_raise_it() {
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert_eq!(listed.lines().count(), 100, "{listed}");
 }
+
+/// `ztfs cat --values` of a quantized tensor is its values as gguf-py
+/// 0.19.0's `quants.dequantize` gives them, bit for bit: for every block
+/// type, the blocks of tests/data/dequant (finite scales, then random
+/// bytes with NaN and infinite scales; scripts/dequant-vectors.py) written
+/// as a GGUF tensor, against gguf-py's output beside them.
+#[test]
+fn cat_values_of_every_block_type_is_gguf_pys() {
+    use writer::Gguf;
+    let ids = [
+        ("q4_0", 2),
+        ("q4_1", 3),
+        ("q5_0", 6),
+        ("q5_1", 7),
+        ("q8_0", 8),
+        ("q2_k", 10),
+        ("q3_k", 11),
+        ("q4_k", 12),
+        ("q5_k", 13),
+        ("q6_k", 14),
+        ("iq2_xxs", 16),
+        ("iq2_xs", 17),
+        ("iq3_xxs", 18),
+        ("iq1_s", 19),
+        ("iq4_nl", 20),
+        ("iq3_s", 21),
+        ("iq2_s", 22),
+        ("iq4_xs", 23),
+        ("iq1_m", 29),
+        ("tq1_0", 34),
+        ("tq2_0", 35),
+        ("mxfp4", 39),
+        ("nvfp4", 40),
+    ];
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/dequant");
+    let sizes = fs::read_to_string(data.join("sizes.txt")).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for line in sizes.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (name, values): (&str, usize) = (f[0], f[1].parse().unwrap());
+        let bytes: usize = f[2].parse().unwrap();
+        let Some(&(_, id)) = ids.iter().find(|e| e.0 == name) else {
+            continue;
+        };
+        let blocks = fs::read(data.join(format!("{name}.bin"))).unwrap();
+        let want = fs::read(data.join(format!("{name}.f32"))).unwrap();
+        let n = (blocks.len() / bytes * values) as u64;
+        let g = Gguf::new().tensor("w", &[n], id, &blocks);
+        let file = d.path().join(format!("{name}.gguf"));
+        fs::write(&file, g.bytes()).unwrap();
+        let got = cat_values(&file, "w");
+        assert_eq!(got.len(), want.len(), "{name}");
+        assert!(got == want, "{name}: values differ from gguf-py's");
+        // Without --values: the blocks, byte for byte.
+        assert_eq!(cat(&file, "w", "data", false).unwrap(), blocks, "{name}");
+        checked += 1;
+    }
+    assert_eq!(checked, ids.len(), "every type of the vectors");
+    // A dense tensor's values are its data.
+    let g = Gguf::new().tensor("f", &[4], 0, &[1u8; 16]);
+    let file = d.path().join("f32.gguf");
+    fs::write(&file, g.bytes()).unwrap();
+    assert_eq!(cat_values(&file, "f"), vec![1u8; 16]);
+}
+
+fn cat_values(file: &Path, tensor: &str) -> Vec<u8> {
+    ztfs_ok(&[
+        Path::new("cat"),
+        Path::new("--values"),
+        Path::new("--"),
+        file,
+        Path::new(tensor),
+    ])
+}

@@ -24,6 +24,12 @@ pub struct CatCmd {
     /// no interpretation, no content rules).
     #[arg(long)]
     pub raw: bool,
+    /// Write the tensor's values as raw little-endian numbers, no header:
+    /// a quantized ggml tensor (a GGUF block type) dequantized to float32,
+    /// the values gguf-py's `quants.dequantize` gives; any other tensor its
+    /// row-major data.
+    #[arg(long, conflicts_with = "raw")]
+    pub values: bool,
     /// Use PATH for shard NAME (repeatable).
     #[arg(long, value_name = "NAME=PATH", value_parser = parse_shard)]
     pub shard: Vec<(String, PathBuf)>,
@@ -40,18 +46,37 @@ impl CatCmd {
             object,
             part,
             raw,
+            values,
             shard,
             trust_shards,
         } = self;
-        cat(&model.file, &object, &part, raw, shard, trust_shards)
+        if values && part != DATA {
+            return Err(Error::Usage(format!(
+                "--values writes a tensor's values, not part {part:?}"
+            )));
+        }
+        let how = match (raw, values) {
+            (true, _) => How::Raw,
+            (_, true) => How::Values,
+            _ => How::Decoded,
+        };
+        cat(&model.file, &object, &part, how, shard, trust_shards)
     }
+}
+
+/// What `cat` writes of a part.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum How {
+    Decoded,
+    Raw,
+    Values,
 }
 
 fn cat(
     file: &Path,
     object: &str,
     part: &str,
-    raw: bool,
+    how: How,
     shard_paths: Vec<(String, PathBuf)>,
     trust_shards: bool,
 ) -> Result<()> {
@@ -75,6 +100,12 @@ fn cat(
         };
         Error::NotFound(format!("object {object:?}{hint}"))
     })?;
+    if how == How::Values {
+        if let Some(ty) = ggml_block_type(&o.layout) {
+            return cat_dequantized(&model, o, ty);
+        }
+    }
+    let raw = how == How::Raw;
     // A tensor's row-major data its format computes (or says it has none
     // of) where the object has no part of that name.
     if part == DATA && o.part(part).is_none() && !raw {
@@ -106,6 +137,71 @@ fn cat(
         read::stored(&model, p, &mut sink)?;
     } else {
         read::decoded(&model, o, p, &mut sink)?;
+    }
+    out.flush().map_err(|e| Error::io("stdout", e))
+}
+
+/// The ggml type a `gguf.<type>/1` layout names (a GGUF file's quantized
+/// tensor, or one packed into a `.zt`).
+fn ggml_block_type(layout: &str) -> Option<&str> {
+    layout.strip_prefix("gguf.")?.strip_suffix("/1")
+}
+
+/// Blocks dequantized at once (each at most 256 values).
+const BLOCKS_AT_ONCE: usize = 1024;
+
+/// Writes the values of `o`, a tensor of ggml block type `ty`, dequantized
+/// to little-endian f32, from its blocks (its one part), streamed a few
+/// blocks at a time.
+fn cat_dequantized(model: &Model, o: &crate::format::Object, ty: &str) -> Result<()> {
+    use crate::decode::dequant;
+    let b = dequant::block(ty).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "tensor {:?} is of ggml type {ty}, which ztfs does not dequantize (`ztfs cat` without --values writes its blocks)",
+            o.name
+        ))
+    })?;
+    let p = o
+        .parts
+        .first()
+        .ok_or_else(|| Error::NotFound("its blocks".into()))?;
+    let mut out = std::io::stdout().lock();
+    let mut pending: Vec<u8> = Vec::with_capacity(b.bytes);
+    let mut values = vec![0f32; b.values * BLOCKS_AT_ONCE];
+    let mut bytes = Vec::with_capacity(values.len() * 4);
+    let mut write = |blocks: &[u8], out: &mut std::io::StdoutLock| -> Result<()> {
+        let n = blocks.len() / b.bytes * b.values;
+        dequant::dequantize(b, blocks, &mut values[..n]);
+        bytes.clear();
+        bytes.extend(values[..n].iter().flat_map(|v| v.to_le_bytes()));
+        stdout_write(out, &bytes)
+    };
+    read::stored(model, p, &mut |mut chunk: &[u8]| {
+        // A block cut by the chunk's end is finished by the next chunk.
+        if !pending.is_empty() {
+            let take = (b.bytes - pending.len()).min(chunk.len());
+            pending.extend_from_slice(&chunk[..take]);
+            chunk = &chunk[take..];
+            if pending.len() < b.bytes {
+                return Ok(());
+            }
+            write(&pending, &mut out)?;
+            pending.clear();
+        }
+        for group in chunk.chunks(b.bytes * BLOCKS_AT_ONCE) {
+            let whole = group.len() / b.bytes * b.bytes;
+            write(&group[..whole], &mut out)?;
+            pending.extend_from_slice(&group[whole..]);
+        }
+        Ok(())
+    })?;
+    if !pending.is_empty() {
+        return Err(Error::Unsupported(format!(
+            "tensor {:?}: its blocks end {} bytes into a block of {}",
+            o.name,
+            pending.len(),
+            b.bytes
+        )));
     }
     out.flush().map_err(|e| Error::io("stdout", e))
 }

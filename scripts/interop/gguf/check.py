@@ -90,6 +90,12 @@ def write_files(outdir: str) -> list[str]:
         w.add_tensor("blk.0.ffn_up.weight", q8, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
         q4 = rng.integers(0, 256, (2, 18), dtype=np.uint8)
         w.add_tensor("blk.0.ffn_down.weight", q4, raw_dtype=gguf.GGMLQuantizationType.Q4_0)
+        # Real weights quantized by gguf-py itself (its quantizers).
+        from gguf import quants
+        for ty in (gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.Q4_0,
+                   gguf.GGMLQuantizationType.Q5_1, gguf.GGMLQuantizationType.TQ2_0):
+            v = rng.standard_normal((4, 256)).astype(np.float32)
+            w.add_tensor(f"blk.1.{ty.name.lower()}.weight", quants.quantize(v, ty), raw_dtype=ty)
         if alignment == 64:
             # GGUFWriter writes an empty name (the spec forbids none); ztfs reads it.
             w.add_tensor("", rng.standard_normal(5).astype(np.float32))
@@ -144,6 +150,20 @@ def check_cat(z, path: str, t, res: Results, where: str):
               f"cat {t.name!r}: {short(err)} ({len(data)} bytes vs {t.data.nbytes})")
 
 
+def check_values(z, path: str, t, res: Results, where: str):
+    """`ztfs cat --values PATH TENSOR` of a quantized tensor is what
+    gguf-py's `quants.dequantize` makes of its blocks, as little-endian f32
+    bytes (bit for bit: NaNs of the same payload)."""
+    from gguf import quants
+
+    if t.tensor_type.name in ("F32", "F16", "BF16", "F64", "I8", "I16", "I32", "I64"):
+        return
+    want = quants.dequantize(t.data, t.tensor_type).astype("<f4").tobytes()
+    rc, data, err = z.run("cat", [path, t.name], ("--values",))
+    res.check(rc == 0 and data == want, where,
+              f"cat --values {t.name!r}: {short(err)} ({len(data)} bytes vs {len(want)})")
+
+
 def check_data(dirs: dict, t, res: Results, where: str):
     """A mount's `data` of reader tensor `t` (its directory in `dirs`) is
     the reader's bytes; returns the directory, None when there is none."""
@@ -184,6 +204,7 @@ def check_forward(path: str, z, res: Results):
                   where, f"tensor info {t.name!r}: {info} vs {t.shape.tolist()} "
                   f"{t.tensor_type.name} {t.data_offset} {t.n_bytes}")
         check_cat(z, path, t, res, where)
+        check_values(z, path, t, res, where)
     with mounted(z, path, res, where) as (rc, err, mnt):
         if not res.check(rc == 0, where, f"mount: {short(err)}"):
             return
