@@ -20,6 +20,10 @@
 //! allocates. This module knows nothing of GGUF's tensor infos: the caller
 //! finds the blocks and their type name.
 //!
+//! Not here: the types gguf-py does not dequantize either (Q8_1 and Q8_K,
+//! ggml's intermediate dot-product types, and Q1_0), and the plain element
+//! types (f32, f16, bf16, the integers), which are views, not blocks.
+//!
 //! The kernels are split by family: [`legacy`] (Q4_0 .. Q8_0), [`kquants`]
 //! (Q2_K .. Q6_K), [`ternary`] (TQ1_0, TQ2_0), [`fp4`] (MXFP4, NVFP4) and
 //! [`iquants`] (the IQ types, their grids in `grids`).
@@ -102,13 +106,14 @@ pub fn dequantize(b: Block, blocks: &[u8], out: &mut [f32]) -> bool {
 }
 
 /// Calls a kernel on fixed-size arrays, so that its indexing is checked
-/// at compile time rather than per element; wrong lengths write nothing.
+/// at compile time rather than per element; wrong lengths write nothing
+/// (not even a debug assertion: a hand-made [`Block`] with lengths that
+/// disagree with its kernel must not make [`dequantize`] panic).
 fn fixed<const B: usize, const V: usize>(
     block: &[u8],
     out: &mut [f32],
     kernel: impl FnOnce(&[u8; B], &mut [f32; V]),
 ) {
-    debug_assert!(block.len() == B && out.len() == V);
     if let (Ok(block), Ok(out)) = (block.try_into(), out.try_into()) {
         kernel(block, out);
     }

@@ -118,9 +118,17 @@ fn kernels_never_panic_on_arbitrary_bytes() {
         assert!(!dequantize(b, &blocks[1..], &mut out), "{name}");
         assert!(!dequantize(b, &blocks, &mut out[1..]), "{name}");
         assert!(dequantize(b, &[], &mut []), "{name}");
-        if !cfg!(debug_assertions) {
-            (b.dequantize)(&blocks[..1], &mut out[..1]);
-        }
+        out[0] = 7.0;
+        (b.dequantize)(&blocks[..1], &mut out[..1]);
+        assert_eq!(out[0], 7.0, "{name}");
+        // A hand-made Block whose lengths disagree with its kernel.
+        let odd = Block {
+            values: b.values * 2,
+            ..b
+        };
+        let mut twice = vec![7f32; out.len() * 2];
+        assert!(dequantize(odd, &blocks, &mut twice), "{name}");
+        assert!(twice.iter().all(|&x| x == 7.0), "{name}");
     }
 }
 
