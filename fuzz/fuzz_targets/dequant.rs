@@ -1,0 +1,34 @@
+//! The dequantizers of `ztfs::decode::dequant` on any block bytes: the
+//! first byte picks a block type, the rest are its blocks (whole ones,
+//! then a cut one given alone, which must write nothing). Asserts no
+//! panic, whole blocks accepted and cut ones refused; NaN and infinities
+//! are values the format can give.
+#![no_main]
+
+mod common;
+
+use libfuzzer_sys::fuzz_target;
+use ztfs::decode::dequant::{block, dequantize};
+
+const TYPES: [&str; 23] = [
+    "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "tq1_0",
+    "tq2_0", "mxfp4", "nvfp4", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m",
+    "iq4_nl", "iq4_xs",
+];
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let b = block(TYPES[pick as usize % TYPES.len()]).expect("every listed type");
+    let whole = rest.len() / b.bytes * b.bytes;
+    let mut out = vec![0f32; whole / b.bytes * b.values];
+    assert!(dequantize(b, &rest[..whole], &mut out), "whole blocks");
+    if whole > 0 {
+        assert!(!dequantize(b, &rest[..whole - 1], &mut out), "a cut block");
+    }
+    // A kernel given a cut block writes nothing.
+    let mut cut = vec![f32::from_bits(0x7fc0_1234); b.values];
+    (b.dequantize)(&rest[whole..], &mut cut);
+    assert!(cut.iter().all(|v| v.to_bits() == 0x7fc0_1234), "written from a cut block");
+});
