@@ -376,6 +376,17 @@ fn cat_values_of_every_block_type_is_gguf_pys() {
         checked += 1;
     }
     assert_eq!(checked, ids.len(), "every type of the vectors");
+    // Q8_K, which gguf-py does not dequantize: ggml's d × q.
+    let mut q8k = 2.0f32.to_le_bytes().to_vec();
+    q8k.extend((0..256).map(|i| i as u8));
+    q8k.extend([0; 32]);
+    let g = Gguf::new().tensor("k", &[256], 15, &q8k);
+    let file = d.path().join("q8_k.gguf");
+    fs::write(&file, g.bytes()).unwrap();
+    let want: Vec<u8> = (0..256)
+        .flat_map(|i| (f32::from(i as u8 as i8) * 2.0).to_le_bytes())
+        .collect();
+    assert_eq!(cat_values(&file, "k"), want);
     // A dense tensor's values are its data.
     let g = Gguf::new().tensor("f", &[4], 0, &[1u8; 16]);
     let file = d.path().join("f32.gguf");

@@ -10,8 +10,8 @@ mod common;
 use libfuzzer_sys::fuzz_target;
 use ztfs::decode::dequant::{block, dequantize};
 
-const TYPES: [&str; 23] = [
-    "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "tq1_0",
+const TYPES: [&str; 25] = [
+    "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1", "q8_k", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "tq1_0",
     "tq2_0", "mxfp4", "nvfp4", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m",
     "iq4_nl", "iq4_xs",
 ];

@@ -140,3 +140,13 @@ pub fn q6_k(b: &[u8; 210], out: &mut [f32; 256]) {
         }
     }
 }
+
+/// Q8_K (ggml's `block_q8_K`): f32 `d`, 256 signed bytes, 16 i16 sums of
+/// 16 quants each (for dot products; not values); value = d × q, as
+/// ggml's `dequantize_row_q8_K`. gguf-py has no dequantizer for it.
+pub fn q8_k(b: &[u8; 292], out: &mut [f32; 256]) {
+    let d = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    for (o, &x) in out.iter_mut().zip(&b[4..260]) {
+        *o = d * f32::from(x as i8);
+    }
+}

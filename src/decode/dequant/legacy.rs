@@ -61,3 +61,13 @@ pub fn q8_0(b: &[u8; 34], out: &mut [f32; 32]) {
         *o = f32::from(x as i8) * d;
     }
 }
+
+/// Q8_1 (ggml's `block_q8_1`): f16 `d`, f16 `s` (d × the sum of the quants,
+/// for dot products; not a value), 32 signed bytes; value = q × d. gguf-py
+/// has no dequantizer for it: this is ggml's definition of the block.
+pub fn q8_1(b: &[u8; 36], out: &mut [f32; 32]) {
+    let d = f16(le16(b, 0));
+    for (o, &x) in out.iter_mut().zip(&b[4..]) {
+        *o = f32::from(x as i8) * d;
+    }
+}

@@ -20,12 +20,15 @@
 //! allocates. This module knows nothing of GGUF's tensor infos: the caller
 //! finds the blocks and their type name.
 //!
-//! Not here: the types gguf-py does not dequantize either (Q8_1 and Q8_K,
-//! ggml's intermediate dot-product types, and Q1_0), and the plain element
-//! types (f32, f16, bf16, the integers), which are views, not blocks.
+//! Q8_1 and Q8_K, ggml's intermediate dot-product types, have no
+//! dequantizer in gguf-py: theirs here is ggml's definition of the block
+//! (each value d × q; the sums the blocks carry are not values), tested on
+//! blocks made by hand. Not here: Q1_0 and Q2_0 (no definition in gguf-py,
+//! too new for ggml's table here), and the plain element types (f32, f16,
+//! bf16, the integers), which are views, not blocks.
 //!
-//! The kernels are split by family: [`legacy`] (Q4_0 .. Q8_0), [`kquants`]
-//! (Q2_K .. Q6_K), [`ternary`] (TQ1_0, TQ2_0), [`fp4`] (MXFP4, NVFP4) and
+//! The kernels are split by family: [`legacy`] (Q4_0 .. Q8_1), [`kquants`]
+//! (Q2_K .. Q8_K), [`ternary`] (TQ1_0, TQ2_0), [`fp4`] (MXFP4, NVFP4) and
 //! [`iquants`] (the IQ types, their grids in `grids`).
 
 pub mod fp4;
@@ -58,11 +61,13 @@ pub fn block(name: &str) -> Option<Block> {
         "q5_0" => (22, 32, |b, o| fixed(b, o, legacy::q5_0)),
         "q5_1" => (24, 32, |b, o| fixed(b, o, legacy::q5_1)),
         "q8_0" => (34, 32, |b, o| fixed(b, o, legacy::q8_0)),
+        "q8_1" => (36, 32, |b, o| fixed(b, o, legacy::q8_1)),
         "q2_k" => (84, 256, |b, o| fixed(b, o, kquants::q2_k)),
         "q3_k" => (110, 256, |b, o| fixed(b, o, kquants::q3_k)),
         "q4_k" => (144, 256, |b, o| fixed(b, o, kquants::q4_k)),
         "q5_k" => (176, 256, |b, o| fixed(b, o, kquants::q5_k)),
         "q6_k" => (210, 256, |b, o| fixed(b, o, kquants::q6_k)),
+        "q8_k" => (292, 256, |b, o| fixed(b, o, kquants::q8_k)),
         "tq1_0" => (54, 256, |b, o| fixed(b, o, ternary::tq1_0)),
         "tq2_0" => (66, 256, |b, o| fixed(b, o, ternary::tq2_0)),
         "mxfp4" => (17, 32, |b, o| fixed(b, o, fp4::mxfp4)),

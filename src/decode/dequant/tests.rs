@@ -187,3 +187,38 @@ fn iq_sign_leaves_a_nan_as_it_is() {
     // d × 0.5 × 0.25 × 8 = 1.
     assert_eq!((out[0], out[1], out[7]), (-1.0, 1.0, -1.0));
 }
+
+/// Q8_1 and Q8_K, which gguf-py does not dequantize, from ggml's
+/// definition of their blocks (`block_q8_1`: f16 d, f16 s, 32 i8;
+/// `block_q8_K`: f32 d, 256 i8, 16 i16 sums), on blocks made by hand:
+/// each value is d × q, and the sums (s, bsums) are not values.
+#[test]
+fn q8_1_and_q8_k_are_ggmls_definition() {
+    let q8_1 = block("q8_1").unwrap();
+    assert_eq!((q8_1.values, q8_1.bytes), (32, 36));
+    let mut b = vec![0x00, 0x38, 0xAB, 0xCD]; // d = 0.5 (f16 0x3800), s = garbage
+    b.extend((0..32).map(|i| (i as i8 - 16) as u8));
+    let mut out = [0f32; 32];
+    assert!(dequantize(q8_1, &b, &mut out));
+    for (i, v) in out.iter().enumerate() {
+        assert_eq!(*v, (i as f32 - 16.0) * 0.5, "q8_1 value {i}");
+    }
+    let q8_k = block("q8_k").unwrap();
+    assert_eq!((q8_k.values, q8_k.bytes), (256, 292));
+    let mut b = 0.25f32.to_le_bytes().to_vec();
+    b.extend((0..256).map(|i| (i as u8).wrapping_add(128)));
+    b.extend([0x5A; 32]); // bsums: not values
+    let mut out = [0f32; 256];
+    assert!(dequantize(q8_k, &b, &mut out));
+    for (i, v) in out.iter().enumerate() {
+        assert_eq!(
+            *v,
+            f32::from((i as u8).wrapping_add(128) as i8) * 0.25,
+            "q8_k value {i}"
+        );
+    }
+    // A NaN scale gives NaN values, as the other kernels.
+    b[..4].copy_from_slice(&f32::NAN.to_le_bytes());
+    assert!(dequantize(q8_k, &b, &mut out));
+    assert!(out.iter().all(|v| v.is_nan()));
+}
