@@ -88,15 +88,20 @@ fn stored_and_deflated_members_read_the_same() {
     );
 }
 
-#[test]
-fn a_wrong_crc_is_refused() {
-    let d = tempfile::tempdir().unwrap();
-    let mut bytes = zip::archive(&[("a.npy", &npy(&values(10)), true)]);
+/// Flips the CRC-32 of the last member's directory entry.
+fn flip_crc(bytes: &mut [u8]) {
     let dir = (0..bytes.len() - 4)
         .rev()
         .find(|&i| bytes[i..i + 4] == 0x02014b50u32.to_le_bytes())
         .unwrap();
     bytes[dir + 16] ^= 0xff;
+}
+
+#[test]
+fn a_wrong_crc_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let mut bytes = zip::archive(&[("a.npy", &npy(&values(10)), true)]);
+    flip_crc(&mut bytes);
     let f = write(d.path(), "crc.npz", &bytes);
     let o = ztfs(&[Path::new("check"), &f]);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -343,11 +348,7 @@ fn member_names_are_numpys() {
 fn a_stored_members_crc_is_checked_by_verify() {
     let d = tempfile::tempdir().unwrap();
     let mut bytes = zip::stored(&[("a.npy", &npy(&values(10)))]);
-    let dir = (0..bytes.len() - 4)
-        .rev()
-        .find(|&i| bytes[i..i + 4] == 0x02014b50u32.to_le_bytes())
-        .unwrap();
-    bytes[dir + 16] ^= 0xff;
+    flip_crc(&mut bytes);
     let f = write(d.path(), "crc.npz", &bytes);
     let o = ztfs(&[Path::new("check"), &f]);
     assert_eq!(

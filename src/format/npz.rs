@@ -94,7 +94,12 @@ pub fn check_stored_crc(
         progress(n)?;
         at += n;
     }
-    let crc = digest.finalize();
+    check_crc(m, digest.finalize())
+}
+
+/// Checks `crc`, computed over member `m`'s bytes (inflated where it is
+/// deflated), against the directory's.
+fn check_crc(m: &Member, crc: u32) -> Result<()> {
     match crc == m.crc32 {
         true => Ok(()),
         false => Err(zip_err(format!(
@@ -200,14 +205,7 @@ pub fn inflate_to(
             m.size
         )));
     }
-    let crc = digest.finalize();
-    if crc != m.crc32 {
-        return Err(zip_err(format!(
-            "member {name:?}: CRC-32 {crc:#010x}, the directory says {:#010x}",
-            m.crc32
-        )));
-    }
-    Ok(())
+    check_crc(m, digest.finalize())
 }
 
 /// A member's stored bytes `[at, end)` of the archive, read [`CHUNK`] at a

@@ -178,6 +178,12 @@ fn opened(data: &[u8]) -> (Arc<Faulty>, Remote) {
     (store, remote)
 }
 
+/// `store`'s object opened as any model file is: its tail and first block.
+fn open_any(store: &Arc<Faulty>) -> Remote {
+    let ask = Ask::Tail { first_block: true };
+    Remote::open_at(URL, store.clone(), None, blocks(), ask).unwrap()
+}
+
 fn read(r: &Remote, offset: u64, len: u64) -> Result<Vec<u8>> {
     r.read(offset, len).map(|(b, range)| b[range].to_vec())
 }
@@ -879,14 +885,7 @@ fn opening_asks_for_the_first_block_with_the_tail() {
     let data = bytes(5 * BLOCK + 777, 28);
     let store = Arc::new(Faulty::default());
     put(&store, &data);
-    let r = Remote::open_at(
-        URL,
-        store.clone(),
-        None,
-        blocks(),
-        Ask::Tail { first_block: true },
-    )
-    .unwrap();
+    let r = open_any(&store);
     let len = data.len() as u64;
     let mut gets = store.gets();
     gets.sort_by_key(|g| g.start);
@@ -897,14 +896,7 @@ fn opening_asks_for_the_first_block_with_the_tail() {
     let small = bytes(TAIL / 2, 29);
     let store = Arc::new(Faulty::default());
     put(&store, &small);
-    let r = Remote::open_at(
-        URL,
-        store.clone(),
-        None,
-        blocks(),
-        Ask::Tail { first_block: true },
-    )
-    .unwrap();
+    let r = open_any(&store);
     assert_eq!(read(&r, 10, 100).unwrap(), small[10..110]);
     let asked = store.gets().len();
     assert!(asked <= 2, "{:?}", store.gets());
@@ -920,14 +912,7 @@ fn a_stalled_first_block_does_not_hold_the_open() {
     put(&store, &data);
     store.stall_first.store(true, SeqCst);
     let start = Instant::now();
-    let r = Remote::open_at(
-        URL,
-        store.clone(),
-        None,
-        blocks(),
-        Ask::Tail { first_block: true },
-    )
-    .unwrap();
+    let r = open_any(&store);
     let took = start.elapsed();
     store.stall_first.store(false, SeqCst);
     // Stalled for as long as the test runs; the open's grace is the tail's
