@@ -42,6 +42,8 @@ enum Kind {
         r: Relayout,
     },
     Partition(Partition),
+    /// A quantized tensor's values, from its blocks.
+    Values(crate::decode::dequant::values::Values),
 }
 
 /// Where a partition member's row-major bytes are.
@@ -211,6 +213,47 @@ impl RowMajor {
         RowMajor { flip, ..self }
     }
 
+    /// The values of a quantized tensor: `count` elements of ggml block
+    /// type `ty` whose blocks are the `stored` bytes at `start` of the
+    /// file, as little-endian f32 ([`crate::decode::dequant::values`]).
+    pub fn dequantized(
+        ty: &str,
+        start: u64,
+        stored: u64,
+        count: u64,
+    ) -> Result<RowMajor, String> {
+        let v = crate::decode::dequant::values::Values::new(ty, start, stored, count)?;
+        Ok(RowMajor {
+            len: v.len(),
+            kind: Kind::Values(v),
+            flip: None,
+        })
+    }
+
+    /// The block type the view dequantizes, for a quantized tensor's
+    /// values ([`RowMajor::dequantized`]).
+    pub fn dequantized_from(&self) -> Option<&'static str> {
+        match &self.kind {
+            Kind::Values(v) => Some(v.ty()),
+            Kind::Relayout { .. } | Kind::Partition(_) => None,
+        }
+    }
+
+    /// [`RowMajor::read_into`] for a large range (a command's, not a
+    /// FUSE worker's): the dequantizing of a quantized tensor's values is
+    /// split over the machine's cores.
+    pub fn read_parallel(
+        &self,
+        file: &(dyn Ranges + Sync),
+        offset: u64,
+        out: &mut [u8],
+    ) -> Result<(), String> {
+        match &self.kind {
+            Kind::Values(v) => v.read_parallel(file, offset, out),
+            Kind::Relayout { .. } | Kind::Partition(_) => self.read_into(file, offset, out),
+        }
+    }
+
     /// The view's size in bytes.
     pub fn len(&self) -> u64 {
         self.len
@@ -248,6 +291,7 @@ impl RowMajor {
                 }
             },
             Kind::Partition(p) => p.read_into(file, offset, out),
+            Kind::Values(v) => v.read_into(file, offset, out),
         };
         if let (Ok(()), Some((period, mask))) = (&read, self.flip) {
             for (pos, b) in (offset..).zip(out.iter_mut()) {

@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 use super::{Input, Model};
 use crate::decode::hurray::RowMajor;
 use crate::format::hurray::{self, objects::Data, ElemType};
+use crate::format::manifest::{Manifest, Object};
 use crate::format::types::{DType, Interpretation, LogicalType};
 use crate::format::{pytorch, safetensors};
 
@@ -87,13 +88,12 @@ pub(super) struct Computed {
 }
 
 impl Computed {
-    fn of(input: &Input) -> Computed {
+    fn of(input: &Input, manifest: Option<&Manifest>) -> Computed {
         let file = match input {
             Input::Hurray(file) => file,
             Input::Torch(file) => return Computed::of_torch(file),
-            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Npz(_) => {
-                return Computed::default()
-            }
+            Input::Zt(_) | Input::Gguf(_) => return Computed::of_blocks(manifest),
+            Input::Safetensors(_) | Input::Npz(_) => return Computed::default(),
         };
         let members = hurray::composite_members(&file.tensors);
         let views = (0..file.tensors.len())
@@ -122,10 +122,46 @@ impl Computed {
         Computed { views }
     }
 
+    /// The values of every object of a ggml block type (a GGUF file's
+    /// quantized tensors, or theirs packed into a `.zt`), each computed
+    /// from its one part's blocks where they are stored as they are.
+    fn of_blocks(manifest: Option<&Manifest>) -> Computed {
+        let Some(m) = manifest else {
+            return Computed::default();
+        };
+        let views = (m.objects.iter().enumerate())
+            .filter_map(|(i, o)| Some((i as u32, block_values(o)?)))
+            .collect();
+        Computed { views }
+    }
+
     fn get(&self, object: u32) -> Option<&Result<RowMajor, String>> {
         let i = (self.views).binary_search_by_key(&object, |r| r.0).ok()?;
         Some(&self.views[i].1)
     }
+}
+
+/// The values of object `o` when its layout is a ggml block type
+/// (`gguf.<type>/1`, its blocks in its one part): `None` for any other
+/// layout, an error when they cannot be computed (a type ztfs does not
+/// dequantize, compressed blocks, blocks that are not the shape's).
+fn block_values(o: &Object) -> Option<Result<RowMajor, String>> {
+    // Any `gguf.<type>/1` id, not only the profile's table: a GGUF
+    // file's newer types (tq1_0, nvfp4...) are named so too.
+    let ty = o.layout.strip_prefix("gguf.")?.strip_suffix("/1")?;
+    Some((|| {
+        let [p] = &o.parts[..] else {
+            return Err(format!("{} parts, not the one part of blocks", o.parts.len()));
+        };
+        if let Some(e) = &p.encoding {
+            return Err(format!(
+                "its blocks are stored encoded ({e}); values are computed only from blocks stored as they are"
+            ));
+        }
+        let count = (o.shape.iter()).try_fold(1u64, |n, &d| n.checked_mul(d));
+        let count = count.ok_or("its element count overflows")?;
+        RowMajor::dequantized(ty, p.blob.offset, p.blob.length, count)
+    })())
 }
 
 impl Model {
@@ -134,9 +170,8 @@ impl Model {
         let file = match &self.input {
             Input::Hurray(file) => file,
             Input::Torch(file) => return self.torch_data(file, i),
-            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Npz(_) => {
-                return TensorData::ByLayout
-            }
+            Input::Zt(_) | Input::Gguf(_) => return self.block_data(i),
+            Input::Safetensors(_) | Input::Npz(_) => return TensorData::ByLayout,
         };
         let Some(t) = file.tensors.get(i as usize) else {
             return TensorData::Absent("no such tensor".into());
@@ -151,6 +186,19 @@ impl Model {
                 Some(Err(why)) => TensorData::Absent(why.clone()),
                 None => TensorData::Absent("no row-major view".into()),
             },
+        }
+    }
+
+    /// Where object `i` of a zTensor or GGUF file is: its values, when it
+    /// is of a ggml block type; else where its layout says.
+    fn block_data(&self, i: u32) -> TensorData<'_> {
+        match self.computed().get(i) {
+            Some(Ok(view)) => TensorData::Computed {
+                view,
+                elem: Elem::Plain(DType::F32),
+            },
+            Some(Err(why)) => TensorData::Absent(format!("no values: {why}")),
+            None => TensorData::ByLayout,
         }
     }
 
@@ -208,7 +256,8 @@ impl Model {
     }
 
     fn computed(&self) -> &Computed {
-        self.computed.get_or_init(|| Computed::of(&self.input))
+        self.computed
+            .get_or_init(|| Computed::of(&self.input, self.manifest()))
     }
 }
 

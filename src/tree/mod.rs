@@ -333,6 +333,9 @@ impl Tree {
     /// The name and size of `object`'s view file, if its layout offers one.
     fn view_of(&self, object: u32) -> Option<(&'static str, u64)> {
         match self.computed_view(object) {
+            Some(r) if r.dequantized_from().is_some() => {
+                Some((crate::decode::views::DEQUANTIZED_VIEW, r.len()))
+            }
             Some(r) => Some((crate::model::DATA, r.len())),
             None => crate::decode::views::view(self.object(object)),
         }

@@ -36,6 +36,8 @@ mod grids;
 pub mod iquants;
 pub mod kquants;
 pub mod legacy;
+pub mod narrow;
+pub mod values;
 pub mod ternary;
 
 #[cfg(test)]
@@ -44,6 +46,8 @@ mod tests;
 /// One ggml block type: how many bytes a block takes, how many values it holds, and its dequantizer.
 #[derive(Clone, Copy)]
 pub struct Block {
+    /// The type's lowercase ggml name.
+    pub name: &'static str,
     /// Bytes one block takes.
     pub bytes: usize,
     /// Values one block decodes to.
@@ -53,41 +57,50 @@ pub struct Block {
     pub dequantize: fn(block: &[u8], out: &mut [f32]),
 }
 
+/// Every block type: (name, bytes, values, kernel).
+const TABLE: [(&str, usize, usize, Kernel); 25] = [
+    ("q4_0", 18, 32, |b, o| fixed(b, o, legacy::q4_0)),
+    ("q4_1", 20, 32, |b, o| fixed(b, o, legacy::q4_1)),
+    ("q5_0", 22, 32, |b, o| fixed(b, o, legacy::q5_0)),
+    ("q5_1", 24, 32, |b, o| fixed(b, o, legacy::q5_1)),
+    ("q8_0", 34, 32, |b, o| fixed(b, o, legacy::q8_0)),
+    ("q8_1", 36, 32, |b, o| fixed(b, o, legacy::q8_1)),
+    ("q2_k", 84, 256, |b, o| fixed(b, o, kquants::q2_k)),
+    ("q3_k", 110, 256, |b, o| fixed(b, o, kquants::q3_k)),
+    ("q4_k", 144, 256, |b, o| fixed(b, o, kquants::q4_k)),
+    ("q5_k", 176, 256, |b, o| fixed(b, o, kquants::q5_k)),
+    ("q6_k", 210, 256, |b, o| fixed(b, o, kquants::q6_k)),
+    ("q8_k", 292, 256, |b, o| fixed(b, o, kquants::q8_k)),
+    ("tq1_0", 54, 256, |b, o| fixed(b, o, ternary::tq1_0)),
+    ("tq2_0", 66, 256, |b, o| fixed(b, o, ternary::tq2_0)),
+    ("mxfp4", 17, 32, |b, o| fixed(b, o, fp4::mxfp4)),
+    ("nvfp4", 36, 64, |b, o| fixed(b, o, fp4::nvfp4)),
+    ("iq2_xxs", 66, 256, |b, o| fixed(b, o, iquants::iq2_xxs)),
+    ("iq2_xs", 74, 256, |b, o| fixed(b, o, iquants::iq2_xs)),
+    ("iq2_s", 82, 256, |b, o| fixed(b, o, iquants::iq2_s)),
+    ("iq3_xxs", 98, 256, |b, o| fixed(b, o, iquants::iq3_xxs)),
+    ("iq3_s", 110, 256, |b, o| fixed(b, o, iquants::iq3_s)),
+    ("iq1_s", 50, 256, |b, o| fixed(b, o, iquants::iq1_s)),
+    ("iq1_m", 56, 256, |b, o| fixed(b, o, iquants::iq1_m)),
+    ("iq4_nl", 18, 32, |b, o| fixed(b, o, iquants::iq4_nl)),
+    ("iq4_xs", 136, 256, |b, o| fixed(b, o, iquants::iq4_xs)),
+];
+
 /// The block type of ggml type `name` (lowercase ggml name as GGUF layouts spell it: "q4_0", "q4_k", "iq2_xxs", "tq1_0", "mxfp4", ...), if this module dequantizes it.
 pub fn block(name: &str) -> Option<Block> {
-    let (bytes, values, dequantize): (usize, usize, Kernel) = match name {
-        "q4_0" => (18, 32, |b, o| fixed(b, o, legacy::q4_0)),
-        "q4_1" => (20, 32, |b, o| fixed(b, o, legacy::q4_1)),
-        "q5_0" => (22, 32, |b, o| fixed(b, o, legacy::q5_0)),
-        "q5_1" => (24, 32, |b, o| fixed(b, o, legacy::q5_1)),
-        "q8_0" => (34, 32, |b, o| fixed(b, o, legacy::q8_0)),
-        "q8_1" => (36, 32, |b, o| fixed(b, o, legacy::q8_1)),
-        "q2_k" => (84, 256, |b, o| fixed(b, o, kquants::q2_k)),
-        "q3_k" => (110, 256, |b, o| fixed(b, o, kquants::q3_k)),
-        "q4_k" => (144, 256, |b, o| fixed(b, o, kquants::q4_k)),
-        "q5_k" => (176, 256, |b, o| fixed(b, o, kquants::q5_k)),
-        "q6_k" => (210, 256, |b, o| fixed(b, o, kquants::q6_k)),
-        "q8_k" => (292, 256, |b, o| fixed(b, o, kquants::q8_k)),
-        "tq1_0" => (54, 256, |b, o| fixed(b, o, ternary::tq1_0)),
-        "tq2_0" => (66, 256, |b, o| fixed(b, o, ternary::tq2_0)),
-        "mxfp4" => (17, 32, |b, o| fixed(b, o, fp4::mxfp4)),
-        "nvfp4" => (36, 64, |b, o| fixed(b, o, fp4::nvfp4)),
-        "iq2_xxs" => (66, 256, |b, o| fixed(b, o, iquants::iq2_xxs)),
-        "iq2_xs" => (74, 256, |b, o| fixed(b, o, iquants::iq2_xs)),
-        "iq2_s" => (82, 256, |b, o| fixed(b, o, iquants::iq2_s)),
-        "iq3_xxs" => (98, 256, |b, o| fixed(b, o, iquants::iq3_xxs)),
-        "iq3_s" => (110, 256, |b, o| fixed(b, o, iquants::iq3_s)),
-        "iq1_s" => (50, 256, |b, o| fixed(b, o, iquants::iq1_s)),
-        "iq1_m" => (56, 256, |b, o| fixed(b, o, iquants::iq1_m)),
-        "iq4_nl" => (18, 32, |b, o| fixed(b, o, iquants::iq4_nl)),
-        "iq4_xs" => (136, 256, |b, o| fixed(b, o, iquants::iq4_xs)),
-        _ => return None,
-    };
+    let &(name, bytes, values, dequantize) = TABLE.iter().find(|t| t.0 == name)?;
     Some(Block {
+        name,
         bytes,
         values,
         dequantize,
     })
+}
+
+impl std::fmt::Debug for Block {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({} bytes, {} values)", self.name, self.bytes, self.values)
+    }
 }
 
 /// A kernel as [`Block`] holds it.

@@ -146,13 +146,14 @@ fn f16_is_numpys_conversion() {
 }
 
 /// The vector directory holds sizes.txt and a .bin and .f32 per listed
-/// type, of the lengths the sizes give, and nothing else.
+/// type, of the lengths the sizes give, the narrowing vectors, and
+/// nothing else.
 #[test]
 fn vectors_are_complete_and_nothing_stray() {
     let dir: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests/data/dequant"]
         .iter()
         .collect();
-    let mut expected = vec!["sizes.txt".to_string()];
+    let mut expected = ["sizes.txt", "narrow.f32", "narrow.f16", "narrow.bf16"].map(String::from).to_vec();
     for (name, values, bytes) in sizes() {
         let n = data(&format!("{name}.bin")).len();
         assert!(n > 0 && n.is_multiple_of(bytes), "{name}.bin is {n} bytes");
@@ -221,4 +222,96 @@ fn q8_1_and_q8_k_are_ggmls_definition() {
     b[..4].copy_from_slice(&f32::NAN.to_le_bytes());
     assert!(dequantize(q8_k, &b, &mut out));
     assert!(out.iter().all(|v| v.is_nan()));
+}
+
+/// f16 and bf16 from f32 as numpy's `astype(float16)` and ml_dtypes'
+/// `bfloat16` (tests/data/dequant/narrow.*, scripts/narrow-vectors.py):
+/// every bit, NaNs included.
+#[test]
+fn narrowing_agrees_with_numpy_and_ml_dtypes() {
+    use super::narrow::{bf16_bits, f16_bits, Float};
+    let inputs = data("narrow.f32");
+    let (f16s, bf16s) = (data("narrow.f16"), data("narrow.bf16"));
+    assert!(inputs.len() > 4000 * 4);
+    for (k, b) in inputs.chunks_exact(4).enumerate() {
+        let v = f32::from_le_bytes(b.try_into().unwrap());
+        let want16 = u16::from_le_bytes([f16s[2 * k], f16s[2 * k + 1]]);
+        let want_bf = u16::from_le_bytes([bf16s[2 * k], bf16s[2 * k + 1]]);
+        assert_eq!(f16_bits(v), want16, "f16 of {:#010x}", v.to_bits());
+        assert_eq!(bf16_bits(v), want_bf, "bf16 of {:#010x}", v.to_bits());
+    }
+    let mut out = vec![0; inputs.len() / 2];
+    Float::F16.narrow(&inputs, &mut out);
+    assert_eq!(out, f16s);
+    Float::Bf16.narrow(&inputs, &mut out);
+    assert_eq!(out, bf16s);
+}
+
+/// The values by range: any byte range of a tensor's values (cut inside
+/// a value, across blocks, the whole) is those bytes of gguf-py's output,
+/// from a map and from a reader that fetches ranges alike, and one thread
+/// or many.
+#[test]
+fn values_by_range_are_the_oracles_bytes() {
+    use super::values::Values;
+    for (name, b) in implemented() {
+        let blocks = data(&format!("{name}.bin"));
+        let want = data(&format!("{name}.f32"));
+        // The blocks 7 bytes into a file, as a tensor is.
+        let mut file = vec![0xAB; 7];
+        file.extend_from_slice(&blocks);
+        let count = (blocks.len() / b.bytes * b.values) as u64;
+        let v = Values::new(&name, 7, blocks.len() as u64, count).unwrap();
+        assert_eq!(v.len(), want.len() as u64);
+        let len = want.len() as u64;
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut ranges = vec![(0, len), (1, len - 1), (len - 3, 3), (0, 0)];
+        for _ in 0..64 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let a = seed % len;
+            ranges.push((a, (seed >> 32) % (len - a + 1)));
+        }
+        let fetched = Fetch(&file);
+        for (a, n) in ranges {
+            let want = &want[a as usize..(a + n) as usize];
+            let mut got = vec![0; n as usize];
+            v.read_into(&file.as_slice(), a, &mut got).unwrap();
+            assert!(same_bytes(&got, want), "{name} [{a}, +{n}) from memory");
+            got.fill(0);
+            v.read_into(&fetched, a, &mut got).unwrap();
+            assert!(same_bytes(&got, want), "{name} [{a}, +{n}) fetched");
+            got.fill(0);
+            v.read_parallel(&fetched, a, &mut got).unwrap();
+            assert!(same_bytes(&got, want), "{name} [{a}, +{n}) in parallel");
+        }
+        let mut one = [0u8; 1];
+        assert!(v.read_into(&file.as_slice(), len, &mut one).is_err());
+        assert!(v.read_into(&&file[..file.len() - 1], 0, &mut one).is_err(), "{name}: a cut file");
+    }
+    assert!(Values::new("q4_0", 0, 18, 33).is_err(), "not whole blocks");
+    assert!(Values::new("q4_0", 0, 17, 32).is_err(), "bytes not the blocks'");
+    assert!(Values::new("f32", 0, 4, 1).is_err(), "not a block type");
+}
+
+/// Bytes equal, except that a NaN's bits need only be a NaN off x86-64
+/// (see [`same`]).
+fn same_bytes(got: &[u8], want: &[u8]) -> bool {
+    got == want || !cfg!(target_arch = "x86_64")
+}
+
+/// A file read by range requests: [`Ranges::in_memory`] says nothing.
+struct Fetch<'a>(&'a [u8]);
+
+impl crate::format::Ranges for Fetch<'_> {
+    fn size(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn get(&self, offset: u64, len: u64) -> crate::error::Result<std::borrow::Cow<'_, [u8]>> {
+        let s = self.0;
+        s.get(offset as usize..(offset + len) as usize)
+            .map(|b| std::borrow::Cow::Owned(b.to_vec()))
+            .ok_or_else(|| crate::error::Error::Unsupported("past the end".into()))
+    }
 }

@@ -535,7 +535,7 @@ impl Tree {
                     object: i,
                     part: crate::tree::VIEW,
                 };
-                out.push((Cow::Owned(format!("{name}{NPY_SUFFIX}")), node));
+                out.push((Cow::Owned(view_npy_name(name)), node));
             }
         }
         for (j, (p, flags)) in o.parts.iter().zip(self.part_flags(i)).enumerate() {
@@ -556,6 +556,16 @@ impl Tree {
             }
         }
         out
+    }
+}
+
+/// The `.npy` file of view `view`: `data.npy` for a quantized tensor's
+/// values (`dequantized`), which the part `data` (its blocks) then does
+/// not get; `<view>.npy` for any other.
+pub(in crate::tree) fn view_npy_name(view: &str) -> String {
+    match view {
+        crate::decode::views::DEQUANTIZED_VIEW => format!("{}{NPY_SUFFIX}", crate::model::DATA),
+        _ => format!("{view}{NPY_SUFFIX}"),
     }
 }
 

@@ -100,6 +100,12 @@ impl Tree {
             if self.files_of_part(i, part) & crate::tree::part::DECODED == 0 {
                 return Err("the part has no decoded file".into());
             }
+            if &*p.name == crate::model::DATA && self.values_npy(i) {
+                return Err(format!(
+                    "{} holds the tensor's values; this part holds its blocks",
+                    crate::tree::build::view_npy_name(DEQUANTIZED_VIEW)
+                ));
+            }
             // A part the format says holds the tensor is of the tensor's
             // element type and shape.
             let (elem, shape) = match self.model.tensor_data(i) {
@@ -128,7 +134,18 @@ impl Tree {
         let file = files.first().filter(|f| !f.ends_with(".raw"));
         let form = self.npy_of(i, part)?;
         let file = file.ok_or("the part has no decoded file")?;
-        Ok((format!("{file}{}", crate::tree::build::NPY_SUFFIX), form))
+        let name = match part {
+            VIEW => crate::tree::build::view_npy_name(file),
+            _ => format!("{file}{}", crate::tree::build::NPY_SUFFIX),
+        };
+        Ok((name, form))
+    }
+
+    /// True when object `i` has a quantized tensor's values and their
+    /// `.npy` (named `data.npy`, in place of its blocks' part's).
+    fn values_npy(&self, i: u32) -> bool {
+        let values = self.view_of(i).is_some_and(|v| v.0 == DEQUANTIZED_VIEW);
+        values && self.has_view(i) && self.npy_of(i, VIEW).is_ok()
     }
 
     /// Object `i`'s place in the safetensors files: (file, dtype), or why
