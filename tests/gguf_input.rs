@@ -74,19 +74,33 @@ fn check_gguf_mount(file: &Path) {
         );
         assert_eq!(meta["ggml_type"].text(), info["type"].text());
         let quantized = info["block_elems"].uint() > 1 || info["type"].text().starts_with("tq");
-        // A block array's .npy is its bytes, flat u8, as for any part
-        // of a layout other than dense.
         let npy = fs::read(dir.join("data.npy")).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(&npy[npy.len() - len..], want, "{name}: .npy payload");
-        let header = String::from_utf8_lossy(&npy[..npy.len() - len]).into_owned();
         if quantized {
+            // A quantized tensor's data.npy is its values: f32 in its
+            // shape, the bytes of its `dequantized` file and of `cat
+            // --values` (against gguf-py in the interop suite).
             assert!(meta["layout"].text().starts_with("gguf."), "{name}");
-            assert!(
-                header.contains(&format!("'shape': ({len},)")),
-                "{name}: {header}"
-            );
+            let values = fs::read(dir.join("dequantized")).unwrap();
+            let count: u64 = dims.iter().product();
+            assert_eq!(values.len() as u64, count * 4, "{name}");
+            let (header, payload) = npy.split_at(npy.len() - values.len());
+            assert!(payload == values, "{name}: data.npy payload");
+            let header = String::from_utf8_lossy(header).into_owned();
+            let shape: Vec<String> = dims.iter().rev().map(u64::to_string).collect();
+            let shape = match shape.len() {
+                1 => format!("({},)", shape[0]),
+                _ => format!("({})", shape.join(", ")),
+            };
+            assert!(header.contains("'descr': '<f4'"), "{name}: {header}");
+            assert!(header.contains(&format!("'shape': {shape}")), "{name}: {header}");
+            assert!(cat_values(file, name) == values, "{name}: cat --values");
+            assert_eq!(meta["values"]["dequantized_from"].text(), info["type"].text());
+            assert_eq!(meta["values"]["npy"].text(), "data.npy");
+            assert!(meta["parts"].items()[0]["npy"].is_null(), "{name}: the blocks' .npy");
         } else {
+            assert_eq!(&npy[npy.len() - len..], want, "{name}: .npy payload");
             assert_eq!(meta["layout"].text(), "dense");
+            assert!(!dir.join("dequantized").exists(), "{name}");
         }
         assert!(!dir.join("data.raw").exists(), "{name}: no .raw file");
     }

@@ -25,8 +25,8 @@ pub struct CatCmd {
     #[arg(long)]
     pub raw: bool,
     /// Write the tensor's values as raw little-endian numbers, no header:
-    /// a quantized ggml tensor (a GGUF block type) dequantized to float32,
-    /// the values gguf-py's `quants.dequantize` gives; any other tensor its
+    /// a quantized tensor (a GGUF block type) dequantized to float32, the
+    /// values gguf-py's `quants.dequantize` gives; any other tensor its
     /// row-major data.
     #[arg(long, conflicts_with = "raw")]
     pub values: bool,
@@ -100,15 +100,11 @@ fn cat(
         };
         Error::NotFound(format!("object {object:?}{hint}"))
     })?;
-    if how == How::Values {
-        if let Some(ty) = ggml_block_type(&o.layout) {
-            return cat_dequantized(&model, o, ty);
-        }
-    }
     let raw = how == How::Raw;
     // A tensor's row-major data its format computes (or says it has none
-    // of) where the object has no part of that name.
-    if part == DATA && o.part(part).is_none() && !raw {
+    // of) where the object has no part of that name; with --values, a
+    // quantized tensor's values too (its part `data` holds its blocks).
+    if part == DATA && (o.part(part).is_none() || how == How::Values) && !raw {
         let i = (m.objects.iter())
             .position(|x| std::ptr::eq(x, o))
             .unwrap_or(0);
@@ -141,80 +137,16 @@ fn cat(
     out.flush().map_err(|e| Error::io("stdout", e))
 }
 
-/// The ggml type a `gguf.<type>/1` layout names (a GGUF file's quantized
-/// tensor, or one packed into a `.zt`).
-fn ggml_block_type(layout: &str) -> Option<&str> {
-    layout.strip_prefix("gguf.")?.strip_suffix("/1")
-}
-
-/// Blocks dequantized at once (each at most 256 values).
-const BLOCKS_AT_ONCE: usize = 1024;
-
-/// Writes the values of `o`, a tensor of ggml block type `ty`, dequantized
-/// to little-endian f32, from its blocks (its one part), streamed a few
-/// blocks at a time.
-fn cat_dequantized(model: &Model, o: &crate::format::Object, ty: &str) -> Result<()> {
-    use crate::decode::dequant;
-    let b = dequant::block(ty).ok_or_else(|| {
-        Error::Unsupported(format!(
-            "tensor {:?} is of ggml type {ty}, which ztfs does not dequantize (`ztfs cat` without --values writes its blocks)",
-            o.name
-        ))
-    })?;
-    let p = o
-        .parts
-        .first()
-        .ok_or_else(|| Error::NotFound("its blocks".into()))?;
-    let mut out = std::io::stdout().lock();
-    let mut pending: Vec<u8> = Vec::with_capacity(b.bytes);
-    let mut values = vec![0f32; b.values * BLOCKS_AT_ONCE];
-    let mut bytes = Vec::with_capacity(values.len() * 4);
-    let mut write = |blocks: &[u8], out: &mut std::io::StdoutLock| -> Result<()> {
-        let n = blocks.len() / b.bytes * b.values;
-        dequant::dequantize(b, blocks, &mut values[..n]);
-        bytes.clear();
-        bytes.extend(values[..n].iter().flat_map(|v| v.to_le_bytes()));
-        stdout_write(out, &bytes)
-    };
-    read::stored(model, p, &mut |mut chunk: &[u8]| {
-        // A block cut by the chunk's end is finished by the next chunk.
-        if !pending.is_empty() {
-            let take = (b.bytes - pending.len()).min(chunk.len());
-            pending.extend_from_slice(&chunk[..take]);
-            chunk = &chunk[take..];
-            if pending.len() < b.bytes {
-                return Ok(());
-            }
-            write(&pending, &mut out)?;
-            pending.clear();
-        }
-        for group in chunk.chunks(b.bytes * BLOCKS_AT_ONCE) {
-            let whole = group.len() / b.bytes * b.bytes;
-            write(&group[..whole], &mut out)?;
-            pending.extend_from_slice(&group[whole..]);
-        }
-        Ok(())
-    })?;
-    if !pending.is_empty() {
-        return Err(Error::Unsupported(format!(
-            "tensor {:?}: its blocks end {} bytes into a block of {}",
-            o.name,
-            pending.len(),
-            b.bytes
-        )));
-    }
-    out.flush().map_err(|e| Error::io("stdout", e))
-}
-
 /// Writes a tensor's computed `data` (a Hurray tensor in another dense
-/// layout, a partition), a chunk at a time.
+/// layout, a partition, a quantized tensor's values), a chunk at a time
+/// (a chunk's values dequantized on every core).
 fn cat_view(file: &crate::store::Store, v: &crate::decode::hurray::RowMajor) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    let mut buf = vec![0; 1 << 20];
+    let mut buf = vec![0; 16 << 20];
     let mut offset = 0;
     while offset < v.len() {
         let n = (v.len() - offset).min(buf.len() as u64) as usize;
-        v.read_into(file, offset, &mut buf[..n])
+        v.read_parallel(file, offset, &mut buf[..n])
             .map_err(Error::Unsupported)?;
         stdout_write(&mut out, &buf[..n])?;
         offset += n as u64;

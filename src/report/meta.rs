@@ -37,6 +37,10 @@ pub struct Served {
     /// Where `model.safetensors` holds the object (its file and dtype), or
     /// why it does not.
     pub safetensors: Result<(String, &'static str), String>,
+    /// For a quantized tensor, what its values are dequantized from (a
+    /// ggml type, or the layout), or why it has no values; `Ok(None)` for
+    /// a tensor that is not quantized.
+    pub values: Result<Option<String>, String>,
 }
 
 /// Object `object`'s `meta.json`, pretty-printed, with a final newline.
@@ -79,6 +83,29 @@ fn safetensors_json<'a>(
             Value::Null,
         ),
         Err(why) => (Value::Null, Value::Text(why)),
+    }
+}
+
+/// `meta.json`'s `values` (a quantized tensor's values: its file, its
+/// `.npy`, their type and what they are dequantized from) and `no_values`
+/// (why a quantized tensor has none).
+fn values_json(served: &Served) -> (Value<'_>, Value<'_>) {
+    match (&served.values, served.view) {
+        (Ok(Some(from)), Some((file, _))) => {
+            let npy = served.view_npy.as_ref().ok();
+            (
+                Value::Map(vec![
+                    (Value::Text("file"), Value::Text(file)),
+                    (Value::Text("npy"), opt_text(npy.map(|n| n.file.as_str()))),
+                    (Value::Text("dtype"), Value::Text("float32")),
+                    (Value::Text("dequantized_from"), Value::Text(from)),
+                ]),
+                Value::Null,
+            )
+        }
+        (Ok(Some(_)), None) => (Value::Null, Value::Text("its values cannot be served")),
+        (Ok(None), _) => (Value::Null, Value::Null),
+        (Err(why), _) => (Value::Null, Value::Text(why)),
     }
 }
 
@@ -135,6 +162,9 @@ fn object_meta_json(model: &Model, object: u32, o: &Object, served: &Served) -> 
     let (st, no_st) = safetensors_json(o, &served.safetensors);
     doc.push((t("safetensors"), st));
     doc.push((t("no_safetensors"), no_st));
+    let (values, no_values) = values_json(served);
+    doc.push((t("values"), values));
+    doc.push((t("no_values"), no_values));
     let layout = profiles::Layout::of(&o.layout);
     let table_note = profiles::gguf_table_mismatch(o);
     if let profiles::Layout::Gguf { ggml_type } = &layout {

@@ -469,9 +469,28 @@ impl Tree {
             view,
             view_npy: npy(crate::tree::VIEW, &view_files),
             safetensors: self.safetensors_info(object),
+            values: self.values_info(object),
             files,
         };
         report::meta::meta_json(&self.model, object, &served)
+    }
+
+    /// What `object`'s values are dequantized from, or why a quantized
+    /// tensor has none (`report::meta::Served::values`).
+    fn values_info(&self, object: u32) -> Result<Option<String>, String> {
+        let o = self.object(object);
+        match self.model.tensor_data(object) {
+            crate::model::TensorData::Computed { view, .. } => {
+                Ok(view.dequantized_from().map(str::to_string))
+            }
+            crate::model::TensorData::Absent(why) if o.layout.starts_with("gguf.") => Err(why),
+            _ => match self.view_of(object) {
+                Some((crate::decode::views::DEQUANTIZED_VIEW, _)) if self.has_view(object) => {
+                    Ok(Some(o.layout.to_string()))
+                }
+                _ => Ok(None),
+            },
+        }
     }
 
     /// For each part of `object`, the names of the files serving it.
