@@ -92,11 +92,20 @@ fn check_gguf_mount(file: &Path) {
                 _ => format!("({})", shape.join(", ")),
             };
             assert!(header.contains("'descr': '<f4'"), "{name}: {header}");
-            assert!(header.contains(&format!("'shape': {shape}")), "{name}: {header}");
+            assert!(
+                header.contains(&format!("'shape': {shape}")),
+                "{name}: {header}"
+            );
             assert!(cat_values(file, name) == values, "{name}: cat --values");
-            assert_eq!(meta["values"]["dequantized_from"].text(), info["type"].text());
+            assert_eq!(
+                meta["values"]["dequantized_from"].text(),
+                info["type"].text()
+            );
             assert_eq!(meta["values"]["npy"].text(), "data.npy");
-            assert!(meta["parts"].items()[0]["npy"].is_null(), "{name}: the blocks' .npy");
+            assert!(
+                meta["parts"].items()[0]["npy"].is_null(),
+                "{name}: the blocks' .npy"
+            );
         } else {
             assert_eq!(&npy[npy.len() - len..], want, "{name}: .npy payload");
             assert_eq!(meta["layout"].text(), "dense");

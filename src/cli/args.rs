@@ -171,3 +171,9 @@ pub enum AlgoArg {
     /// XXH3-64.
     Xxh3,
 }
+
+/// A `--dequantize` type: `f32`, `f16` or `bf16`.
+pub fn parse_float(s: &str) -> Result<crate::decode::dequant::narrow::Float, String> {
+    crate::decode::dequant::narrow::Float::parse(s)
+        .ok_or_else(|| format!("{s:?} is not f32, f16 or bf16"))
+}

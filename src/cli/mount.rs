@@ -103,6 +103,12 @@ pub struct MountCmd {
     /// load after `import ml_dtypes`).
     #[arg(long, value_enum, default_value_t = NpyDtypesArg::Numpy)]
     pub npy_dtypes: NpyDtypesArg,
+    /// Put every quantized tensor's values in model.safetensors, in this
+    /// type: f32 (as dequantized, the values data.npy holds), f16 or bf16
+    /// (rounded to nearest even, as numpy's astype(float16) and
+    /// ml_dtypes.bfloat16). Without it model.safetensors leaves them out.
+    #[arg(long, value_name = "DTYPE", value_parser = super::args::parse_float)]
+    pub dequantize: Option<crate::decode::dequant::narrow::Float>,
     /// The longest model.safetensors header before the model is served as
     /// shards and an index (the format's limit; lower it to test loaders).
     #[arg(long, hide = true, default_value_t = crate::tree::safetensors::HEADER_MAX)]
@@ -194,6 +200,7 @@ pub fn run(m: MountCmd) -> Result<()> {
         files: !m.files.no_files,
         safetensors_exact: false,
         safetensors_shard_bytes: None,
+        dequantize: m.dequantize,
         clones: ClonePolicy {
             mode: match m.passthrough {
                 PassthroughArg::Auto => Passthrough::Auto,

@@ -216,12 +216,7 @@ impl RowMajor {
     /// The values of a quantized tensor: `count` elements of ggml block
     /// type `ty` whose blocks are the `stored` bytes at `start` of the
     /// file, as little-endian f32 ([`crate::decode::dequant::values`]).
-    pub fn dequantized(
-        ty: &str,
-        start: u64,
-        stored: u64,
-        count: u64,
-    ) -> Result<RowMajor, String> {
+    pub fn dequantized(ty: &str, start: u64, stored: u64, count: u64) -> Result<RowMajor, String> {
         let v = crate::decode::dequant::values::Values::new(ty, start, stored, count)?;
         Ok(RowMajor {
             len: v.len(),

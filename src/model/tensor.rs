@@ -151,7 +151,10 @@ fn block_values(o: &Object) -> Option<Result<RowMajor, String>> {
     let ty = o.layout.strip_prefix("gguf.")?.strip_suffix("/1")?;
     Some((|| {
         let [p] = &o.parts[..] else {
-            return Err(format!("{} parts, not the one part of blocks", o.parts.len()));
+            return Err(format!(
+                "{} parts, not the one part of blocks",
+                o.parts.len()
+            ));
         };
         if let Some(e) = &p.encoding {
             return Err(format!(

@@ -71,10 +71,14 @@ fn check_npy(dir: &Path, npy: &Json, beside: &str) {
     assert_same(&got[start..], &want, &what);
 }
 
-/// The data file of a tensor's directory, as meta.json names it.
+/// The data file of a tensor's directory, as meta.json names it: a
+/// quantized tensor's values, else its data.
 fn tensor_file(meta: &Json) -> String {
     if meta["format"].opt_text().as_deref() == Some("hurray") {
         return "data".into();
+    }
+    if !meta["values"].is_null() {
+        return meta["values"]["file"].text().to_string();
     }
     served(&meta["parts"].items()[0])
         .decoded
@@ -137,9 +141,19 @@ fn check_safetensors_file(
     let mut names = Vec::new();
     for (name, view) in st.tensors() {
         let (dir, meta) = &metas[&name];
-        let want = fs::read(dir.join(tensor_file(meta))).expect("the tensor's file");
-        assert_same(view.data(), &want, &format!("{what}: {name:?}"));
+        let mut want = fs::read(dir.join(tensor_file(meta))).expect("the tensor's file");
         let announced = &meta["safetensors"];
+        // Values narrowed by --dequantize: the f32 values rounded (the
+        // rounding is numpy's and ml_dtypes', tested on their vectors).
+        let narrow = announced["dtype"]
+            .opt_text()
+            .and_then(|d| ztfs::decode::dequant::narrow::Float::parse(&d.to_lowercase()));
+        if let Some(to) = narrow.filter(|f| f.width() == 2 && !meta["values"].is_null()) {
+            let mut out = vec![0; want.len() / 2];
+            to.narrow(&want, &mut out);
+            want = out;
+        }
+        assert_same(view.data(), &want, &format!("{what}: {name:?}"));
         assert_eq!(
             format!("{:?}", view.dtype()),
             announced["dtype"].text(),
@@ -218,6 +232,56 @@ fn every_view_file_matches_the_file_beside_it() {
         failed.len(),
         failed.join("\n")
     );
+}
+
+/// `--dequantize f32|f16|bf16`: `model.safetensors` holds every quantized
+/// tensor (GGUF's and a `.zt`'s `gguf.<type>/1`, mx and quant_group
+/// objects) as its values in that type; without it, none, each with why.
+#[test]
+fn dequantize_puts_every_quantized_tensor_in_model_safetensors() {
+    let mut files: Vec<_> = mountable_files()
+        .into_iter()
+        .filter(|f| {
+            let n = f.to_string_lossy();
+            n.contains("gguf") || n.contains("mx") || n.contains("quant")
+        })
+        .collect();
+    files.push(corpus().join("gguf/valid/basic.gguf"));
+    assert!(files.len() >= 4, "{files:?}");
+    let mut held = 0;
+    for file in &files {
+        for (args, dtype) in [
+            (&[][..], None),
+            (&["--dequantize", "f32"][..], Some("F32")),
+            (&["--dequantize", "f16"][..], Some("F16")),
+            (&["--dequantize", "bf16"][..], Some("BF16")),
+        ] {
+            let m = Mount::new(file, args);
+            let metas = check_npys(&m);
+            check_safetensors(&m, &metas);
+            for (name, (_, meta)) in &metas {
+                if meta["values"].is_null() {
+                    continue;
+                }
+                let what = format!("{}: {name:?} {args:?}", file.display());
+                match dtype {
+                    None => assert!(
+                        meta["no_safetensors"].text().contains("--dequantize"),
+                        "{what}"
+                    ),
+                    Some(d) => {
+                        assert_eq!(
+                            meta["safetensors"]["dtype"].opt_text().as_deref(),
+                            Some(d),
+                            "{what}"
+                        );
+                        held += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(held >= 9, "{held} quantized tensors held");
 }
 
 #[test]

@@ -37,8 +37,8 @@ pub mod iquants;
 pub mod kquants;
 pub mod legacy;
 pub mod narrow;
-pub mod values;
 pub mod ternary;
+pub mod values;
 
 #[cfg(test)]
 mod tests;
@@ -99,7 +99,11 @@ pub fn block(name: &str) -> Option<Block> {
 
 impl std::fmt::Debug for Block {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({} bytes, {} values)", self.name, self.bytes, self.values)
+        write!(
+            f,
+            "{} ({} bytes, {} values)",
+            self.name, self.bytes, self.values
+        )
     }
 }
 

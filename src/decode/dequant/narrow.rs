@@ -62,7 +62,9 @@ impl Float {
     /// Writes `f32le` (little-endian f32 values, whole) as this type's
     /// little-endian values into `out` (`width` bytes a value).
     pub fn narrow(self, f32le: &[u8], out: &mut [u8]) {
-        let values = f32le.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let values = f32le
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
         match self {
             Float::F32 => out.copy_from_slice(f32le),
             Float::F16 => {

@@ -153,7 +153,9 @@ fn vectors_are_complete_and_nothing_stray() {
     let dir: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests/data/dequant"]
         .iter()
         .collect();
-    let mut expected = ["sizes.txt", "narrow.f32", "narrow.f16", "narrow.bf16"].map(String::from).to_vec();
+    let mut expected = ["sizes.txt", "narrow.f32", "narrow.f16", "narrow.bf16"]
+        .map(String::from)
+        .to_vec();
     for (name, values, bytes) in sizes() {
         let n = data(&format!("{name}.bin")).len();
         assert!(n > 0 && n.is_multiple_of(bytes), "{name}.bin is {n} bytes");
@@ -288,10 +290,16 @@ fn values_by_range_are_the_oracles_bytes() {
         }
         let mut one = [0u8; 1];
         assert!(v.read_into(&file.as_slice(), len, &mut one).is_err());
-        assert!(v.read_into(&&file[..file.len() - 1], 0, &mut one).is_err(), "{name}: a cut file");
+        assert!(
+            v.read_into(&&file[..file.len() - 1], 0, &mut one).is_err(),
+            "{name}: a cut file"
+        );
     }
     assert!(Values::new("q4_0", 0, 18, 33).is_err(), "not whole blocks");
-    assert!(Values::new("q4_0", 0, 17, 32).is_err(), "bytes not the blocks'");
+    assert!(
+        Values::new("q4_0", 0, 17, 32).is_err(),
+        "bytes not the blocks'"
+    );
     assert!(Values::new("f32", 0, 4, 1).is_err(), "not a block type");
 }
 

@@ -31,13 +31,11 @@ impl Values {
     /// this reader dequantizes or the bytes are not exactly the blocks of
     /// `count` values.
     pub fn new(ty: &str, start: u64, stored: u64, count: u64) -> Result<Values, String> {
-        let block = super::block(ty)
-            .ok_or_else(|| format!("ztfs does not dequantize ggml type {ty}"))?;
+        let block =
+            super::block(ty).ok_or_else(|| format!("ztfs does not dequantize ggml type {ty}"))?;
         let (n, bytes) = (block.values as u64, block.bytes as u64);
         if !count.is_multiple_of(n) {
-            return Err(format!(
-                "{count} values are not whole blocks of {n} ({ty})"
-            ));
+            return Err(format!("{count} values are not whole blocks of {n} ({ty})"));
         }
         if (count / n).checked_mul(bytes) != Some(stored) {
             return Err(format!(
@@ -110,7 +108,8 @@ impl Values {
             }
             let mut r = self.read_run(file, offset, head);
             for j in jobs {
-                let done = (j.join()).unwrap_or_else(|_| Err("a dequantizing thread failed".into()));
+                let done =
+                    (j.join()).unwrap_or_else(|_| Err("a dequantizing thread failed".into()));
                 r = r.and(done);
             }
             r
@@ -126,7 +125,11 @@ impl Values {
             return Err(format!("range past the values' {} bytes", self.len()));
         }
         let size = file.in_memory().map_or(file.size(), |b| b.len() as u64);
-        if self.start.checked_add(self.stored()).is_none_or(|e| e > size) {
+        if self
+            .start
+            .checked_add(self.stored())
+            .is_none_or(|e| e > size)
+        {
             return Err(format!(
                 "the blocks at [{}, +{}) are past the file's end",
                 self.start,

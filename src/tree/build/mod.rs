@@ -83,6 +83,9 @@ pub struct Options {
     /// --to-folder --shard-size`); `None`: shards only past the header
     /// limit.
     pub safetensors_shard_bytes: Option<u64>,
+    /// `--dequantize`: `model.safetensors` carries every quantized
+    /// tensor's values, in this type (else it leaves them out).
+    pub dequantize: Option<crate::decode::dequant::narrow::Float>,
 }
 
 impl Default for Options {
@@ -102,6 +105,7 @@ impl Default for Options {
             files: true,
             safetensors_exact: false,
             safetensors_shard_bytes: None,
+            dequantize: None,
         }
     }
 }

@@ -49,6 +49,9 @@ impl Tree {
     pub(in crate::tree) fn tensor_file(&self, i: u32) -> Result<(Node, Elem, u64), String> {
         let o = self.object(i);
         match self.model.tensor_data(i) {
+            TensorData::Computed { view, .. } if view.dequantized_from().is_some() => {
+                return self.values_file(i, view.len())
+            }
             TensorData::Computed { view, elem } => {
                 return Ok((Node::View { object: i }, elem, view.len()))
             }
@@ -58,6 +61,9 @@ impl Tree {
             }
             TensorData::Absent(why) => return Err(why),
             TensorData::ByLayout => {}
+        }
+        if let Some((DEQUANTIZED_VIEW, len)) = self.view_of(i).filter(|_| self.has_view(i)) {
+            return self.values_file(i, len);
         }
         if !matches!(Layout::of(&o.layout), Layout::Dense) {
             return Err(format!(
@@ -76,6 +82,22 @@ impl Tree {
                 crate::tree::content::refusal(o, p)
             )),
         }
+    }
+
+    /// The file serving quantized object `i`'s values (`len` bytes of
+    /// f32) as a tensor of `model.safetensors`: its view, narrowed to the
+    /// type `--dequantize` names ([`Tree::read_tensor`]); without it, why
+    /// it is left out.
+    fn values_file(&self, i: u32, len: u64) -> Result<(Node, Elem, u64), String> {
+        let Some(to) = self.opts.dequantize else {
+            return Err(format!(
+                "quantized ({}): its values are in {}; mount with --dequantize f32|f16|bf16 to put them here",
+                self.values_info(i).ok().flatten().unwrap_or_default(),
+                crate::tree::build::view_npy_name(DEQUANTIZED_VIEW)
+            ));
+        };
+        let node = Node::View { object: i };
+        Ok((node, Elem::Plain(to.dtype()), len / 4 * to.width()))
     }
 
     /// The `.npy` form of part `part` of object `i` (or of its view, for
@@ -552,8 +574,13 @@ impl Tree {
         len: u64,
         reader: Reader,
     ) -> Result<Data<'_>, FsError> {
-        let (node, _, _) = self.tensor_file(i).map_err(|_| FsError::Io)?;
-        let d = self.read_node_for(node, offset, len as u32, reader)?;
+        let (node, elem, _) = self.tensor_file(i).map_err(|_| FsError::Io)?;
+        let d = match (node, elem, self.opts.dequantize) {
+            (Node::View { .. }, Elem::Plain(d), Some(to)) if to.width() == 2 && d == to.dtype() => {
+                self.read_narrowed(node, to, offset, len, reader)?
+            }
+            _ => self.read_node_for(node, offset, len as u32, reader)?,
+        };
         if d.len() as u64 != len {
             log::error!(
                 "{:?}: its tensor file gave {} bytes of {len} at {offset}",
@@ -563,6 +590,31 @@ impl Tree {
             return Err(FsError::Io);
         }
         Ok(d)
+    }
+
+    /// Bytes `[offset, +len)` of the values of view `node` narrowed to
+    /// `to` (2 bytes a value): the f32 values under the range, read from
+    /// the view and rounded.
+    fn read_narrowed(
+        &self,
+        node: Node,
+        to: crate::decode::dequant::narrow::Float,
+        offset: u64,
+        len: u64,
+        reader: Reader,
+    ) -> Result<Data<'_>, FsError> {
+        let (first, end) = (offset / 2, (offset + len).div_ceil(2));
+        let want = (end - first) * 4;
+        let wide = self.read_node_for(node, first * 4, want as u32, reader)?;
+        if wide.len() as u64 != want {
+            return Err(FsError::Io);
+        }
+        let mut narrow = vec![0; (end - first) as usize * 2];
+        to.narrow(&wide, &mut narrow);
+        let from = (offset - first * 2) as usize;
+        narrow.truncate(from + len as usize);
+        narrow.drain(..from);
+        Ok(Data::Owned(narrow))
     }
 
     /// What must be ready before a read of `node` at `[offset, +size)`

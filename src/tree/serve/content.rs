@@ -477,7 +477,7 @@ impl Tree {
 
     /// What `object`'s values are dequantized from, or why a quantized
     /// tensor has none (`report::meta::Served::values`).
-    fn values_info(&self, object: u32) -> Result<Option<String>, String> {
+    pub(in crate::tree) fn values_info(&self, object: u32) -> Result<Option<String>, String> {
         let o = self.object(object);
         match self.model.tensor_data(object) {
             crate::model::TensorData::Computed { view, .. } => {
