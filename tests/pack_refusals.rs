@@ -173,7 +173,7 @@ fn an_output_that_check_would_reject_is_not_written() {
     let rank65 = safetensors(&[("w", "U8", &rank65, vec![7])], None);
     fs::write(&src, rank65).unwrap();
     let source =
-        ztfs::pack::Source::of_model(ztfs::model::Model::open(&src).unwrap(), true).unwrap();
+        ztfs::pack::Source::of_model(ztfs::model::Model::open(&src).unwrap(), true, None).unwrap();
     let mut read = 0;
     let e = ztfs::pack::pack(&source, &out, &Default::default(), &mut |n| {
         read += n;
@@ -285,7 +285,7 @@ fn a_replaced_output_keeps_its_mode() {
     assert_eq!(mode(&fresh), 0o600);
     // While written, a file is no more open than the one it replaces.
     let source =
-        ztfs::pack::Source::of_model(ztfs::model::Model::open(&src).unwrap(), true).unwrap();
+        ztfs::pack::Source::of_model(ztfs::model::Model::open(&src).unwrap(), true, None).unwrap();
     let mut seen = Vec::new();
     let opts = ztfs::pack::Options {
         shard_size: Some(300_000),
@@ -325,7 +325,7 @@ fn a_source_changed_while_packed_is_refused() {
             .and_then(|f| f.set_modified(old))
             .unwrap();
         let model = ztfs::model::Model::open(&src).unwrap();
-        let source = ztfs::pack::Source::of_model(model, true).unwrap();
+        let source = ztfs::pack::Source::of_model(model, true, None).unwrap();
         let mut done = false;
         // Called after each chunk is hashed; t0 is one chunk.
         ztfs::pack::pack(&source, &out, opts, &mut |_| {

@@ -41,6 +41,13 @@ pub struct PackCmd {
     /// a model is refused before anything is written.
     #[arg(long, requires = "to_folder")]
     pub allow_left_out: bool,
+    /// Write every quantized tensor as a dense tensor of its values in
+    /// DTYPE: f32 (as dequantized, what a mount's data.npy serves), f16
+    /// or bf16 (rounded to nearest even, as numpy's astype(float16) and
+    /// ml_dtypes.bfloat16). With --to-folder they go in model.safetensors
+    /// (else left out); a quantized tensor ztfs cannot dequantize is refused.
+    #[arg(long, value_name = "DTYPE", value_parser = super::args::parse_float)]
+    pub dequantize: Option<crate::decode::dequant::narrow::Float>,
     /// The digest of every part (and shard). Canonical form needs xxh3.
     #[arg(long, value_enum, default_value_t = AlgoArg::Xxh3)]
     pub digest: AlgoArg,
@@ -152,7 +159,7 @@ fn to_folder(cmd: &PackCmd, dir: &Path) -> Result<()> {
     }
     let files = !cmd.files.no_files;
     let model = Model::open_with(input, cmd.shard.clone())?;
-    let tree = to_folder::tree_of(model, files, cmd.shard_size)?;
+    let tree = to_folder::tree_of(model, files, cmd.shard_size, cmd.dequantize)?;
     // A folder without some of the model's tensors is data lost in a
     // script that trusts the exit code: refused unless asked for.
     let left_out = to_folder::left_out(&tree);
@@ -206,7 +213,12 @@ fn to_folder(cmd: &PackCmd, dir: &Path) -> Result<()> {
 }
 
 /// The model, or the `.npy` files, to pack.
-fn source(input: &[PathBuf], shards: Vec<(String, PathBuf)>, files: bool) -> Result<Source> {
+fn source(
+    input: &[PathBuf],
+    shards: Vec<(String, PathBuf)>,
+    files: bool,
+    dequantize: Option<crate::decode::dequant::narrow::Float>,
+) -> Result<Source> {
     // A file named `.npy` has no extension, but is one, to be refused by
     // name rather than sniffed.
     let is_npy = |p: &PathBuf| {
@@ -222,7 +234,7 @@ fn source(input: &[PathBuf], shards: Vec<(String, PathBuf)>, files: bool) -> Res
         return Source::of_npy_files(input);
     }
     match input {
-        [one] => Source::of_model(Model::open_with(one, shards)?, files),
+        [one] => Source::of_model(Model::open_with(one, shards)?, files, dequantize),
         _ => Err(Error::Usage(
             "several inputs must all be .npy files (one model file otherwise)".into(),
         )),
@@ -254,7 +266,7 @@ pub fn run(cmd: PackCmd) -> Result<()> {
             output.display()
         )));
     }
-    let mut source = source(&cmd.input, cmd.shard, !cmd.files.no_files)?;
+    let mut source = source(&cmd.input, cmd.shard, !cmd.files.no_files, cmd.dequantize)?;
     source.leave_out_output(&output);
     let s = pack_until_signalled(source, &output, &opts)?;
     let mut notes = Vec::new();

@@ -34,6 +34,7 @@ mod seekable;
 mod source;
 mod tensors;
 pub mod to_folder;
+pub mod values;
 mod watch;
 
 use crate::digest::{Algo, Hasher};

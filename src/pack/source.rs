@@ -43,6 +43,9 @@ enum Kind {
         /// Whether a packed model's own files (its `ztfs.file/1`
         /// objects) are packed again.
         keep_files: bool,
+        /// With `--dequantize`, the dense objects of values that replace
+        /// its quantized objects.
+        values: Option<super::values::Values>,
     },
     /// `.npy` files, each an object named by its file's stem, with its
     /// file; sorted by name.
@@ -57,8 +60,13 @@ pub const FILE_CHUNK: u64 = 8 << 20;
 
 impl Source {
     /// The model to pack, with the files of its folder unless `files` is
-    /// false (`--no-files`).
-    pub fn of_model(model: Model, with_files: bool) -> Result<Source> {
+    /// false (`--no-files`), its quantized tensors as their values in type
+    /// `dequantize` if given.
+    pub fn of_model(
+        model: Model,
+        with_files: bool,
+        dequantize: Option<crate::decode::dequant::narrow::Float>,
+    ) -> Result<Source> {
         if model.manifest().is_none() {
             return Err(Error::Usage(
                 "a data shard has no objects to pack: give its model's root file".into(),
@@ -67,6 +75,10 @@ impl Source {
         let tensors = (model.packs_tensor_data())
             .then(|| super::tensors::objects(&model))
             .transpose()?;
+        let values = match (dequantize, &tensors) {
+            (Some(to), None) => Some(super::values::Values::of(&model, to)?),
+            _ => None,
+        };
         let files = match with_files {
             true => folder_objects(&model)?,
             false => Vec::new(),
@@ -91,6 +103,7 @@ impl Source {
                 tensors,
                 files,
                 keep_files: with_files,
+                values,
             },
         })
     }
@@ -185,11 +198,13 @@ impl Source {
                 model,
                 files,
                 keep_files,
+                values,
                 ..
             } => {
                 let m = model.manifest().expect("checked at open");
                 let kept = |o: &&Object| *keep_files || !crate::format::profiles::is_file(o);
-                (m.objects.iter().filter(kept))
+                let replaced = |o| replace(values.as_ref(), o);
+                (m.objects.iter().filter(kept).map(replaced))
                     .chain(files.iter().map(|(o, _)| o))
                     .collect()
             }
@@ -213,6 +228,23 @@ impl Source {
                     len: part.blob.length,
                 })
             }
+        }
+    }
+
+    /// The values replacing quantized object `object` (`--dequantize`),
+    /// the model, and the object's index in it.
+    fn values_of(&self, object: &Object) -> Option<(&super::values::Values, &Model, u32)> {
+        match &self.kind {
+            Kind::Model {
+                model,
+                values: Some(v),
+                ..
+            } => {
+                // A folder's file of the same name is not the tensor.
+                let r = v.get(&object.name)?;
+                std::ptr::eq(r, object).then_some((v, &**model, v.model_index(&object.name)?))
+            }
+            _ => None,
         }
     }
 
@@ -266,6 +298,13 @@ impl Source {
     ) -> Result<()> {
         let mut check = PartCheck::new(object, part)?;
         let what = check.what().to_string();
+        if let Some((values, model, i)) = self.values_of(object) {
+            values.stream(model, i, &mut |c: &[u8]| {
+                check.update(c)?;
+                sink(c)
+            })?;
+            return check.finish().map(|_| ());
+        }
         let view = self.view(object);
         let stored = self.blob(object, part)?;
         let enc = Encoding::of_from(part, &stored)?;
@@ -294,7 +333,10 @@ impl Source {
     /// Where a raw part of a local file lies, for a copy from file to file
     /// (none for an encoded part, a computed view or a remote file).
     pub fn local_range(&self, object: &Object, part: &Part) -> Option<LocalRange<'_>> {
-        if part.encoding.is_some() || self.view(object).is_some() {
+        if part.encoding.is_some()
+            || self.view(object).is_some()
+            || self.values_of(object).is_some()
+        {
             return None;
         }
         let blob = self.blob(object, part).ok()?;
@@ -311,6 +353,15 @@ impl Source {
     /// watch for changes and to name: local or by URL; none for a shard
     /// that cannot be found.
     pub fn store_of(&self, object: &Object, part: &Part) -> Option<&Store> {
+        if let Some((_, model, i)) = self.values_of(object) {
+            return match model.tensor_data(i) {
+                TensorData::Computed { .. } => model.view_store(i).ok(),
+                _ => model
+                    .blob(model.manifest()?.objects[i as usize].parts.first()?)
+                    .ok()
+                    .map(|b| b.store),
+            };
+        }
         match self.view(object) {
             Some((_, file)) => Some(file),
             None => Some(self.blob(object, part).ok()?.store),
@@ -336,6 +387,11 @@ impl Source {
         };
         m.file_attributes()
     }
+}
+
+/// `o`, or the object of values that replaces it (`--dequantize`).
+fn replace<'a>(values: Option<&'a super::values::Values>, o: &'a Object) -> &'a Object {
+    values.and_then(|v| v.get(&o.name)).unwrap_or(o)
 }
 
 /// A raw part's bytes in a local file ([`Source::local_range`]).

@@ -69,13 +69,20 @@ pub fn export_bytes(tree: &Tree) -> u64 {
 
 /// The tree `--to-folder` reads: every part verified before it is
 /// served, the safetensors metadata exact, shards of at most
-/// `shard_bytes` of tensors when given.
-pub fn tree_of(model: Model, files: bool, shard_bytes: Option<u64>) -> Result<Arc<Tree>> {
+/// `shard_bytes` of tensors when given, quantized tensors as their values
+/// in type `dequantize` when given.
+pub fn tree_of(
+    model: Model,
+    files: bool,
+    shard_bytes: Option<u64>,
+    dequantize: Option<crate::decode::dequant::narrow::Float>,
+) -> Result<Arc<Tree>> {
     let opts = Options {
         verify: true,
         files,
         safetensors_exact: true,
         safetensors_shard_bytes: shard_bytes,
+        dequantize,
         ..Options::default()
     };
     Ok(Arc::new(Tree::build(model, opts)?))

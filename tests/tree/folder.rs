@@ -165,7 +165,7 @@ fn no_files_and_a_lone_model_file_have_none() {
 /// `out`, as `ztfs pack` does, returning the file's bytes.
 fn pack(source: &Path, out: &Path, files: bool) -> Vec<u8> {
     let model = Model::open(source).unwrap();
-    let mut src = ztfs::pack::Source::of_model(model, files).unwrap();
+    let mut src = ztfs::pack::Source::of_model(model, files, None).unwrap();
     src.leave_out_output(out);
     ztfs::pack::pack(&src, out, &ztfs::pack::Options::default(), &mut |_| Ok(())).unwrap();
     std::fs::read(out).unwrap()
@@ -182,7 +182,7 @@ fn a_packed_folder_carries_its_files() {
     let zt = t.path().join("m.zt");
     // A file named as a tensor cannot be an object beside it.
     let model = Model::open(&repo).unwrap();
-    let e = ztfs::pack::Source::of_model(model, true)
+    let e = ztfs::pack::Source::of_model(model, true, None)
         .err()
         .unwrap()
         .to_string();
