@@ -20,6 +20,9 @@ use crate::format::text::Texts;
 use crate::format::types::ElementType;
 use crate::model::{Model, TensorData, DATA};
 
+/// Fills a buffer with the f32 values from a byte offset.
+type ReadAt<'a> = dyn Fn(u64, &mut [u8]) -> Result<()> + 'a;
+
 /// Values computed at once (f32), before narrowing.
 const CHUNK: u64 = 8 << 20;
 
@@ -102,7 +105,7 @@ impl Values {
         let o = &model.manifest().expect("checked at open").objects[i as usize];
         let fail = |e: String| Error::Unsupported(format!("{:?}: values: {e}", o.name));
         let prepared;
-        let read: Box<dyn Fn(u64, &mut [u8]) -> Result<()>> = match model.tensor_data(i) {
+        let read: Box<ReadAt<'_>> = match model.tensor_data(i) {
             TensorData::Computed { view, .. } => {
                 let store = model.view_store(i)?;
                 Box::new(move |at, out| view.read_parallel(store, at, out).map_err(fail))
