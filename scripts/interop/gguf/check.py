@@ -261,6 +261,9 @@ def run_gguf(args, z, res: Results, outdir: str):
         if not args.only or "values" in args.only:
             from .values import run_values
             run_values(z, res, outdir)
+        if not args.only or "real" in args.only:
+            from .real import run_real
+            run_real(z, res)
     if not args.skip_corpus:
         print(f"\n== gguf reverse: {args.corpus}/gguf/reject through GGUFReader")
         check_rejects(args.corpus, res)
