@@ -426,3 +426,105 @@ fn cat_values(file: &Path, tensor: &str) -> Vec<u8> {
         Path::new(tensor),
     ])
 }
+
+/// `pack --dequantize`: a float `.zt` whose quantized tensors are dense
+/// tensors of their values (as `cat --values` gives them) and whose other
+/// tensors are as they were; with `--to-folder`, a `model.safetensors`
+/// holding them (without it the folder is refused); a tensor of a type
+/// ztfs does not dequantize refuses the pack, naming it, while the mount
+/// serves its blocks and says why it has no values.
+#[test]
+fn pack_dequantize_writes_the_values_and_refuses_what_it_cannot() {
+    let src = corpus().join("gguf/valid/basic.gguf");
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("f32.zt");
+    let s = |p: &Path| p.as_os_str().to_owned();
+    ztfs_ok(&[
+        s(Path::new("pack")),
+        "--dequantize".into(),
+        "f32".into(),
+        "-o".into(),
+        s(&out),
+        s(&src),
+    ]);
+    ztfs_ok(&[s(Path::new("check")), "--verify".into(), s(&out)]);
+    let listing = String::from_utf8(ztfs_ok(&[Path::new("ls"), Path::new("-l"), &out])).unwrap();
+    for name in ["blk.0.q4_0", "blk.0.q4_k", "blk.0.q8_0", "blk.0.tq2_0"] {
+        let line = listing
+            .lines()
+            .find(|l| l.ends_with(&format!(" {name}")))
+            .unwrap();
+        assert!(line.starts_with("dense") && line.contains("f32"), "{line}");
+        assert!(
+            cat(&out, name, "data", false).unwrap() == cat_values(&src, name),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        cat(&out, "f16", "data", false),
+        cat(&src, "f16", "data", false)
+    );
+
+    // --to-folder: refused without --dequantize, written with it.
+    let folder = d.path().join("folder");
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            s(Path::new("pack")),
+            s(&src),
+            "--to-folder".into(),
+            s(&folder),
+        ];
+        a.extend(extra.iter().map(|x| x.into()));
+        a
+    };
+    let refused = ztfs(&args(&[]));
+    assert_eq!(
+        refused.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--dequantize"));
+    ztfs_ok(&args(&["--dequantize", "bf16"]));
+    let bytes = fs::read(folder.join("model.safetensors")).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let q4k = st.tensor("blk.0.q4_k").unwrap();
+    assert_eq!(format!("{:?}", q4k.dtype()), "BF16");
+    let values = cat_values(&src, "blk.0.q4_k");
+    let want: Vec<u8> = values
+        .chunks_exact(4)
+        .flat_map(|b| {
+            let v = f32::from_le_bytes(b.try_into().unwrap());
+            ztfs::decode::dequant::narrow::bf16_bits(v).to_le_bytes()
+        })
+        .collect();
+    assert!(q4k.data() == want);
+
+    // Q1_0 (id 41): a block type ztfs reads but does not dequantize.
+    let g = writer::Gguf::new().tensor("q1", &[128], 41, &[0x11; 18]);
+    let q1 = d.path().join("q1.gguf");
+    fs::write(&q1, g.bytes()).unwrap();
+    let refused = ztfs(&[
+        s(Path::new("pack")),
+        "--dequantize".into(),
+        "f32".into(),
+        "-o".into(),
+        s(&d.path().join("q1.zt")),
+        s(&q1),
+    ]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_ne!(refused.status.code(), Some(0), "{err}");
+    assert!(err.contains("\"q1\"") && err.contains("q1_0"), "{err}");
+    assert!(!d.path().join("q1.zt").exists());
+    let m = Mount::new(&q1, &[]);
+    let dir = m.join("q1");
+    assert_eq!(fs::read(dir.join("data")).unwrap(), vec![0x11; 18]);
+    assert!(!dir.join("dequantized").exists());
+    let meta = meta(&dir);
+    assert!(meta["values"].is_null());
+    assert!(
+        meta["no_values"].text().contains("q1_0"),
+        "{:?}",
+        meta["no_values"]
+    );
+}
