@@ -110,7 +110,7 @@ fn cat(
             .unwrap_or(0);
         match model.tensor_data(i as u32) {
             TensorData::Computed { view, .. } => {
-                return cat_view(model.view_store(i as u32)?, view)
+                return cat_view(model.view_store(i as u32)?, view, object)
             }
             TensorData::Absent(why) => {
                 let names: Vec<&str> = o.parts.iter().map(|p| p.name.as_str()).collect();
@@ -140,14 +140,18 @@ fn cat(
 /// Writes a tensor's computed `data` (a Hurray tensor in another dense
 /// layout, a partition, a quantized tensor's values), a chunk at a time
 /// (a chunk's values dequantized on every core).
-fn cat_view(file: &crate::store::Store, v: &crate::decode::hurray::RowMajor) -> Result<()> {
+fn cat_view(
+    file: &crate::store::Store,
+    v: &crate::decode::hurray::RowMajor,
+    object: &str,
+) -> Result<()> {
     let mut out = std::io::stdout().lock();
     let mut buf = vec![0; 16 << 20];
     let mut offset = 0;
     while offset < v.len() {
         let n = (v.len() - offset).min(buf.len() as u64) as usize;
         v.read_parallel(file, offset, &mut buf[..n])
-            .map_err(Error::Unsupported)?;
+            .map_err(|e| Error::Unsupported(format!("tensor {object:?}: {e}")))?;
         stdout_write(&mut out, &buf[..n])?;
         offset += n as u64;
     }

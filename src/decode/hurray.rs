@@ -44,6 +44,8 @@ enum Kind {
     Partition(Partition),
     /// A quantized tensor's values, from its blocks.
     Values(crate::decode::dequant::values::Values),
+    /// A Hurray quantized tensor's values, by its scheme.
+    Quantized(crate::decode::dequant::schemes::Quantized),
 }
 
 /// Where a partition member's row-major bytes are.
@@ -82,9 +84,21 @@ pub fn view(file: &File, i: usize, members: &Members) -> Option<Result<RowMajor,
     if data_of(t) != Data::Computed {
         return None;
     }
+    if t.descriptor.quantization.is_some() {
+        return Some(quantized(t));
+    }
     Some(match &t.descriptor.layout {
         Layout::Composite(_) => partition(file, i, members, 0),
         _ => relayout(t),
+    })
+}
+
+fn quantized(t: &Tensor) -> Result<RowMajor, String> {
+    let q = crate::decode::dequant::schemes::Quantized::new(t)?;
+    Ok(RowMajor {
+        len: q.len(),
+        kind: Kind::Quantized(q),
+        flip: None,
     })
 }
 
@@ -140,6 +154,12 @@ fn partition(file: &File, i: usize, members: &Members, depth: usize) -> Result<R
         let mt = &file.tensors[m];
         let md = &mt.descriptor;
         let shard = md.shard.as_ref().ok_or("a member has no shard section")?;
+        if md.quantization.is_some() {
+            return Err(format!(
+                "member {:?} is quantized: a partition of quantized members is not offered",
+                mt.name
+            ));
+        }
         let source = match data_of(mt) {
             Data::Direct { offset, .. } => Source::Direct { offset },
             Data::Computed if matches!(md.layout, Layout::Composite(_)) => {
@@ -230,6 +250,7 @@ impl RowMajor {
     pub fn dequantized_from(&self) -> Option<&'static str> {
         match &self.kind {
             Kind::Values(v) => Some(v.ty()),
+            Kind::Quantized(q) => Some(q.scheme()),
             Kind::Relayout { .. } | Kind::Partition(_) => None,
         }
     }
@@ -245,7 +266,9 @@ impl RowMajor {
     ) -> Result<(), String> {
         match &self.kind {
             Kind::Values(v) => v.read_parallel(file, offset, out),
-            Kind::Relayout { .. } | Kind::Partition(_) => self.read_into(file, offset, out),
+            Kind::Relayout { .. } | Kind::Partition(_) | Kind::Quantized(_) => {
+                self.read_into(file, offset, out)
+            }
         }
     }
 
@@ -287,6 +310,7 @@ impl RowMajor {
             },
             Kind::Partition(p) => p.read_into(file, offset, out),
             Kind::Values(v) => v.read_into(file, offset, out),
+            Kind::Quantized(q) => q.read_into(file, offset, out),
         };
         if let (Ok(()), Some((period, mask))) = (&read, self.flip) {
             for (pos, b) in (offset..).zip(out.iter_mut()) {

@@ -185,6 +185,11 @@ impl Model {
             Data::Direct { .. } => TensorData::Stored { part: 0, elem },
             Data::Absent(why) => TensorData::Absent(why),
             Data::Computed => match self.computed().get(i) {
+                // A quantized tensor's values are float32.
+                Some(Ok(view)) if view.dequantized_from().is_some() => TensorData::Computed {
+                    view,
+                    elem: Elem::Hurray(hurray::ElemType::F32),
+                },
                 Some(Ok(view)) => TensorData::Computed { view, elem },
                 Some(Err(why)) => TensorData::Absent(why.clone()),
                 None => TensorData::Absent("no row-major view".into()),

@@ -205,7 +205,7 @@ fn hurray_meta_json(
         ),
         objects::Data::Computed if served.view.is_some() => (
             Value::Map(vec![
-                (tx("file"), tx(objects::DATA)),
+                (tx("file"), tx(served.view.map_or(objects::DATA, |v| v.0))),
                 (tx("from"), tx(computed_from(d))),
                 (tx("length"), Value::Uint(served.view.map_or(0, |v| v.1))),
             ]),
@@ -255,6 +255,7 @@ fn hurray_meta_json(
         (tx("no_npy"), no_npy),
         (tx("safetensors"), st),
         (tx("no_safetensors"), no_st),
+        (tx("values"), values_json(served).0),
         (tx("descriptor"), hurray::json::descriptor(d)),
     ]);
     hurray::json::render(&doc).into_bytes()
@@ -272,6 +273,9 @@ fn no_tensor_data(model: &Model, i: u32) -> String {
 
 /// Where a Hurray tensor's computed `data` comes from.
 fn computed_from(d: &hurray::Descriptor) -> &'static str {
+    if d.quantization.is_some() {
+        return "buffer 0's quantized storage, dequantized to float32 by its scheme's formula, by range";
+    }
     match d.layout {
         hurray::Layout::Composite(_) => {
             "the partition's members, assembled in row-major order by range"

@@ -37,6 +37,7 @@ pub mod iquants;
 pub mod kquants;
 pub mod legacy;
 pub mod narrow;
+pub mod schemes;
 pub mod ternary;
 pub mod values;
 

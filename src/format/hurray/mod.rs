@@ -107,7 +107,7 @@ mod elem;
 mod kv;
 mod layout;
 mod placement;
-mod quant;
+pub(crate) mod quant;
 mod sections;
 #[cfg(test)]
 mod tests;

@@ -53,7 +53,18 @@ pub fn data_of(t: &Tensor) -> Data {
     let d = &t.descriptor;
     let absent = |why: &str| Data::Absent(why.to_string());
     if d.quantization.is_some() {
-        return absent("quantized: the format defines no output type for its values");
+        // The schemes define float32 values (quantization/*.md §
+        // Dequantization Formula), computed from row-major storage.
+        return match (&d.layout, static_count(&d.shape)) {
+            (Layout::RowMajor, Some(_)) => Data::Computed,
+            (Layout::RowMajor, None) => {
+                absent("quantized, with a dynamic dimension: the element count is not known")
+            }
+            _ => Data::Absent(format!(
+                "quantized, in layout {}: values are computed from row-major storage only",
+                super::layout_name(&d.layout)
+            )),
+        };
     }
     if let ElemType::Extension(tag) = d.elem {
         return Data::Absent(format!(
