@@ -73,12 +73,11 @@ impl Source {
             ));
         }
         let tensors = (model.packs_tensor_data())
-            .then(|| super::tensors::objects(&model))
+            .then(|| super::tensors::objects(&model, dequantize))
             .transpose()?;
-        let values = match (dequantize, &tensors) {
-            (Some(to), None) => Some(super::values::Values::of(&model, to)?),
-            _ => None,
-        };
+        let values = dequantize
+            .map(|to| super::values::Values::of(&model, to))
+            .transpose()?;
         let files = match with_files {
             true => folder_objects(&model)?,
             false => Vec::new(),
@@ -190,8 +189,9 @@ impl Source {
             Kind::Model {
                 tensors: Some(h),
                 files,
+                values,
                 ..
-            } => (h.objects.iter())
+            } => (h.objects.iter().map(|o| replace(values.as_ref(), o)))
                 .chain(files.iter().map(|(o, _)| o))
                 .collect(),
             Kind::Model {

@@ -30,8 +30,12 @@ pub struct Objects {
 
 /// The dense objects of `model`'s tensors. A member of a partition
 /// composite is written as a tensor of its own too (it is one in the
-/// file).
-pub fn objects(model: &Model) -> Result<Objects> {
+/// file). A quantized tensor is refused unless `dequantize` names the
+/// type its values are written in (`super::values` writes them).
+pub fn objects(
+    model: &Model,
+    dequantize: Option<crate::decode::dequant::narrow::Float>,
+) -> Result<Objects> {
     let m = model.manifest().expect("checked at open");
     let mut texts = Texts::default();
     let (data, dense) = (texts.get(DATA), texts.get("dense"));
@@ -51,6 +55,16 @@ pub fn objects(model: &Model) -> Result<Objects> {
             TensorData::Stored { part, elem } => {
                 let p = &o.parts[part as usize];
                 (elem, p.blob.offset, p.blob.length, p.blob.shard.clone())
+            }
+            TensorData::Computed { view, .. } if view.dequantized_from().is_some() => {
+                let Some(to) = dequantize else {
+                    return Err(refuse(format!(
+                        "it is quantized ({}): pack with --dequantize f32|f16|bf16 to write its values",
+                        view.dequantized_from().unwrap_or_default()
+                    )));
+                };
+                let elem = crate::model::Elem::Plain(to.dtype());
+                (elem, 0, view.len() / 4 * to.width(), None)
             }
             TensorData::Computed { view, elem } => {
                 out.computed.insert(o.name.clone(), i as u32);

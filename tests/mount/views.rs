@@ -75,7 +75,8 @@ fn check_npy(dir: &Path, npy: &Json, beside: &str) {
 /// quantized tensor's values, else its data.
 fn tensor_file(meta: &Json) -> String {
     if meta["format"].opt_text().as_deref() == Some("hurray") {
-        return "data".into();
+        // `data`, or a quantized tensor's values (`dequantized`).
+        return meta["data"]["file"].text().to_string();
     }
     if !meta["values"].is_null() {
         return meta["values"]["file"].text().to_string();
@@ -92,7 +93,7 @@ fn check_npys(m: &Mount) -> BTreeMap<String, (std::path::PathBuf, Json)> {
         let dir = m.join(&rel);
         let meta = meta(&dir);
         if !meta["npy"].is_null() {
-            check_npy(&dir, &meta["npy"], "data");
+            check_npy(&dir, &meta["npy"], &tensor_file(&meta));
         }
         if !meta["view_npy"].is_null() {
             check_npy(&dir, &meta["view_npy"], meta["view"].text());

@@ -170,6 +170,15 @@ def check_npy_fails(res: Results, where: str, path: str, why: str) -> None:
         res.ok()
 
 
+def values_npy(beside: Optional[str], values) -> Optional[str]:
+    """The .npy file serving `beside`: a quantized tensor's values
+    (meta.json's `values`, served as `dequantized`) are `data.npy`, in
+    place of its blocks' part's; any other file's is FILE.npy."""
+    if beside is not None and isinstance(values, dict) and values.get("file") == beside:
+        return "data.npy"
+    return None if beside is None else beside + ".npy"
+
+
 def check_entry(res, where, model: Model, o: Obj, npy, no_npy, beside: Optional[str],
                 expect, cat_part) -> Optional[str]:
     """One announcement (npy, no_npy) of object `o` against the expectation
@@ -189,7 +198,7 @@ def check_entry(res, where, model: Model, o: Obj, npy, no_npy, beside: Optional[
             res.ok()
         return None
     fname = npy.get("file")
-    if beside is None or fname != beside + ".npy":
+    if beside is None or fname != values_npy(beside, o.meta.get("values")):
         res.fail(where, f"npy {npy!r} does not sit beside a served file ({beside!r})")
         return fname
     if expect == "none":
@@ -215,22 +224,28 @@ def check_object(model: Model, o: Obj, res: Results, mode: str) -> list[str]:
     where = f"{model.where} {o.name[:60]!r}"
     m = o.meta
     announced = []
+    values = m.get("values")
     if model.hurray:
         served = m["data"].get("file") if isinstance(m.get("data"), dict) else None
+        expect = ("<f4", tuple(m.get("shape") or ())) if values else expected_hurray(o, mode)
         f = check_entry(res, where, model, o, m.get("npy"), m.get("no_npy"), served,
-                        expected_hurray(o, mode), None)
+                        expect, None)
         announced += [(f, m.get("npy"))]
     else:
         for p in m.get("parts") or []:
             files = [f for f in p.get("files") or [] if not f.endswith((".raw", ".npy"))]
+            # A quantized tensor's data.npy is its values: its blocks'
+            # part `data` has none.
+            blocks = values is not None and p.get("name") == "data"
             f = check_entry(res, f"{where}/{p.get('name')!r}", model, o, p.get("npy"),
                             p.get("no_npy"), files[0] if files else None,
-                            expected_zt(o, p, mode), p.get("name"))
+                            "none" if blocks else expected_zt(o, p, mode), p.get("name"))
             announced += [(f, p.get("npy"))]
         view = m.get("view")
         if view is not None or m.get("view_npy") is not None:
+            expect = ("<f4", tuple(m.get("shape") or ())) if values else expected_zt(o, None, mode)
             f = check_entry(res, f"{where} view", model, o, m.get("view_npy"),
-                            m.get("no_view_npy"), view, expected_zt(o, None, mode), False)
+                            m.get("no_view_npy"), view, expect, False)
             announced += [(f, m.get("view_npy"))]
     names = {f for f, _ in announced if f}
     try:

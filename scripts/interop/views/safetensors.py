@@ -107,6 +107,9 @@ def expected_st(model: Model, o: Obj):
     """("in", dtype, shape), ("out", why) or None when this check does not
     know."""
     m = o.meta
+    if m.get("values") is not None:
+        # A quantized tensor's values go in only with --dequantize.
+        return ("out", "quantized: its values only with --dequantize")
     if model.hurray:
         ty = m.get("type")
         if not isinstance(m.get("data"), dict):
