@@ -122,6 +122,7 @@ def check_mount(path: str, side: dict, z: Ztfs, res: Results) -> None:
                 continue
             label = f"{where} {t['name'][:60]!r}"
             data_file, buffer_files = mount_files(len(t["buffers"]))
+            data_file = t.get("file", data_file)
             dpath = os.path.join(d, data_file)
             if t["policy"] == "none" or (t["policy"] == "may" and not os.path.lexists(dpath)):
                 res.check(not os.path.lexists(dpath), label,

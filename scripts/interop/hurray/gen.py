@@ -16,8 +16,9 @@ array's own row-major bytes, never the writer's or a reader's opinion.
 Policies: "must" (zero-copy row-major, or a layout whose row-major view is
 well defined: column-major, strided, tiled, Morton, a composite partition),
 "may" (sparse: dense bytes defined but possibly enormous, so a reader may
-refuse; what it serves must match), "none" (no defined view: quantized,
-composite overlay; a reader must not serve `data`), "unchecked" (Hilbert:
+refuse; what it serves must match), "none" (no defined view: composite
+overlay; a reader must not serve `data`). A quantized tensor's data is its
+values (quant.py), served as `dequantized`, "unchecked" (Hilbert:
 well defined, but this script has no oracle for it yet).
 """
 
@@ -45,6 +46,7 @@ class Item:
     data: bytes | None
     policy: str
     members: tuple = ()  # (member name suffix, expected bytes) for a composite head
+    file: str = "data"  # the mount's file of the data (a quantized tensor's: dequantized)
 
 
 def raw_bytes(n: int, rng) -> bytes:
@@ -150,19 +152,21 @@ def case_sparse(rng) -> dict:
             "csr": Item(csr, dense.tobytes(), "may")}
 
 
+def case_quant(rng) -> dict:
+    """Quantized tensors: their data is their values, float32, by the
+    scheme's formula (quant.py computes them), served as `dequantized`."""
+    from .quant import cases, struct_check
+
+    struct_check()
+    return {f"quant/{name}": Item(t, want, "must", file="dequantized")
+            for name, t, want in cases(rng)}
+
+
 def case_sections(rng) -> dict:
-    """Quantization (no defined row-major view), shard and stats sections
-    (which do not change the data)."""
-    q = raw_bytes(8, rng)
-    scales = struct.pack("<2f", 0.02, 0.017)
+    """Shard and stats sections (which do not change the data)."""
     st = hr.Statistics(nnz=6, value_min=-1.0, value_max=1.0, value_abs_max=1.0)
     piece = rng.standard_normal((2, 4)).astype(np.float32)
     return {
-        "quant/per-tensor": Item(hr.Tensor(q, hr.int8, [2, 4], quantization=hr.PerTensorAffine(0.02, -3)),
-                                 None, "none"),
-        "quant/per-channel": Item(hr.Tensor(q, hr.int8, [2, 4], aux_buffers=[scales],
-                                            quantization=hr.PerChannelAffine.symmetric(
-                                                axis=0, scale_buffer_index=1)), None, "none"),
         "shard+stats": Item(hr.Tensor(piece.tobytes(), hr.float32, [2, 4],
                                       shard=hr.Shard(parent_shape=[4, 4], shard_offset=[2, 0]),
                                       statistics=st), piece.tobytes(), "must"),
@@ -213,6 +217,7 @@ CASES = {
     "layouts": (case_layouts, None),
     "sparse": (case_sparse, None),
     "sections": (case_sections, None),
+    "quant": (case_quant, None),
     "composite": (case_composite, None),
     "names": (case_names, None),
     "long-name": (case_long_name, None),
@@ -249,7 +254,8 @@ def write_case(outdir: str, stem: str, items: dict, kv) -> str:
                                 "layout": repr(m.layout)})
             continue
         entries.append({"name": name, "policy": it.policy, "data": hexs(it.data),
-                        "buffers": [hexs(b) for b in buffers_of(t)], "layout": repr(t.layout)})
+                        "buffers": [hexs(b) for b in buffers_of(t)], "layout": repr(t.layout),
+                        "file": it.file})
     check_against_bytes(blob, entries)
     side = {"file": os.path.basename(path), "facts": facts(blob),
             "kv": repr(hr.load_kv(path)) if kv else None, "tensors": entries}
