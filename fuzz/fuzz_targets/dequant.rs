@@ -8,6 +8,7 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
+use ztfs::decode::dequant::values::Values;
 use ztfs::decode::dequant::{block, dequantize};
 
 const TYPES: [&str; 25] = [
@@ -26,6 +27,19 @@ fuzz_target!(|data: &[u8]| {
     assert!(dequantize(b, &rest[..whole], &mut out), "whole blocks");
     if whole > 0 {
         assert!(!dequantize(b, &rest[..whole - 1], &mut out), "a cut block");
+    }
+    // The values by range are the same bytes: the whole, and a range cut
+    // inside values at both ends.
+    let name = TYPES[pick as usize % TYPES.len()];
+    let v = Values::new(name, 0, whole as u64, out.len() as u64).expect("whole blocks");
+    let want: Vec<u8> = out.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let mut got = vec![0u8; want.len()];
+    v.read_into(&&rest[..whole], 0, &mut got).expect("the whole reads");
+    assert!(got == want, "values by range");
+    if want.len() > 6 {
+        let mut part = vec![0u8; want.len() - 6];
+        v.read_into(&&rest[..whole], 3, &mut part).expect("a cut range reads");
+        assert!(part[..] == want[3..want.len() - 3], "a cut range");
     }
     // A kernel given a cut block writes nothing.
     let mut cut = vec![f32::from_bits(0x7fc0_1234); b.values];

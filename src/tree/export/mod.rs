@@ -574,9 +574,12 @@ impl Tree {
         len: u64,
         reader: Reader,
     ) -> Result<Data<'_>, FsError> {
-        let (node, elem, _) = self.tensor_file(i).map_err(|_| FsError::Io)?;
-        let d = match (node, elem, self.opts.dequantize) {
-            (Node::View { .. }, Elem::Plain(d), Some(to)) if to.width() == 2 && d == to.dtype() => {
+        let (node, _, _) = self.tensor_file(i).map_err(|_| FsError::Io)?;
+        // A quantized tensor's values, narrowed by --dequantize f16|bf16
+        // (any other view, a strided f16 tensor's, is served as it is).
+        let values = self.view_of(i).is_some_and(|v| v.0 == DEQUANTIZED_VIEW);
+        let d = match self.opts.dequantize {
+            Some(to) if values && to.width() == 2 => {
                 self.read_narrowed(node, to, offset, len, reader)?
             }
             _ => self.read_node_for(node, offset, len as u32, reader)?,
