@@ -15,6 +15,9 @@ mod builder;
 #[path = "../common/mod.rs"]
 mod common;
 #[allow(dead_code)]
+#[path = "../corpus/gguf/writer.rs"]
+mod gguf_writer;
+#[allow(dead_code)]
 #[path = "../corpus/hurray/writer.rs"]
 mod hurray_writer;
 

@@ -453,6 +453,50 @@ fn a_small_read_costs_one_block_request() {
     assert_eq!(fetches(&m.log()), before + 1, "{}", m.log());
 }
 
+/// A quantized tensor's values by URL are computed from the blocks under
+/// the range read: a page of `data.npy` in the middle of a 17 MB Q8_0
+/// tensor fetches a few blocks of the file, not the tensor, and is the
+/// bytes `cat --values` gives there.
+#[test]
+fn a_page_of_a_quantized_tensor_s_values_fetches_only_its_blocks() {
+    use std::os::unix::fs::FileExt;
+    let values = 1u64 << 24; // 16 Mi values (17 MB of blocks, 64 MiB of f32)
+    let blocks = crate::builder::Lcg::new(40).bytes((values / 32 * 34) as usize);
+    // Finite f16 scales (1.0) in every block, so the values are numbers.
+    let blocks: Vec<u8> = blocks
+        .chunks(34)
+        .flat_map(|b| [&[0x00, 0x3C][..], &b[2..]].concat())
+        .collect();
+    let file = crate::gguf_writer::Gguf::new()
+        .tensor("q", &[values], 8, &blocks)
+        .bytes();
+    let (dir, _server, url) = served_as(&file, "q8.gguf");
+    let m = Mount::new(Path::new(&url), &["--log-level", "debug"]);
+    let before = fetched_bytes(&m.log());
+    let f = fs::File::open(m.join("q/data.npy")).unwrap();
+    let mut head = [0; 10];
+    f.read_exact_at(&mut head, 0).unwrap();
+    let header = 10 + u64::from(u16::from_le_bytes([head[8], head[9]]));
+    let mut page = [0; 4096];
+    let at = header + 32 * 1024 * 1024 + 4 * 1000 + 2; // mid-values, unaligned
+    f.read_exact_at(&mut page, at).unwrap();
+    let fetched = fetched_bytes(&m.log()) - before;
+    assert!(
+        fetched < 4 << 20,
+        "{fetched} bytes fetched for a page of a {} byte tensor:\n{}",
+        blocks.len(),
+        m.log()
+    );
+    let whole = common::ztfs_ok(&[
+        Path::new("cat"),
+        Path::new("--values"),
+        &dir.path().join("q8.gguf"),
+        Path::new("q"),
+    ]);
+    let from = (at - header) as usize;
+    assert!(page[..] == whole[from..from + 4096], "the page's values");
+}
+
 #[test]
 fn an_object_replaced_under_a_mount_fails_its_reads_and_says_why() {
     let bytes = model(false);
