@@ -21,6 +21,7 @@ mod gguf_writer;
 #[path = "../corpus/hurray/writer.rs"]
 mod hurray_writer;
 
+mod cache;
 mod faults;
 mod hub;
 mod link;
