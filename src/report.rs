@@ -1,9 +1,11 @@
 //! What ztfs says about a model, in words and in JSON: summaries, listings,
-//! refusal notes, the manifest as JSON, and progress on a terminal.
-//!
-//! Shared by the command line and the mount, so `ztfs manifest` and the
-//! mount's `manifest.json` are the same bytes.
+//! refusal notes, `check`'s lines (`check`), each object's `meta.json`
+//! (`meta`), and progress on a terminal. Rendering only: the model answers
+//! facts and never calls up here (a zTensor manifest's `manifest.json` is
+//! `format::manifest_json`, so `ztfs manifest` and a mount serve the same
+//! bytes).
 
+pub mod check;
 pub mod meta;
 
 use std::io::Write;
@@ -15,61 +17,6 @@ use crate::format::cbor::{self, Value};
 use crate::format::json::{self, Sink};
 use crate::format::{Manifest, Object};
 use crate::model::Model;
-
-/// A zTensor manifest's `manifest.json`, from its bytes (`None` for a
-/// data shard): see [`Model::write_manifest_json`]. The
-/// objects are written one at a time as they are decoded, in a second pass
-/// over the bytes: the manifest is never held as one CBOR tree (about
-/// seven times its bytes), nor its text as one string.
-pub fn write_manifest_json_of(manifest: Option<&[u8]>, out: &mut dyn Sink) -> Result<()> {
-    let Some(bytes) = manifest else {
-        out.push_str("null\n");
-        return Ok(());
-    };
-    // First pass: the root without its objects, and whether they are an
-    // object (text keys) in JSON.
-    let (mut keys_text, mut first_dollar, mut count) = (true, false, 0);
-    let (root, streamed) = cbor::parse_streaming(bytes, "objects", &mut |n, k, _| {
-        first_dollar |= count == 0 && k.as_text().is_some_and(|k| k.starts_with('$'));
-        keys_text &= k.as_text().is_some();
-        count = n;
-        Ok(())
-    })?;
-    let objects_are_object = keys_text && !(count == 1 && first_dollar);
-    if !streamed || !objects_are_object || !is_object_map(&root) {
-        // Unusual: rendered whole.
-        json::to_json_pretty(&cbor::parse(bytes)?, out);
-        out.push('\n');
-        return Ok(());
-    }
-    let mut again = Ok(());
-    json::Writer::new(out, true).object_with(&root, 0, |w, key, l| {
-        if key != "objects" {
-            return false;
-        }
-        let mut w = w.at(l);
-        let mut n = 0;
-        w.open('{');
-        again = cbor::parse_streaming(bytes, "objects", &mut |_, k, v| {
-            w.item(n, l);
-            w.key(k.as_text().unwrap_or_default());
-            w.value(v, l + 1);
-            n += 1;
-            Ok(())
-        })
-        .map(drop);
-        w.close('}', n, l);
-        true
-    });
-    again?;
-    out.push('\n');
-    Ok(())
-}
-
-/// True when `v` is a map written as a JSON object.
-fn is_object_map(v: &Value<'_>) -> bool {
-    matches!(v, Value::Map(e) if json::is_object(e.len(), e.iter().map(|(k, _)| k.as_text())))
-}
 
 /// The length of what `write` writes, counted, not kept.
 pub fn text_len(write: impl FnOnce(&mut dyn Sink) -> Result<()>) -> Result<u64> {
@@ -102,9 +49,9 @@ pub fn count(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
-/// One line about an opened model (see [`crate::model::Input::summary`]).
+/// One line about an opened model (see [`check::summary`]).
 pub fn summary_of(model: &Model, m: &Manifest) -> String {
-    model.input().summary(m)
+    check::summary(model.input(), m)
 }
 
 /// Notes on every part this reader will refuse to decode, grouped so that a

@@ -65,7 +65,7 @@ fn check(
     let say = |what: &str, line: &dyn std::fmt::Display| {
         eprintln!("ztfs: {}: {what}{line}", crate::store::shown(file))
     };
-    for n in model.input().notes(m) {
+    for n in crate::report::check::notes(model.input(), m) {
         say("note: ", &n);
     }
     let shard_bytes = report::total(model.shard_table().iter().map(|s| s.size));
@@ -136,7 +136,7 @@ fn check(
         "{}: valid and verified: {}; {}",
         crate::store::shown(file),
         report::summary_of(&model, m),
-        model.input().verified(&report),
+        crate::report::check::verified(model.input(), &report),
     );
     Ok(())
 }

@@ -12,6 +12,7 @@ pub mod gguf;
 pub mod hurray;
 pub mod json;
 pub mod manifest;
+pub mod manifest_json;
 pub mod npy;
 pub mod npz;
 pub mod prefetch;

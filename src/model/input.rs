@@ -9,7 +9,6 @@ use crate::error::Result;
 use crate::format::cbor::Value;
 use crate::format::json::Sink;
 use crate::format::{gguf, hurray, npz, pytorch, safetensors, Footer, Manifest, Object};
-use crate::report::{count, human, summary, total};
 
 /// Which `meta.json` an object gets.
 #[derive(Debug, Clone, Copy)]
@@ -179,113 +178,14 @@ impl Input {
             Input::Npz(f) => {
                 let stored = (f.arrays.iter().filter(|a| a.is_stored())).map(|a| a.member.len);
                 let parts = (m.objects.iter().flat_map(|o| &o.parts)).map(|p| p.decoded_size());
-                total(stored.chain(parts))
+                stored.chain(parts).fold(0, u64::saturating_add)
             }
-            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) => total(
-                (m.objects.iter())
-                    .flat_map(|o| &o.parts)
-                    .map(|p| p.decoded_size()),
-            ),
+            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) => (m.objects.iter())
+                .flat_map(|o| &o.parts)
+                .map(|p| p.decoded_size())
+                .fold(0, u64::saturating_add),
             Input::Hurray(f) => hurray::data_rules::data_bytes(f),
             Input::Gguf(_) => 0,
-        }
-    }
-
-    /// What `check --verify` says it established, after the summary line.
-    pub fn verified(&self, report: &crate::read::Report) -> String {
-        match self {
-            Input::Gguf(_) => "every structural rule holds; the format has no content digests and no rules on tensor bytes".into(),
-            Input::Hurray(_) => "every structural rule, the index CRC (when present) and the MXFP scale bytes hold; the format has no content digests".into(),
-            // Said as done: without digests, only bool tensors have a rule
-            // on their bytes, so only they are read.
-            Input::Safetensors(_) => "every structural rule holds and every bool tensor's bytes are 0 or 1; the format has no content digests, so the other tensors' bytes are not read".into(),
-            Input::Npz(_) => "every array's .npy header holds, every member's CRC-32 matches (as Python's zipfile checks it when numpy reads the member) and every bool array's bytes are 0 or 1".into(),
-            Input::Torch(_) => "the archive and its pickle (run by an interpreter that calls nothing) hold and every bool tensor's bytes are 0 or 1; the format has no content digests, so the other tensors' bytes are not read".into(),
-            Input::Zt(_) => format!(
-                "{} {}, {} no digest",
-                count(report.verified, "digest"),
-                if report.verified == 1 { "matches" } else { "match" },
-                count(report.no_digest, "part")
-                    + if report.no_digest == 1 { " has" } else { " have" },
-            ),
-        }
-    }
-
-    /// One line about the opened model `m`: zTensor's objects and parts;
-    /// tensors, metadata entries and data bytes for a safetensors file;
-    /// tensors, KV entries and buffer bytes for a Hurray file (whose `data`
-    /// parts repeat buffer bytes, so parts are not counted); tensors, KV
-    /// pairs and data for GGUF.
-    pub fn summary(&self, m: &Manifest) -> String {
-        match self {
-            Input::Zt(_) => summary(m),
-            Input::Gguf(f) => {
-                let kv = f.kv.len();
-                let files = match f.split_files.len() {
-                    0 => String::new(),
-                    n => format!(", split model of {n} files"),
-                };
-                format!(
-                    "GGUF v{}{files}, {}, {kv} KV pair{}, {} of tensor data",
-                    f.version,
-                    count(f.tensors.len(), "tensor"),
-                    if kv == 1 { "" } else { "s" },
-                    human(total(f.tensors.iter().map(|t| t.len)))
-                )
-            }
-            Input::Safetensors(st) => {
-                let n = st.metadata_entries;
-                let what = match st.index_files {
-                    Some(files) => {
-                        format!("sharded safetensors checkpoint of {}", count(files, "file"))
-                    }
-                    None => "safetensors file".to_string(),
-                };
-                format!(
-                    "{what}, {}, {n} metadata entr{}, {} of tensor data",
-                    count(m.objects.len(), "tensor"),
-                    if n == 1 { "y" } else { "ies" },
-                    human(st.data_len)
-                )
-            }
-            Input::Torch(f) => {
-                let other = match f.other_values {
-                    0 => String::new(),
-                    n => format!(", {} besides", count(n, "other value")),
-                };
-                let what = match f.files.len() {
-                    0 => "PyTorch checkpoint (torch.save zip)".to_string(),
-                    n => format!("sharded PyTorch checkpoint of {}", count(n, "file")),
-                };
-                format!(
-                    "{what}, {}, {}{other}, {} of tensor data",
-                    count(f.tensors.len(), "tensor"),
-                    count(f.storages.len(), "storage"),
-                    human(total(f.storages.iter().map(|s| s.len)))
-                )
-            }
-            Input::Npz(f) => {
-                let deflated = f.arrays.iter().filter(|a| !a.is_stored()).count();
-                format!(
-                    "NumPy .npz archive, {} ({deflated} deflated), {} of array data",
-                    count(f.arrays.len(), "array"),
-                    human(total(f.arrays.iter().map(|a| a.header.data_len)))
-                )
-            }
-            Input::Hurray(file) => {
-                let bytes = total(
-                    (file.tensors.iter())
-                        .flat_map(|t| &t.descriptor.buffers)
-                        .map(|b| b.size),
-                );
-                let kv = file.kv.len();
-                format!(
-                    "Hurray container, {}, {kv} KV entr{}, {} of buffers",
-                    count(file.tensors.len(), "tensor"),
-                    if kv == 1 { "y" } else { "ies" },
-                    human(bytes)
-                )
-            }
         }
     }
 
@@ -325,28 +225,13 @@ impl Input {
     /// Hurray tensor, its buffers' bytes (its `data` part repeats buffer 0).
     pub fn object_size(&self, i: usize, o: &Object) -> u64 {
         match self {
-            Input::Hurray(f) => total(f.tensors[i].descriptor.buffers.iter().map(|b| b.size)),
+            Input::Hurray(f) => {
+                (f.tensors[i].descriptor.buffers.iter()).fold(0, |n, b| n.saturating_add(b.size))
+            }
             Input::Torch(f) => f.tensors[i].numel() * f.tensors[i].width(),
             Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Npz(_) => {
-                total(o.parts.iter().map(|p| p.decoded_size()))
+                (o.parts.iter()).fold(0, |n, p| n.saturating_add(p.decoded_size()))
             }
-        }
-    }
-
-    /// What `check` notes about an opened model besides its rules: a GGUF
-    /// file of a split model is read alone; elsewhere, the parts this
-    /// reader will refuse to decode.
-    pub fn notes(&self, m: &Manifest) -> Vec<String> {
-        match self {
-            Input::Gguf(f) => (f.split_count().is_some() && f.split_files.is_empty())
-                .then(|| gguf::json::SPLIT_NOTE.to_string())
-                .into_iter()
-                .collect(),
-            Input::Zt(_)
-            | Input::Hurray(_)
-            | Input::Safetensors(_)
-            | Input::Torch(_)
-            | Input::Npz(_) => crate::report::refusals(m),
         }
     }
 }
@@ -418,7 +303,7 @@ impl Model {
         match &self.input {
             Input::Zt(_) => {
                 let bytes = self.read_manifest_bytes()?;
-                crate::report::write_manifest_json_of(bytes.as_deref(), out)
+                crate::format::manifest_json::write(bytes.as_deref(), out)
             }
             Input::Hurray(file) => {
                 hurray::json::write_manifest(file, out);
