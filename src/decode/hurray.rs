@@ -10,6 +10,13 @@
 //!   Members must all have row-major data of whole-byte elements; a
 //!   partition of sub-byte elements is not offered (its runs are not
 //!   byte-aligned).
+//! * A quantized tensor: its float32 values by its scheme's formula
+//!   (`crate::decode::dequant::schemes`).
+//!
+//! [`RowMajor`] is also the view of every other tensor whose row-major
+//! bytes are computed by range: a PyTorch tensor strided over its storage
+//! ([`RowMajor::strided`]) and a ggml block tensor's values
+//! ([`RowMajor::dequantized`]).
 //!
 //! A [`RowMajor`] reads any byte range of the head's data from the file's
 //! bytes by range ([`Ranges`]), touching only the elements the range
