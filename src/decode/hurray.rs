@@ -53,6 +53,8 @@ enum Kind {
     Values(crate::decode::dequant::values::Values),
     /// A Hurray quantized tensor's values, by its scheme.
     Quantized(crate::decode::dequant::schemes::Quantized),
+    /// A zTensor quantization profile's values, from its raw parts.
+    Profile(crate::decode::views::ByRange),
 }
 
 /// Where a partition member's row-major bytes are.
@@ -252,12 +254,23 @@ impl RowMajor {
         })
     }
 
+    /// The values of a `zt.mx/1` or `zt.quant_group/1` object, computed by
+    /// range from its raw parts ([`crate::decode::views::by_range`]).
+    pub fn profile(v: crate::decode::views::ByRange) -> RowMajor {
+        RowMajor {
+            len: v.len(),
+            kind: Kind::Profile(v),
+            flip: None,
+        }
+    }
+
     /// The block type the view dequantizes, for a quantized tensor's
     /// values ([`RowMajor::dequantized`]).
     pub fn dequantized_from(&self) -> Option<&'static str> {
         match &self.kind {
             Kind::Values(v) => Some(v.ty()),
             Kind::Quantized(q) => Some(q.scheme()),
+            Kind::Profile(p) => Some(p.layout()),
             Kind::Relayout { .. } | Kind::Partition(_) => None,
         }
     }
@@ -273,7 +286,7 @@ impl RowMajor {
     ) -> Result<(), String> {
         match &self.kind {
             Kind::Values(v) => v.read_parallel(file, offset, out),
-            Kind::Relayout { .. } | Kind::Partition(_) | Kind::Quantized(_) => {
+            Kind::Relayout { .. } | Kind::Partition(_) | Kind::Quantized(_) | Kind::Profile(_) => {
                 self.read_into(file, offset, out)
             }
         }
@@ -318,6 +331,7 @@ impl RowMajor {
             Kind::Partition(p) => p.read_into(file, offset, out),
             Kind::Values(v) => v.read_into(file, offset, out),
             Kind::Quantized(q) => q.read_into(file, offset, out),
+            Kind::Profile(p) => p.read_into(file, offset, out),
         };
         if let (Ok(()), Some((period, mask))) = (&read, self.flip) {
             for (pos, b) in (offset..).zip(out.iter_mut()) {

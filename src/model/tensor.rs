@@ -124,13 +124,16 @@ impl Computed {
 
     /// The values of every object of a ggml block type (a GGUF file's
     /// quantized tensors, or theirs packed into a `.zt`), each computed
-    /// from its one part's blocks where they are stored as they are.
+    /// from its one part's blocks where they are stored as they are; and
+    /// of every `zt.mx/1` and `zt.quant_group/1` object whose parts are
+    /// stored as they are in one file (else its prepared view serves it).
     fn of_blocks(manifest: Option<&Manifest>) -> Computed {
         let Some(m) = manifest else {
             return Computed::default();
         };
+        let profile = |o: &Object| crate::decode::views::by_range(o).map(RowMajor::profile);
         let views = (m.objects.iter().enumerate())
-            .filter_map(|(i, o)| Some((i as u32, block_values(o)?)))
+            .filter_map(|(i, o)| Some((i as u32, block_values(o).or_else(|| profile(o).map(Ok))?)))
             .collect();
         Computed { views }
     }

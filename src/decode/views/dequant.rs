@@ -48,6 +48,8 @@ use crate::format::manifest::Object;
 use crate::format::profiles::{
     Mx, MxElement, Order, QuantGroup, ScaleForm, ZeroPacking, ZeroPoint,
 };
+use crate::format::Ranges;
+use std::borrow::Cow;
 
 /// `(outer, along, inner)`: the products of the dims before, at and after
 /// `axis`. Saturating: a product can overflow only when another dim is 0,
@@ -90,30 +92,74 @@ pub(super) fn check_mx(o: &Object, m: &Mx, data: &[u8]) -> Result<()> {
     }
 }
 
+/// A part's bytes as a view reads them: held in memory (a prepared view)
+/// or read by range from the file ([`FilePart`]).
+pub(super) trait PartBytes {
+    /// `len` bytes at `at`, or `None` past the part's end.
+    fn at(&self, at: u64, len: u64) -> Option<Cow<'_, [u8]>>;
+}
+
+impl PartBytes for Vec<u8> {
+    fn at(&self, at: u64, len: u64) -> Option<Cow<'_, [u8]>> {
+        let start = usize::try_from(at).ok()?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        self.get(start..end).map(Cow::Borrowed)
+    }
+}
+
+/// A part stored as it is at `start` of a file read by range.
+pub(super) struct FilePart<'a> {
+    pub file: &'a dyn Ranges,
+    pub start: u64,
+    pub len: u64,
+}
+
+impl PartBytes for FilePart<'_> {
+    fn at(&self, at: u64, len: u64) -> Option<Cow<'_, [u8]>> {
+        if at.checked_add(len)? > self.len {
+            return None;
+        }
+        let from = self.start.checked_add(at)?;
+        match self.file.in_memory() {
+            Some(b) => {
+                let s = usize::try_from(from).ok()?;
+                b.get(s..s.checked_add(usize::try_from(len).ok()?)?)
+                    .map(Cow::Borrowed)
+            }
+            None => self.file.get(from, len).ok(),
+        }
+    }
+}
+
+/// One byte of a part.
+fn byte_at<B: PartBytes>(b: &B, at: u64) -> Option<u8> {
+    b.at(at, 1)?.first().copied()
+}
+
 /// An mx object's parts and what it takes to dequantize them.
-pub(super) struct MxParts {
+pub(super) struct MxParts<B = Vec<u8>> {
     pub e: MxElement,
     pub block_size: u64,
     /// `(outer, along, inner)` around the blocked axis.
     pub dims: (u64, u64, u64),
-    pub data: Vec<u8>,
-    pub scales: Vec<u8>,
+    pub data: B,
+    pub scales: B,
 }
 
-impl MxParts {
+impl<B: PartBytes> MxParts<B> {
     /// The value of one element, unrounded; `None` when a part is shorter
     /// than the metadata says (a broken invariant).
     pub(super) fn value(&self, at: At) -> Option<f64> {
         let (_, along, inner) = self.dims;
         let per_lane = along / self.block_size;
         let b = (at.o * per_lane + at.a / self.block_size) * inner + at.n;
-        let scale = elements::e8m0(*self.scales.get(usize::try_from(b).ok()?)?);
-        let i = usize::try_from(at.i).ok()?;
+        let scale = elements::e8m0(byte_at(&self.scales, b)?);
+        let i = at.i;
         let x = match self.e {
-            MxElement::F4E2M1 => elements::f4_e2m1(self.data.get(i / 2)? >> (4 * (i % 2))),
-            MxElement::F8E4M3Fn => elements::f8_e4m3fn(*self.data.get(i)?),
-            MxElement::F8E5M2 => elements::f8_e5m2(*self.data.get(i)?),
-            MxElement::Int8 => elements::mx_int8(*self.data.get(i)?),
+            MxElement::F4E2M1 => elements::f4_e2m1(byte_at(&self.data, i / 2)? >> (4 * (i % 2))),
+            MxElement::F8E4M3Fn => elements::f8_e4m3fn(byte_at(&self.data, i)?),
+            MxElement::F8E5M2 => elements::f8_e5m2(byte_at(&self.data, i)?),
+            MxElement::Int8 => elements::mx_int8(byte_at(&self.data, i)?),
         };
         Some(scale * x)
     }
@@ -125,17 +171,17 @@ impl MxParts {
 }
 
 /// A quant_group object's parts and parameters (`group_size` nonzero).
-pub(super) struct QuantParts {
+pub(super) struct QuantParts<B = Vec<u8>> {
     pub q: QuantGroup,
     /// `(outer, along, inner)` around the grouped axis.
     pub dims: (u64, u64, u64),
-    pub data: Vec<u8>,
-    pub scales: Vec<u8>,
+    pub data: B,
+    pub scales: B,
     /// Empty unless the zero point is a tensor.
-    pub zeros: Vec<u8>,
+    pub zeros: B,
 }
 
-impl QuantParts {
+impl<B: PartBytes> QuantParts<B> {
     /// The value of one element, unrounded; `None` when a part is shorter
     /// than the metadata says or `group_size` is 0 (broken invariants).
     pub(super) fn value(&self, at: At) -> Option<f64> {
@@ -145,27 +191,29 @@ impl QuantParts {
         }
         let (_, _, inner) = self.dims;
         let lane = at.o * inner + at.n;
-        let cell = usize::try_from(lane * q.groups + at.a / q.group_size).ok()?;
+        let cell = lane
+            .checked_mul(q.groups)?
+            .checked_add(at.a / q.group_size)?;
         let code = unpack(&self.data, q, at.i)? as f64;
         Some((code - self.zero(cell)?) * self.scale(cell)?)
     }
 
-    fn scale(&self, cell: usize) -> Option<f64> {
+    fn scale(&self, cell: u64) -> Option<f64> {
         match self.q.scale_form {
-            ScaleForm::E8m0Exponent => Some(elements::e8m0(*self.scales.get(cell)?)),
+            ScaleForm::E8m0Exponent => Some(elements::e8m0(byte_at(&self.scales, cell)?)),
             ScaleForm::F32Factors | ScaleForm::F16Factors => {
-                number(&self.scales, self.q.scales, cell)
+                number_at(&self.scales, self.q.scales, cell)
             }
         }
     }
 
-    fn zero(&self, cell: usize) -> Option<f64> {
+    fn zero(&self, cell: u64) -> Option<f64> {
         match (self.q.zero_point, self.q.zeros) {
             (ZeroPoint::None, _) => Some(0.0),
             (ZeroPoint::Implied(v), _) => Some(v as f64),
-            (ZeroPoint::Tensor(ZeroPacking::Plain), Some(d)) => number(&self.zeros, d, cell),
+            (ZeroPoint::Tensor(ZeroPacking::Plain), Some(d)) => number_at(&self.zeros, d, cell),
             (ZeroPoint::Tensor(ZeroPacking::SameAsData), _) => {
-                Some(unpack(&self.zeros, &self.q, cell as u64)? as f64)
+                Some(unpack(&self.zeros, &self.q, cell)? as f64)
             }
             (ZeroPoint::Tensor(ZeroPacking::Plain), None) => None,
         }
@@ -199,12 +247,18 @@ fn read_f32s(
     Some(())
 }
 
+/// Number `k` of dtype `d` in a part.
+fn number_at<B: PartBytes>(b: &B, d: crate::format::types::DType, k: u64) -> Option<f64> {
+    let w = d.width();
+    number(&b.at(k.checked_mul(w)?, w)?, d, 0)
+}
+
 /// Reads the unsigned code (or packed zero) at index `i` of a packed array.
-fn unpack(bytes: &[u8], q: &QuantGroup, i: u64) -> Option<u64> {
+fn unpack<B: PartBytes>(bytes: &B, q: &QuantGroup, i: u64) -> Option<u64> {
     let w = q.word.width() as usize;
-    let start = usize::try_from(i / q.per_word).ok()?.checked_mul(w)?;
+    let start = (i / q.per_word).checked_mul(w as u64)?;
     let mut le = [0u8; 8];
-    le[..w].copy_from_slice(bytes.get(start..start.checked_add(w)?)?);
+    le[..w].copy_from_slice(&bytes.at(start, w as u64)?);
     let word = u64::from_le_bytes(le);
     let slot = i % q.per_word;
     let shift = match q.order {

@@ -46,12 +46,14 @@
 //! it is indexed, so a caller that skipped validation gets an error, not a
 //! panic.
 
+mod by_range;
 mod dequant;
 pub mod elements;
 mod naive;
 mod prepared;
 mod sparse;
 
+pub use by_range::{by_range, ByRange};
 pub use prepared::Prepared;
 
 use crate::error::{Error, Result, Rule};

@@ -125,7 +125,12 @@ pub(super) struct Window<'a> {
     out: &'a mut [u8],
 }
 
-impl Window<'_> {
+impl<'a> Window<'a> {
+    /// The bytes of a view from `start` into `out`.
+    pub(super) fn new(start: u64, out: &'a mut [u8]) -> Window<'a> {
+        Window { start, out }
+    }
+
     /// The view offset of the window's first byte.
     pub(super) fn start(&self) -> u64 {
         self.start
