@@ -29,11 +29,11 @@ only when something fails to run.
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 from .harness import Failed, Mount, log, run as run_bench
+from .mount import timed
 
 MIB = 1 << 20
 
@@ -58,15 +58,6 @@ def write_file(path, rows, cols, seed=40):
     w.write_tensors_to_file()
     w.close()
     return b
-
-
-def timed(argv, **kw):
-    t0 = time.perf_counter()
-    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
-    dt = time.perf_counter() - t0
-    if r.returncode != 0:
-        raise Failed(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr.decode().strip()}")
-    return dt
 
 
 def read_whole(path, bs=MIB):

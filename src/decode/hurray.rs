@@ -439,7 +439,7 @@ fn contains(m: &Member, idx: &[u64]) -> bool {
 }
 
 /// The multi-index of row-major element `e` of `shape` into `idx`.
-fn unravel(mut e: u64, shape: &[u64], idx: &mut [u64]) {
+pub(crate) fn unravel(mut e: u64, shape: &[u64], idx: &mut [u64]) {
     for k in (0..shape.len()).rev() {
         let n = shape[k].max(1);
         idx[k] = e % n;
@@ -448,7 +448,7 @@ fn unravel(mut e: u64, shape: &[u64], idx: &mut [u64]) {
 }
 
 /// The row-major element number of `idx` in `shape`.
-fn ravel(idx: &[u64], shape: &[u64]) -> u64 {
+pub(crate) fn ravel(idx: &[u64], shape: &[u64]) -> u64 {
     idx.iter().zip(shape).fold(0, |acc, (&i, &n)| acc * n + i)
 }
 

@@ -26,7 +26,8 @@
 //! 0xFF, zero points within the storage type's range) fail the read that
 //! meets them, naming the tensor's element and the rule.
 
-use crate::format::hurray::quant::{decode, storage_shape, Scheme};
+use crate::decode::hurray::{ravel, unravel};
+use crate::format::hurray::quant::{decode, int_range, storage_shape, Scheme};
 use crate::format::hurray::{ElemType, Tensor};
 use crate::format::Ranges;
 
@@ -226,7 +227,7 @@ impl Quantized {
             axis: axis as usize,
             block,
             params,
-            zero_range: zero_range(d.elem),
+            zero_range: int_range(d.elem),
             name,
         })
     }
@@ -535,34 +536,6 @@ fn storage_of(e: ElemType) -> Result<Storage, String> {
         ElemType::F6E3M2 => Storage::F6E3M2,
         other => return Err(format!("{} is no quantized storage type", other.name())),
     })
-}
-
-/// A zero point's range for the storage type (quantization/*.md).
-fn zero_range(e: ElemType) -> (i64, i64) {
-    match e {
-        ElemType::I8 => (-128, 127),
-        ElemType::U8 => (0, 255),
-        ElemType::I16 => (-32768, 32767),
-        ElemType::U16 => (0, 65535),
-        ElemType::I4 => (-8, 7),
-        ElemType::U4 => (0, 15),
-        ElemType::I2 => (-2, 1),
-        ElemType::U2 => (0, 3),
-        ElemType::U32 => (0, i64::from(i32::MAX)),
-        _ => (i64::from(i32::MIN), i64::from(i32::MAX)),
-    }
-}
-
-fn unravel(mut e: u64, shape: &[u64], idx: &mut [u64]) {
-    for k in (0..shape.len()).rev() {
-        let n = shape[k].max(1);
-        idx[k] = e % n;
-        e /= n;
-    }
-}
-
-fn ravel(idx: &[u64], shape: &[u64]) -> u64 {
-    idx.iter().zip(shape).fold(0, |acc, (&i, &n)| acc * n + i)
 }
 
 fn increment(idx: &mut [u64], shape: &[u64]) {

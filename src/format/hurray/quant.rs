@@ -214,7 +214,7 @@ fn reserved(b: &[u8]) -> Result<()> {
 }
 
 /// The range of a zero point for a storage type.
-fn int_range(e: ElemType) -> (i64, i64) {
+pub(crate) fn int_range(e: ElemType) -> (i64, i64) {
     match e {
         ElemType::I8 => (-128, 127),
         ElemType::U8 => (0, 255),
