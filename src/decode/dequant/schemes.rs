@@ -26,10 +26,12 @@
 //! 0xFF, zero points within the storage type's range) fail the read that
 //! meets them, naming the tensor's element and the rule.
 
+use super::values::copy_le;
 use crate::decode::hurray::{ravel, unravel};
 use crate::format::hurray::quant::{decode, int_range, storage_shape, Scheme};
 use crate::format::hurray::{ElemType, Tensor};
 use crate::format::Ranges;
+use std::borrow::Cow;
 
 /// The spec's NF4 levels, verbatim (quantization/nf4.md § Lookup Table:
 /// the decimal expansions as written, each the f32 it names).
@@ -286,11 +288,7 @@ impl Quantized {
             values.push(v);
             increment(&mut idx, &self.shape);
         }
-        let from = (offset - first * 4) as usize;
-        for (i, b) in out.iter_mut().enumerate() {
-            let k = from + i;
-            *b = values[k / 4].to_le_bytes()[k % 4];
-        }
+        copy_le(&values, (offset - first * 4) as usize, out);
         Ok(())
     }
 
@@ -450,14 +448,9 @@ impl Cache {
     }
 }
 
-/// `len` bytes of a parameter at `at`.
-fn param(file: &dyn Ranges, at: u64, len: u64) -> Result<Vec<u8>, String> {
-    if let Some(b) = file.in_memory() {
-        let r = usize::try_from(at).ok().zip(usize::try_from(at + len).ok());
-        return (r.and_then(|(s, e)| b.get(s..e)).map(<[u8]>::to_vec))
-            .ok_or_else(|| format!("a parameter at byte {at} is past the file's end"));
-    }
-    Ok(file.get(at, len).map_err(|e| e.to_string())?.into_owned())
+/// `len` bytes of a parameter at `at` (from a map, without a copy).
+fn param(file: &dyn Ranges, at: u64, len: u64) -> Result<Cow<'_, [u8]>, String> {
+    file.get(at, len).map_err(|e| e.to_string())
 }
 
 /// The `bits`-wide element at bit `bit` of `data`, LSB first.

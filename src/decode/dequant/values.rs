@@ -124,11 +124,10 @@ impl Values {
         {
             return Err(format!("range past the values' {} bytes", self.len()));
         }
-        let size = file.in_memory().map_or(file.size(), |b| b.len() as u64);
         if self
             .start
             .checked_add(self.stored())
-            .is_none_or(|e| e > size)
+            .is_none_or(|e| e > file.size())
         {
             return Err(format!(
                 "the blocks at [{}, +{}) are past the file's end",
@@ -173,7 +172,7 @@ impl Values {
 }
 
 /// Bytes `[from, from + dst.len())` of `values` as little-endian f32.
-fn copy_le(values: &[f32], from: usize, dst: &mut [u8]) {
+pub(super) fn copy_le(values: &[f32], from: usize, dst: &mut [u8]) {
     if from.is_multiple_of(4) && dst.len().is_multiple_of(4) {
         for (d, v) in dst.chunks_exact_mut(4).zip(&values[from / 4..]) {
             d.copy_from_slice(&v.to_le_bytes());
