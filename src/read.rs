@@ -227,3 +227,23 @@ impl<'a> PartCheck<'a> {
         }
     }
 }
+
+/// Streams bytes `[0, len)` of a source read by range (a computed view,
+/// a quantized tensor's values) to `sink`, `chunk` bytes at a time in
+/// one reused buffer: `read(at, buf)` fills `buf` with the bytes at `at`.
+pub fn in_chunks(
+    len: u64,
+    chunk: u64,
+    read: &mut dyn FnMut(u64, &mut [u8]) -> Result<()>,
+    sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut buf = vec![0u8; len.min(chunk) as usize];
+    let mut at = 0;
+    while at < len {
+        let n = (len - at).min(chunk) as usize;
+        read(at, &mut buf[..n])?;
+        sink(&buf[..n])?;
+        at += n as u64;
+    }
+    Ok(())
+}

@@ -146,14 +146,14 @@ fn cat_view(
     object: &str,
 ) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    let mut buf = vec![0; 16 << 20];
-    let mut offset = 0;
-    while offset < v.len() {
-        let n = (v.len() - offset).min(buf.len() as u64) as usize;
-        v.read_parallel(file, offset, &mut buf[..n])
-            .map_err(|e| Error::Unsupported(format!("tensor {object:?}: {e}")))?;
-        stdout_write(&mut out, &buf[..n])?;
-        offset += n as u64;
-    }
+    read::in_chunks(
+        v.len(),
+        16 << 20,
+        &mut |at, buf| {
+            (v.read_parallel(file, at, buf))
+                .map_err(|e| Error::Unsupported(format!("tensor {object:?}: {e}")))
+        },
+        &mut |chunk| stdout_write(&mut out, chunk),
+    )?;
     out.flush().map_err(|e| Error::io("stdout", e))
 }

@@ -412,16 +412,10 @@ fn stream_view(
     what: &str,
     sink: &mut dyn FnMut(&[u8]) -> Result<()>,
 ) -> Result<()> {
-    let mut buf = vec![0u8; view.len().min(VIEW_CHUNK) as usize];
-    let mut off = 0;
-    while off < view.len() {
-        let n = (view.len() - off).min(VIEW_CHUNK) as usize;
-        view.read_into(file, off, &mut buf[..n])
-            .map_err(|e| Error::Unsupported(format!("{what}: {e}")))?;
-        sink(&buf[..n])?;
-        off += n as u64;
-    }
-    Ok(())
+    let mut read = |at, buf: &mut [u8]| {
+        (view.read_into(file, at, buf)).map_err(|e| Error::Unsupported(format!("{what}: {e}")))
+    };
+    crate::read::in_chunks(view.len(), VIEW_CHUNK, &mut read, sink)
 }
 
 /// The object name of a `.npy` input: its file name without `.npy`,

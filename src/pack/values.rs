@@ -21,7 +21,7 @@ use crate::format::types::ElementType;
 use crate::model::{Model, TensorData, DATA};
 
 /// Fills a buffer with the f32 values from a byte offset.
-type ReadAt<'a> = dyn Fn(u64, &mut [u8]) -> Result<()> + 'a;
+type ReadAt<'a> = dyn FnMut(u64, &mut [u8]) -> Result<()> + 'a;
 
 /// Values computed at once (f32), before narrowing.
 const CHUNK: u64 = 8 << 20;
@@ -105,7 +105,7 @@ impl Values {
         let o = &model.manifest().expect("checked at open").objects[i as usize];
         let fail = |e: String| Error::Unsupported(format!("{:?}: values: {e}", o.name));
         let prepared;
-        let read: Box<ReadAt<'_>> = match model.tensor_data(i) {
+        let mut read: Box<ReadAt<'_>> = match model.tensor_data(i) {
             TensorData::Computed { view, .. } => {
                 let store = model.view_store(i)?;
                 Box::new(move |at, out| view.read_parallel(store, at, out).map_err(fail))
@@ -125,17 +125,11 @@ impl Values {
         let total = self
             .get(&o.name)
             .map_or(0, |r| r.parts[0].blob.length / self.to.width() * 4);
-        let mut wide = vec![0u8; total.min(CHUNK) as usize];
-        let mut narrow = vec![0u8; wide.len() / 4 * self.to.width() as usize];
-        let mut at = 0;
-        while at < total {
-            let n = (total - at).min(CHUNK) as usize;
-            read(at, &mut wide[..n])?;
-            let out = &mut narrow[..n / 4 * self.to.width() as usize];
-            self.to.narrow(&wide[..n], out);
-            sink(out)?;
-            at += n as u64;
-        }
-        Ok(())
+        let mut narrow = vec![0u8; total.min(CHUNK) as usize / 4 * self.to.width() as usize];
+        crate::read::in_chunks(total, CHUNK, &mut read, &mut |wide| {
+            let out = &mut narrow[..wide.len() / 4 * self.to.width() as usize];
+            self.to.narrow(wide, out);
+            sink(out)
+        })
     }
 }
