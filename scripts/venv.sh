@@ -49,6 +49,13 @@ case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
 # (cp311 manylinux2014, imported by transformers), pydantic 2.14.4,
 # pydantic-core 2.50.5 (cp311 manylinux2014), annotated-types 0.8.0,
 # typing-inspection 0.4.5, tomlkit 0.15.3; py3 wheels unless said.
+# torch 2.15.0 (cp311 manylinux_2_28, with its CUDA wheels: about 3 GB
+# installed, a minute's download) and accelerate 1.16.0 (py3; with psutil
+# 7.2.2, cp36-abi3): the oracle of a GGUF mount's transformers form, since
+# `from_pretrained(dir, gguf_file=...)` needs both; torch's own dependencies
+# pinned as it resolved them: triton 3.9.0, sympy 1.14.0, mpmath 1.3.0,
+# networkx 3.6.1, jinja2 3.1.6, markupsafe 3.0.4, cuda-bindings 13.5.0,
+# cuda-pathfinder 1.9.1, cuda-toolkit 13.2.2 and the nvidia-* wheels below.
 # picklescan 1.0.5: the pickle scanner of the PyTorch suite, which must flag
 # every hostile pickle ztfs refuses (py3-none wheel; no dependencies).
 pins=(ztensor==2.1.2 numpy==2.4.6 xxhash==4.1.0 pyhurray==0.1.0 safetensors==0.8.0
@@ -60,7 +67,15 @@ pins=(ztensor==2.1.2 numpy==2.4.6 xxhash==4.1.0 pyhurray==0.1.0 safetensors==0.8
     shellingham==1.5.4 markdown-it-py==4.3.0 mdurl==0.1.2 pygments==2.21.0
     annotated-doc==0.0.7 typing-extensions==4.16.0 packaging==26.4 regex==2026.11.19
     kernels==0.19.1 pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0
-    typing-inspection==0.4.5 tomlkit==0.15.3 picklescan==1.0.5)
+    typing-inspection==0.4.5 tomlkit==0.15.3 picklescan==1.0.5
+    torch==2.15.0 accelerate==1.16.0 psutil==7.2.2 triton==3.9.0 sympy==1.14.0 mpmath==1.3.0
+    networkx==3.6.1 jinja2==3.1.6 markupsafe==3.0.4 cuda-bindings==13.5.0
+    cuda-pathfinder==1.9.1 cuda-toolkit==13.2.2 nvidia-cublas==13.4.1.3
+    nvidia-cuda-cccl==13.3.5.0.6 nvidia-cuda-cupti==13.2.86 nvidia-cuda-nvrtc==13.2.86
+    nvidia-cuda-runtime==13.2.86 nvidia-cudnn-cu13==9.26.0.51 nvidia-cufft==12.2.0.57
+    nvidia-cufile==1.17.1.22 nvidia-cusolver==12.2.0.11 nvidia-cusparse==12.7.10.12
+    nvidia-cusparselt-cu13==0.8.1 nvidia-nccl-cu13==2.30.7 nvidia-nvjitlink==13.5.37
+    nvidia-nvshmem-cu13==3.7.2 nvidia-nvtx==13.2.86)
 
 log() { printf 'venv.sh: %s\n' "$*" >&2; }
 
@@ -75,7 +90,7 @@ ready() {
         "$venv/bin/python" -c 'import importlib.util as u, ztensor, xxhash, hurray, safetensors
 assert u.find_spec("numpy") and u.find_spec("ml_dtypes") and u.find_spec("gguf")
 assert u.find_spec("huggingface_hub") and u.find_spec("transformers") and u.find_spec("tokenizers")
-assert u.find_spec("picklescan")' >/dev/null 2>&1
+assert u.find_spec("picklescan") and u.find_spec("torch") and u.find_spec("accelerate")' >/dev/null 2>&1
 }
 
 if ready; then
@@ -177,6 +192,6 @@ except Exception as e:
     exit 1
 fi
 rm -f "$pip_log"
-"$venv/bin/python" -c 'import ztensor, numpy, xxhash, hurray, safetensors, ml_dtypes, gguf, huggingface_hub, transformers, tokenizers' >&2
+"$venv/bin/python" -c 'import ztensor, numpy, xxhash, hurray, safetensors, ml_dtypes, gguf, huggingface_hub, transformers, tokenizers, torch, accelerate' >&2
 echo "$want" >"$marker"
 echo "$venv"

@@ -57,7 +57,8 @@ pub fn staging_for(dir: &Path) -> Result<tempfile::TempDir> {
 /// and its safetensors files.
 pub fn export_bytes(tree: &Tree) -> u64 {
     let files = tree.folder_file_inodes();
-    let st = tree.safetensors_files();
+    let mut st = tree.safetensors_files();
+    st.extend(tree.config_file().map(String::from));
     let inos = files
         .iter()
         .map(|f| f.1)
@@ -100,6 +101,13 @@ pub fn to_folder(
     let mut w = Written::default();
     for (path, ino) in tree.folder_file_inodes() {
         w.bytes += copy_out(tree, ino, &path, staging.path(), step)?;
+        w.files += 1;
+    }
+    // A GGUF's config, as transformers makes it (`--dequantize`).
+    if let Some(name) = tree.config_file() {
+        let ino = root_ino(tree, name)
+            .ok_or_else(|| Error::Unsupported(format!("{name}: listed, not found at the root")))?;
+        w.bytes += copy_out(tree, ino, name, staging.path(), step)?;
         w.files += 1;
     }
     for name in tree.safetensors_files() {

@@ -14,11 +14,12 @@ mod passthrough;
 mod serve;
 
 pub use build::names;
+pub use export::transformers::DROPPED;
 pub use export::{safetensors, FILE_NOT_TENSOR};
 pub use passthrough::{clones, registry};
 
 use build::listing;
-use export::{forms, npy};
+use export::{forms, npy, transformers};
 use serve::{content, failures, frames, jobs, requests, spool};
 
 use std::sync::{Arc, OnceLock};
@@ -138,6 +139,9 @@ enum Node {
     Dir(u32),
     Manifest,
     Digest,
+    /// `config.json` of a GGUF as transformers loads it
+    /// ([`Options::dequantize`], `export/transformers.rs`).
+    Config,
     Meta {
         object: u32,
     },
@@ -238,6 +242,10 @@ pub struct Tree {
     /// manifest.json's text, once something has read it.
     manifest_json: OnceLock<spool::Spooled>,
     digest: Option<Vec<u8>>,
+    /// A GGUF as transformers loads it: its `config.json`, and the names
+    /// and values of `model.safetensors` (with `--dequantize`, for an
+    /// architecture ztfs maps).
+    transformers: Option<crate::format::gguf::transformers::Form>,
     /// Decoded frames and prepared views, under one budget.
     frames: frames::FrameCache,
     /// The job threads for slow work.
@@ -347,6 +355,7 @@ impl Tree {
             Node::Dir(d) => Ok(&self.dirs[d as usize]),
             Node::Manifest
             | Node::Digest
+            | Node::Config
             | Node::Meta { .. }
             | Node::View { .. }
             | Node::Part { .. }
@@ -394,6 +403,7 @@ impl Tree {
             }
             Node::Manifest
             | Node::Digest
+            | Node::Config
             | Node::Meta { .. }
             | Node::View { .. }
             | Node::Part { .. }

@@ -264,6 +264,12 @@ def run_gguf(args, z, res: Results, outdir: str):
         if not args.only or "real" in args.only:
             from .real import run_real
             run_real(z, res)
+        if not args.only or "transformers" in args.only:
+            from .transformers import run_transformers
+            try:
+                run_transformers(z, outdir, res)
+            except Exception as e:  # noqa: BLE001 - a harness error is a failure
+                res.fail("gguf transformers", f"harness error: {type(e).__name__}: {e}")
     if not args.skip_corpus:
         print(f"\n== gguf reverse: {args.corpus}/gguf/reject through GGUFReader")
         check_rejects(args.corpus, res)

@@ -56,6 +56,7 @@ mod ggml;
 mod kv;
 #[cfg(test)]
 mod tests;
+pub mod transformers;
 
 pub use attributes::attributes;
 pub use ggml::{ggml_type, GgmlType};

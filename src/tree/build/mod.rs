@@ -227,6 +227,7 @@ impl Tree {
             manifest_json_len: OnceLock::new(),
             manifest_json: OnceLock::new(),
             digest,
+            transformers: None,
             frames: crate::tree::frames::FrameCache::new(opts.cache_bytes),
             jobs: Default::default(),
             fetch_jobs: std::sync::Arc::new(crate::tree::jobs::Jobs::with_threads(FETCH_THREADS)),
@@ -242,6 +243,7 @@ impl Tree {
             opts,
             model,
         };
+        tree.transformers = tree.transformers_form();
         let plan = tree.plan_safetensors(true);
         // The plan's tables count in the cache's budget, whether made yet
         // or not.
@@ -425,6 +427,12 @@ impl Tree {
         let mut files = vec![(Cow::Borrowed("manifest.json"), Node::Manifest)];
         if self.digest.is_some() {
             files.push((Cow::Borrowed("digest"), Node::Digest));
+        }
+        if self.transformers.is_some() {
+            files.push((
+                Cow::Borrowed(crate::tree::transformers::CONFIG),
+                Node::Config,
+            ));
         }
         if let Some(plan) = &self.safetensors {
             for (i, _) in plan.shards.iter().enumerate() {

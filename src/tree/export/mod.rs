@@ -8,6 +8,7 @@
 pub(in crate::tree) mod forms;
 pub(in crate::tree) mod npy;
 pub mod safetensors;
+pub mod transformers;
 
 use crate::decode::views::{DENSE_VIEW, DEQUANTIZED_VIEW};
 use crate::format::cbor::{self, Value};
@@ -300,6 +301,9 @@ impl Tree {
         if crate::format::profiles::is_file(o) {
             return Err(FILE_NOT_TENSOR.into());
         }
+        if let Some(why) = self.dropped_by_form(i) {
+            return Err(why.into());
+        }
         let (_, elem, len) = self.tensor_file(i)?;
         // A file of the model must be readable whole: a tensor whose shard
         // is missing would fail every read of its range (and a loader that
@@ -317,8 +321,7 @@ impl Tree {
 
     /// What a safetensors header says of object `o`: its name and shape.
     fn name_and_shape(&self, o: u32) -> (&str, &[u64]) {
-        let o = self.object(o);
-        (&o.name, &o.shape)
+        (self.export_name(o), &self.object(o).shape)
     }
 
     /// Plans the model's safetensors files (at mount, and again with its
@@ -508,6 +511,7 @@ impl Tree {
             Node::Dir(_)
             | Node::Manifest
             | Node::Digest
+            | Node::Config
             | Node::Meta { .. }
             | Node::View { .. }
             | Node::Part { .. }
@@ -568,6 +572,18 @@ impl Tree {
     /// `len` bytes of object `i`'s tensor file from `offset`; all of them
     /// (a short read here would shift every later byte of the shard).
     fn read_tensor(
+        &self,
+        i: u32,
+        offset: u64,
+        len: u64,
+        reader: Reader,
+    ) -> Result<Data<'_>, FsError> {
+        let read = |offset, len, reader| self.read_tensor_file(i, offset, len, reader);
+        self.read_changed(i, offset, len, reader, &read)
+    }
+
+    /// `len` bytes of object `i`'s tensor file from `offset`, as stored.
+    fn read_tensor_file(
         &self,
         i: u32,
         offset: u64,
@@ -648,6 +664,7 @@ impl Tree {
             | Node::SafetensorsIndex
             | Node::Dir(_)
             | Node::Digest
+            | Node::Config
             | Node::Meta { .. }
             | Node::Part { .. }
             | Node::Raw { .. }
@@ -680,6 +697,7 @@ impl Tree {
             | Node::Dir(_)
             | Node::Manifest
             | Node::Digest
+            | Node::Config
             | Node::Meta { .. }
             | Node::Raw { .. }
             | Node::Npy { .. }

@@ -288,6 +288,7 @@ impl Tree {
             | Node::Dir(_)
             | Node::Manifest
             | Node::Digest
+            | Node::Config
             | Node::Meta { .. }
             | Node::View { .. }
             | Node::Safetensors { .. }

@@ -66,6 +66,10 @@ impl Tree {
             Node::Dir(_) => 0,
             Node::Manifest => self.manifest_json_len(),
             Node::Digest => self.digest.as_ref().map_or(0, |d| d.len() as u64),
+            Node::Config => self
+                .transformers
+                .as_ref()
+                .map_or(0, |f| f.config.len() as u64),
             Node::Meta { object } => {
                 self.frames.meta(object, || self.meta_json(object)).len() as u64
             }
@@ -233,6 +237,13 @@ impl Tree {
                 let b = self.digest.as_deref().unwrap_or_default();
                 Ok(Data::Borrowed(&b[clip(b.len() as u64, offset, size)]))
             }
+            Node::Config => {
+                let b = self
+                    .transformers
+                    .as_ref()
+                    .map_or(&[][..], |f| f.config.as_bytes());
+                Ok(Data::Borrowed(&b[clip(b.len() as u64, offset, size)]))
+            }
             Node::Meta { object } => {
                 let b = self.frames.meta(object, || self.meta_json(object));
                 let r = clip(b.len() as u64, offset, size);
@@ -396,6 +407,7 @@ impl Tree {
             | Node::Dir(_)
             | Node::Manifest
             | Node::Digest
+            | Node::Config
             | Node::Meta { .. }
             | Node::View { .. }
             | Node::Raw { .. }
@@ -524,6 +536,7 @@ impl Tree {
             },
             Node::Manifest
             | Node::Digest
+            | Node::Config
             | Node::Meta { .. }
             | Node::View { .. }
             | Node::Safetensors { .. }

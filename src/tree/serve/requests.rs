@@ -89,6 +89,7 @@ impl Tree {
             }
             // Each read waits for what the tensors it covers need.
             Node::Digest
+            | Node::Config
             | Node::Meta { .. }
             | Node::Safetensors { .. }
             | Node::SafetensorsIndex => reply(Ok(mode)),
@@ -188,6 +189,7 @@ impl Tree {
             Node::Dir(_)
             | Node::Manifest
             | Node::Digest
+            | Node::Config
             | Node::Meta { .. }
             | Node::View { .. }
             | Node::Safetensors { .. }
@@ -241,6 +243,7 @@ impl Tree {
             Node::Dir(_)
             | Node::Manifest
             | Node::Digest
+            | Node::Config
             | Node::Meta { .. }
             | Node::SafetensorsIndex
             | Node::FolderFile { .. } => false,
@@ -265,6 +268,7 @@ impl Tree {
             Node::Dir(_)
             | Node::Manifest
             | Node::Digest
+            | Node::Config
             | Node::Meta { .. }
             | Node::View { .. }
             | Node::Safetensors { .. }
