@@ -39,6 +39,17 @@ pub fn decoded(
     if model.input().refuses_uninterpreted() {
         check_interpretable(object, part)?;
     }
+    decoded_unchecked(model, object, part, sink)
+}
+
+/// [`decoded`] without the check that the layout is one this reader
+/// interprets: for the views and data rules of a layout, which know it.
+fn decoded_unchecked(
+    model: &Model,
+    object: &Object,
+    part: &Part,
+    sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
     let stored = model.blob(part)?;
     let enc = Encoding::of_from(part, &stored)?;
     let mut rules = ContentCheck::new(object, part);
@@ -80,8 +91,13 @@ pub fn decoded_vec_with(
             object.name, part.name
         )));
     }
+    // A `.zt`'s ggml blocks (`gguf.<type>/1`, served raw) are decoded for
+    // their values' view; every other layout as `decoded` allows.
+    if !object.layout.starts_with("gguf.") && model.input().refuses_uninterpreted() {
+        check_interpretable(object, part)?;
+    }
     let mut out = Vec::with_capacity(size as usize);
-    decoded(model, object, part, &mut |c| {
+    decoded_unchecked(model, object, part, &mut |c| {
         progress(c.len() as u64)?;
         out.extend_from_slice(c);
         Ok(())

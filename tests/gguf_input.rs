@@ -528,3 +528,58 @@ fn pack_dequantize_writes_the_values_and_refuses_what_it_cannot() {
         meta["no_values"]
     );
 }
+
+/// A GGUF packed with `--zstd`: its quantized tensors' blocks are stored
+/// compressed in the `.zt`, and their values are still there, the same as
+/// the GGUF's (from the decoded part: `cat --values`, `pack --dequantize`;
+/// a mount's `data.npy` in the interop suite, gguf/real.py).
+#[test]
+fn values_of_compressed_blocks_are_the_ggufs() {
+    use writer::Gguf;
+    // Q8_0 blocks that compress: a scale of 1.0 (f16), quants in a cycle.
+    let blocks: Vec<u8> = (0..512)
+        .flat_map(|b: u32| {
+            let mut block = vec![0x00, 0x3c];
+            block.extend((0..32).map(|i| ((b + i) % 7) as u8));
+            block
+        })
+        .collect();
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("q.gguf");
+    fs::write(
+        &src,
+        Gguf::new().tensor("w", &[512, 32], 8, &blocks).bytes(),
+    )
+    .unwrap();
+    let zt = d.path().join("q.zt");
+    let s = |p: &Path| p.as_os_str().to_owned();
+    ztfs_ok(&[
+        s(Path::new("pack")),
+        "--zstd".into(),
+        "-o".into(),
+        s(&zt),
+        s(&src),
+    ]);
+    let manifest = String::from_utf8(ztfs_ok(&[Path::new("manifest"), &zt])).unwrap();
+    assert!(manifest.contains("zt.zstd-seekable/1"), "{manifest}");
+    let want = cat_values(&src, "w");
+    assert_eq!(want.len(), 512 * 32 * 4);
+    assert!(
+        cat_values(&zt, "w") == want,
+        "cat --values of the compressed blocks"
+    );
+    // pack --dequantize reads them too.
+    let f32s = d.path().join("f32.zt");
+    ztfs_ok(&[
+        s(Path::new("pack")),
+        "--dequantize".into(),
+        "f32".into(),
+        "-o".into(),
+        s(&f32s),
+        s(&zt),
+    ]);
+    assert!(
+        cat(&f32s, "w", "data", false).unwrap() == want,
+        "pack --dequantize"
+    );
+}

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::args::{parse_shard, ModelArg};
 use super::stdout_write;
+use crate::decode::views::DEQUANTIZED_VIEW;
 use crate::error::{Error, Result};
 use crate::model::{Model, TensorData, DATA};
 use crate::read;
@@ -118,6 +119,11 @@ fn cat(
                     "tensor {object:?} has no data: {why} (its parts: {names:?})"
                 )));
             }
+            TensorData::ByLayout if how == How::Values => {
+                if let Some((DEQUANTIZED_VIEW, _)) = crate::decode::views::view(o) {
+                    return cat_prepared(&model, o);
+                }
+            }
             TensorData::ByLayout | TensorData::Stored { .. } => {}
         }
     }
@@ -134,6 +140,21 @@ fn cat(
     } else {
         read::decoded(&model, o, p, &mut sink)?;
     }
+    out.flush().map_err(|e| Error::io("stdout", e))
+}
+
+/// Writes the values of a quantized tensor whose parts are stored encoded
+/// (a zTensor profile's, ggml blocks compressed in a `.zt`): its view, from
+/// its parts decoded in memory, a chunk at a time.
+fn cat_prepared(model: &Model, o: &crate::format::manifest::Object) -> Result<()> {
+    let v = crate::decode::views::prepare(o, &|name| read::decoded_vec(model, o, name))?;
+    let mut out = std::io::stdout().lock();
+    read::in_chunks(
+        v.size(),
+        16 << 20,
+        &mut |at, buf| v.read_into(at, buf).map(drop),
+        &mut |chunk| stdout_write(&mut out, chunk),
+    )?;
     out.flush().map_err(|e| Error::io("stdout", e))
 }
 

@@ -145,13 +145,18 @@ impl Computed {
 }
 
 /// The values of object `o` when its layout is a ggml block type
-/// (`gguf.<type>/1`, its blocks in its one part): `None` for any other
-/// layout, an error when they cannot be computed (a type ztfs does not
-/// dequantize, compressed blocks, blocks that are not the shape's).
+/// (`gguf.<type>/1`, its blocks in its one part, stored as they are):
+/// `None` for any other layout, and for blocks stored encoded (their
+/// decoded part's view serves them, `decode::views`); an error when they
+/// cannot be computed (a type ztfs does not dequantize, blocks that are not
+/// the shape's).
 fn block_values(o: &Object) -> Option<Result<RowMajor, String>> {
     // Any `gguf.<type>/1` id, not only the profile's table: a GGUF
     // file's newer types (tq1_0, nvfp4...) are named so too.
     let ty = o.layout.strip_prefix("gguf.")?.strip_suffix("/1")?;
+    if o.parts.iter().any(|p| p.encoding.is_some()) {
+        return None;
+    }
     Some((|| {
         let [p] = &o.parts[..] else {
             return Err(format!(
@@ -159,11 +164,6 @@ fn block_values(o: &Object) -> Option<Result<RowMajor, String>> {
                 o.parts.len()
             ));
         };
-        if let Some(e) = &p.encoding {
-            return Err(format!(
-                "its blocks are stored encoded ({e}); values are computed only from blocks stored as they are"
-            ));
-        }
         let count = (o.shape.iter()).try_fold(1u64, |n, &d| n.checked_mul(d));
         let count = count.ok_or("its element count overflows")?;
         RowMajor::dequantized(ty, p.blob.offset, p.blob.length, count)

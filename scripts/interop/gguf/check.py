@@ -262,8 +262,9 @@ def run_gguf(args, z, res: Results, outdir: str):
             from .values import run_values
             run_values(z, res, outdir)
         if not args.only or "real" in args.only:
-            from .real import run_real
+            from .real import run_real, run_real_packed
             run_real(z, res)
+            run_real_packed(z, outdir, res)
         if not args.only or "transformers" in args.only:
             from .transformers import run_transformers
             try:

@@ -16,6 +16,7 @@ values.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -105,3 +106,35 @@ def run_real(z, res: Results):
                 rc, data, err = z.run("cat", [path, t.name], ("--values",))
                 res.check(rc == 0 and data == want.astype("<f4").tobytes(), where,
                           f"cat --values: {short(err)}")
+
+
+def run_real_packed(z, tmp: str, res: Results):
+    """The same model packed with `--zstd` into a `.zt`: its quantized
+    blocks stored compressed, their values still `data.npy`, bit for bit
+    gguf-py's."""
+    import gguf
+    from gguf import quants
+
+    print(f"\n== gguf real model packed with --zstd: {NAME}'s values from compressed blocks")
+    path = fetch()
+    out = os.path.join(tmp, "gemma-zstd.zt")
+    where = f"{NAME} pack --zstd"
+    rc, _, err = z.run("pack", [path], ("--zstd", "-o", out))
+    if not res.check(rc == 0, where, short(err)):
+        return
+    compressed = 0
+    with mounted(z, out, res, where) as (rc, err, mnt):
+        if not res.check(rc == 0, where, f"mount: {short(err)}"):
+            return
+        for t in gguf.GGUFReader(path).tensors:
+            if t.tensor_type.name in ("F32", "F16"):
+                continue
+            d = os.path.join(mnt, t.name)
+            with open(os.path.join(d, "meta.json")) as f:
+                compressed += json.load(f)["parts"][0]["encoding"] is not None
+            shape = tuple(int(x) for x in reversed(t.shape.tolist()))
+            want = quants.dequantize(t.data, t.tensor_type).astype(np.float32).reshape(shape)
+            got = np.load(os.path.join(d, "data.npy"))
+            res.check(got.shape == want.shape and got.tobytes() == want.tobytes(),
+                      f"{where} {t.name}", "data.npy differs from gguf-py's values")
+    res.check(compressed >= 20, where, f"only {compressed} quantized tensors stored compressed")

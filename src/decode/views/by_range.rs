@@ -67,7 +67,8 @@ pub fn by_range(o: &Object) -> Option<ByRange> {
             let dims = split(&o.shape, q.axis);
             ("zt.quant_group/1", RangeKind::Quant { q, dims }, zeros)
         }
-        Kind::Csr(..) | Kind::Coo(..) => return None,
+        // Encoded ggml blocks only come here (the model computes raw ones).
+        Kind::Csr(..) | Kind::Coo(..) | Kind::Ggml(_) => return None,
     };
     let (data, scales) = (raw(o, "data")?, raw(o, "scales")?);
     let shard = |p: &Part| p.blob.shard.clone();

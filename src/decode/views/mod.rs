@@ -10,7 +10,10 @@
 //! * [`view`] names the view file of an object and gives its exact size
 //!   from metadata alone: `dense` for sparse objects (row-major bytes of the
 //!   values' type, zeros elsewhere), `dequantized` for `zt.mx/1` and
-//!   `zt.quant_group/1` (f32 little-endian, one per element).
+//!   `zt.quant_group/1` (f32 little-endian, one per element), and for a
+//!   `gguf.<type>/1` object whose blocks are stored encoded (compressed:
+//!   its values come from the decoded part; blocks stored as they are are
+//!   computed by range from the file, `model::tensor`).
 //! * [`prepare`] loads and checks the parts (after [`check_data`]'s rules,
 //!   so a view of data that breaks its profile is never served) and
 //!   indexes them; [`Prepared::read_into`] then computes any byte range of
@@ -25,7 +28,7 @@
 //! gives `None`, before reading any part, and otherwise either fail on the
 //! parts (a part that cannot be decoded, data that breaks the profile), with
 //! the same error from both, or give exactly the size [`view`] announced.
-//! No view: `dense` (its `data` part is the tensor), `gguf` (opaque),
+//! No view: `dense` (its `data` part is the tensor), `gguf.*` stored raw,
 //! unknown layouts, sparse values of an unregistered type, mx data of a type
 //! the profile does not decode, `zt.quant_group/1` with `group_size` 0 (see
 //! `dequant`), and anything larger than [`MAX_VIEW_BYTES`].
@@ -151,6 +154,8 @@ enum Loaded {
     Coo(sparse::CooParts),
     Mx(dequant::MxParts),
     Quant(dequant::QuantParts),
+    /// ggml blocks, decoded, and how to dequantize them.
+    Ggml(crate::decode::dequant::values::Values, Vec<u8>),
 }
 
 /// Loads the parts a view is made from and checks the profile's data rules
@@ -200,6 +205,7 @@ fn load_checked(o: &Object, kind: Kind, part: PartFn<'_>) -> Result<Loaded> {
                 zeros,
             })
         }
+        Kind::Ggml(values) => Loaded::Ggml(values, load_one(o, part, "data")?),
     })
 }
 
@@ -209,6 +215,9 @@ enum Kind {
     Coo(Coo, Elem),
     Mx(Mx, MxElement),
     Quant(QuantGroup),
+    /// A `gguf.<type>/1` object whose blocks are stored encoded (blocks
+    /// stored as they are are computed from the file by the model).
+    Ggml(crate::decode::dequant::values::Values),
 }
 
 struct Plan {
@@ -256,6 +265,10 @@ fn plan(o: &Object) -> Result<Plan> {
             }
             (DEQUANTIZED_VIEW, f32_bytes(o, q.codes)?, Kind::Quant(q))
         }
+        Layout::Gguf { .. } if o.parts.iter().any(|p| p.encoding.is_some()) => {
+            let values = ggml_values(o)?;
+            (DEQUANTIZED_VIEW, values.len(), Kind::Ggml(values))
+        }
         Layout::Dense
         | Layout::Gguf { .. }
         | Layout::File
@@ -267,7 +280,9 @@ fn plan(o: &Object) -> Result<Plan> {
                 Layout::File => "it is a file of the model's folder, served at its path",
                 Layout::Hurray => "a Hurray tensor's data is served by the tree",
                 Layout::Torch => "a strided PyTorch tensor's data is served by the tree",
-                Layout::Gguf { .. } => "the gguf payload is opaque ggml blocks, preserved verbatim",
+                Layout::Gguf { .. } => {
+                    "its blocks, stored as they are, are dequantized by the model"
+                }
                 _ => "this reader does not interpret the layout",
             };
             return Err(Error::Unsupported(format!(
@@ -283,6 +298,30 @@ fn plan(o: &Object) -> Result<Plan> {
         )));
     }
     Ok(Plan { name, size, kind })
+}
+
+/// How the values of a `gguf.<type>/1` object come from its one part's
+/// decoded blocks.
+fn ggml_values(o: &Object) -> Result<crate::decode::dequant::values::Values> {
+    let refuse = |why: String| {
+        Error::Unsupported(format!(
+            "object {:?} ({}) has no values: {why}",
+            o.name, o.layout
+        ))
+    };
+    let ty = (o.layout.strip_prefix("gguf."))
+        .and_then(|t| t.strip_suffix("/1"))
+        .ok_or_else(|| refuse("not a gguf.<type>/1 layout".into()))?;
+    let [p] = &o.parts[..] else {
+        return Err(refuse(format!(
+            "{} parts, not the one part of blocks",
+            o.parts.len()
+        )));
+    };
+    let count = o
+        .num_elements()
+        .ok_or_else(|| refuse("its element count overflows".into()))?;
+    crate::decode::dequant::values::Values::new(ty, 0, p.decoded_size(), count).map_err(refuse)
 }
 
 /// The element layout of sparse values and the dense view's size.

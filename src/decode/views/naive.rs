@@ -17,6 +17,13 @@ pub(super) fn render(parts: &Loaded, size: u64) -> Option<Vec<u8>> {
         Loaded::Coo(c) => render_coo(c, size),
         Loaded::Mx(m) => render_f32s(size, m.dims, |at| m.value(at)),
         Loaded::Quant(q) => render_f32s(size, q.dims, |at| q.value(at)),
+        // Every block dequantized at once (the block decoders have their
+        // own oracle: gguf-py, decode/dequant/tests.rs).
+        Loaded::Ggml(v, data) => {
+            let mut out = vec![0u8; usize::try_from(size).ok()?];
+            v.read_into(&data.as_slice(), 0, &mut out).ok()?;
+            Some(out)
+        }
     }
 }
 

@@ -22,6 +22,7 @@ enum Body {
     Coo(CooIndex),
     Mx(MxParts),
     Quant(QuantParts),
+    Ggml(crate::decode::dequant::values::Values, Vec<u8>),
 }
 
 impl Prepared {
@@ -32,6 +33,7 @@ impl Prepared {
             Loaded::Coo(c) => Body::Coo(CooIndex::new(c)?),
             Loaded::Mx(m) => Body::Mx(m),
             Loaded::Quant(q) => Body::Quant(q),
+            Loaded::Ggml(v, data) => Body::Ggml(v, data),
         };
         Some(Prepared {
             name: name.to_string(),
@@ -53,6 +55,7 @@ impl Prepared {
             Body::Coo(c) => return c.heap_bytes() + self.name.capacity() as u64,
             Body::Mx(m) => m.data.capacity() + m.scales.capacity(),
             Body::Quant(q) => q.data.capacity() + q.scales.capacity() + q.zeros.capacity(),
+            Body::Ggml(_, data) => data.capacity(),
         };
         (vecs + self.name.capacity()) as u64
     }
@@ -84,6 +87,7 @@ impl Prepared {
             }
             Body::Mx(m) => m.read(&mut w),
             Body::Quant(q) => q.read(&mut w),
+            Body::Ggml(v, data) => v.read_into(&data.as_slice(), start, w.out).ok(),
         };
         done.ok_or_else(|| internal_error(&self.name))?;
         Ok(n)
@@ -109,6 +113,7 @@ impl std::fmt::Debug for Prepared {
             Body::Coo(_) => "coo",
             Body::Mx(_) => "mx",
             Body::Quant(_) => "quant_group",
+            Body::Ggml(..) => "ggml",
         };
         f.debug_struct("Prepared")
             .field("object", &self.name)

@@ -175,7 +175,17 @@ impl PartIndex {
                 file_flags.push(if decoded { DECODED } else { 0 } | if raw { RAW } else { 0 });
             }
             let all_decodable = file_flags[first..].iter().all(|f| f & DECODED != 0);
-            if all_decodable && views::view(o).is_some() {
+            // ggml blocks stored compressed: served raw, yet decoded for
+            // their values' view (blocks stored as they are are computed
+            // by the model).
+            let ggml = o.layout.starts_with("gguf.")
+                && (o.parts.iter()).all(|p| {
+                    matches!(
+                        p.encoding.as_deref(),
+                        Some(crate::decode::zstd_seekable::ID)
+                    )
+                });
+            if (all_decodable || ggml) && views::view(o).is_some() {
                 file_flags[first] |= VIEW;
             }
         }

@@ -498,7 +498,13 @@ impl Tree {
             crate::model::TensorData::Absent(why) if o.layout.starts_with("gguf.") => Err(why),
             _ => match self.view_of(object) {
                 Some((crate::decode::views::DEQUANTIZED_VIEW, _)) if self.has_view(object) => {
-                    Ok(Some(o.layout.to_string()))
+                    // A ggml block type by its name, as the blocks computed
+                    // from the file say it.
+                    let ggml = o
+                        .layout
+                        .strip_prefix("gguf.")
+                        .and_then(|t| t.strip_suffix("/1"));
+                    Ok(Some(ggml.unwrap_or(&o.layout).to_string()))
                 }
                 _ => Ok(None),
             },
