@@ -55,6 +55,11 @@ enum Kind {
     Quantized(crate::decode::dequant::schemes::Quantized),
     /// A zTensor quantization profile's values, from its raw parts.
     Profile(crate::decode::views::ByRange),
+    /// A PyTorch quantized tensor's values, from its integers' view.
+    Affine {
+        ints: Box<RowMajor>,
+        affine: crate::decode::dequant::torch::Affine,
+    },
 }
 
 /// Where a partition member's row-major bytes are.
@@ -264,6 +269,19 @@ impl RowMajor {
         }
     }
 
+    /// The values of a PyTorch quantized tensor whose integers are `ints`
+    /// (its strided view of its storage), as `affine` dequantizes them.
+    pub fn torch_affine(ints: RowMajor, affine: crate::decode::dequant::torch::Affine) -> RowMajor {
+        RowMajor {
+            len: ints.len() / affine.ty.width() * 4,
+            kind: Kind::Affine {
+                ints: Box::new(ints),
+                affine,
+            },
+            flip: None,
+        }
+    }
+
     /// The block type the view dequantizes, for a quantized tensor's
     /// values ([`RowMajor::dequantized`]).
     pub fn dequantized_from(&self) -> Option<&'static str> {
@@ -271,6 +289,7 @@ impl RowMajor {
             Kind::Values(v) => Some(v.ty()),
             Kind::Quantized(q) => Some(q.scheme()),
             Kind::Profile(p) => Some(p.layout()),
+            Kind::Affine { affine, .. } => Some(affine.name()),
             Kind::Relayout { .. } | Kind::Partition(_) => None,
         }
     }
@@ -286,9 +305,11 @@ impl RowMajor {
     ) -> Result<(), String> {
         match &self.kind {
             Kind::Values(v) => v.read_parallel(file, offset, out),
-            Kind::Relayout { .. } | Kind::Partition(_) | Kind::Quantized(_) | Kind::Profile(_) => {
-                self.read_into(file, offset, out)
-            }
+            Kind::Relayout { .. }
+            | Kind::Partition(_)
+            | Kind::Quantized(_)
+            | Kind::Profile(_)
+            | Kind::Affine { .. } => self.read_into(file, offset, out),
         }
     }
 
@@ -332,6 +353,7 @@ impl RowMajor {
             Kind::Values(v) => v.read_into(file, offset, out),
             Kind::Quantized(q) => q.read_into(file, offset, out),
             Kind::Profile(p) => p.read_into(file, offset, out),
+            Kind::Affine { ints, affine } => affine_into(ints, affine, file, offset, out),
         };
         if let (Ok(()), Some((period, mask))) = (&read, self.flip) {
             for (pos, b) in (offset..).zip(out.iter_mut()) {
@@ -342,6 +364,27 @@ impl RowMajor {
         }
         read
     }
+}
+
+/// Bytes `[offset, +out.len())` of a quantized tensor's f32 values: the
+/// integers of the elements under the range, read from their view, then
+/// dequantized.
+fn affine_into(
+    ints: &RowMajor,
+    affine: &crate::decode::dequant::torch::Affine,
+    file: &dyn Ranges,
+    offset: u64,
+    out: &mut [u8],
+) -> Result<(), String> {
+    let (first, end) = (offset / 4, (offset + out.len() as u64).div_ceil(4));
+    let w = affine.ty.width();
+    let mut q = vec![0u8; ((end - first) * w) as usize];
+    ints.read_into(file, first * w, &mut q)?;
+    let mut values = vec![0u8; ((end - first) * 4) as usize];
+    affine.values(file, first, &q, &mut values)?;
+    let from = (offset - first * 4) as usize;
+    out.copy_from_slice(&values[from..from + out.len()]);
+    Ok(())
 }
 
 fn slice(file: &[u8], start: u64, len: u64) -> Result<&[u8], String> {

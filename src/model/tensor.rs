@@ -12,6 +12,7 @@
 use std::sync::OnceLock;
 
 use super::{Input, Model};
+use crate::decode::dequant::torch;
 use crate::decode::hurray::RowMajor;
 use crate::format::hurray::{self, objects::Data, ElemType};
 use crate::format::manifest::{Manifest, Object};
@@ -109,13 +110,17 @@ impl Computed {
     /// storage's bytes.
     fn of_torch(file: &pytorch::File) -> Computed {
         let views = (file.tensors.iter().enumerate())
-            .filter(|(_, t)| !t.in_place())
+            .filter(|(_, t)| !t.in_place() || t.quant.is_some())
             .map(|(i, t)| {
                 let s = &file.storages[t.storage];
                 let bits = (t.width() * 8) as u32;
                 let view =
                     RowMajor::strided(s.offset, s.len, &t.shape, bits, &t.stride, t.byte_offset())
                         .map(|v| v.with_sign_flip(t.sign_flip()));
+                let view = match &t.quant {
+                    Some(q) => view.map(|ints| RowMajor::torch_affine(ints, affine(file, t, q))),
+                    None => view,
+                };
                 (i as u32, view)
             })
             .collect();
@@ -142,6 +147,31 @@ impl Computed {
         let i = (self.views).binary_search_by_key(&object, |r| r.0).ok()?;
         Some(&self.views[i].1)
     }
+}
+
+/// How quantized tensor `t` of `file` is dequantized.
+fn affine(file: &pytorch::File, t: &pytorch::Tensor, q: &pytorch::Quant) -> torch::Affine {
+    let at = |l: &pytorch::Located| torch::Params {
+        start: file.storages[l.storage].offset + l.byte_offset,
+        count: l.count,
+    };
+    let scheme = match &q.scheme {
+        pytorch::Scheme::PerTensor { scale, zero_point } => torch::Scheme::PerTensor {
+            scale: f64::from_bits(*scale),
+            zero_point: *zero_point,
+        },
+        pytorch::Scheme::PerChannel {
+            axis,
+            scales,
+            zero_points,
+        } => torch::Scheme::PerChannel {
+            scales: at(scales),
+            zero_points: at(zero_points),
+            inner: t.shape[axis + 1..].iter().product(),
+            loaded: Default::default(),
+        },
+    };
+    torch::Affine { ty: q.ty, scheme }
 }
 
 /// The values of object `o` when its layout is a ggml block type
@@ -226,10 +256,15 @@ impl Model {
                 None => return TensorData::Absent(format!("{l} has no registered zTensor type")),
             },
         };
-        if t.in_place() {
+        if t.in_place() && t.quant.is_none() {
             return TensorData::Stored { part: 0, elem };
         }
         match self.computed().get(i) {
+            // A quantized tensor's values are float32.
+            Some(Ok(view)) if t.quant.is_some() => TensorData::Computed {
+                view,
+                elem: Elem::Plain(DType::F32),
+            },
             Some(Ok(view)) => TensorData::Computed { view, elem },
             Some(Err(why)) => TensorData::Absent(why.clone()),
             None => TensorData::Absent("no row-major view".into()),

@@ -165,6 +165,11 @@ def run_torch(args, z, res: Results, outdir: str):
         except Exception as e:  # noqa: BLE001 - a harness error is a failure
             res.fail(os.path.basename(path), f"harness error: {type(e).__name__}: {e}")
     try:
+        from .quantized import run_quantized
+        run_quantized(z, os.path.join(outdir, "quantized"), res)
+    except Exception as e:  # noqa: BLE001 - a harness error is a failure
+        res.fail("torch quantized", f"harness error: {type(e).__name__}: {e}")
+    try:
         check_hostile(outdir, z, res)
     except Exception as e:  # noqa: BLE001
         res.fail("torch hostile", f"harness error: {type(e).__name__}: {e}")

@@ -39,6 +39,7 @@ pub mod legacy;
 pub mod narrow;
 pub mod schemes;
 pub mod ternary;
+pub mod torch;
 pub mod values;
 
 #[cfg(test)]

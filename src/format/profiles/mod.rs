@@ -99,7 +99,8 @@ pub enum Layout {
     /// checked by the Hurray reader (`crate::format::hurray`); its parts
     /// are its `data` range and its buffers, plain bytes.
     Hurray,
-    /// `torch:strided`: a strided view of a PyTorch checkpoint's storage
+    /// `torch:strided` or `torch:quantized`: a strided view of a PyTorch
+    /// checkpoint's storage, or a quantized tensor's integers in one
     /// (`crate::format::pytorch`), checked by its reader; its one part is
     /// the storage's bytes.
     Torch,
@@ -120,7 +121,8 @@ impl Layout {
             MX => Layout::Mx,
             FILE => Layout::File,
             _ if id.starts_with(crate::format::hurray::objects::LAYOUT_PREFIX) => Layout::Hurray,
-            crate::format::pytorch::objects::STRIDED => Layout::Torch,
+            crate::format::pytorch::objects::STRIDED
+            | crate::format::pytorch::objects::QUANTIZED => Layout::Torch,
             _ => match id.strip_prefix("gguf.").and_then(|t| t.strip_suffix("/1")) {
                 Some(t) if GGML_TYPES.contains(&t) => Layout::Gguf {
                     ggml_type: t.to_string(),

@@ -40,6 +40,7 @@ use crate::error::{Error, Result, Rule};
 use crate::format::safetensors::Dtype;
 use crate::format::zip::{self, Member};
 use crate::format::Ranges;
+pub use pickle::QType;
 use pickle::{Obj, Pickled, StorageType, Value};
 
 /// The largest `data.pkl` read, in bytes (it is read whole).
@@ -79,6 +80,39 @@ pub struct Tensor {
     pub neg: bool,
     /// Torch's conjugate bit: its values are the stored ones conjugated.
     pub conj: bool,
+    /// A quantized tensor's type and scheme: its `dtype` is its integers',
+    /// its values are computed from them.
+    pub quant: Option<Quant>,
+}
+
+/// A quantized tensor's integer type and scheme.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quant {
+    pub ty: QType,
+    pub scheme: Scheme,
+}
+
+/// How a quantized tensor's integers become values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scheme {
+    /// `torch.per_tensor_affine`: the scale's bits (an f64) and the zero
+    /// point.
+    PerTensor { scale: u64, zero_point: i64 },
+    /// `torch.per_channel_affine` along dimension `axis`.
+    PerChannel {
+        axis: usize,
+        scales: Located,
+        zero_points: Located,
+    },
+}
+
+/// A per-channel parameter tensor's values: `count` of 8 bytes at
+/// `byte_offset` of storage `storage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Located {
+    pub storage: usize,
+    pub byte_offset: u64,
+    pub count: u64,
 }
 
 impl Tensor {
@@ -295,32 +329,84 @@ pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
     let mut walk = Walk::new(&pickled);
     walk.value(pickled.value, &mut Vec::new(), 0)?;
     let (found, other_values) = (walk.found, walk.other);
-    let mut storages: Vec<Storage> = Vec::new();
-    // torch.load keeps one storage per key, however many ids name it, as
-    // the type the first names: a later id naming another type would be
-    // read as the first's by torch and as its own here. torch.save never
-    // writes one ("Cannot save multiple tensors or storages that view the
-    // same data as different types"): refused.
-    let mut by_key: HashMap<&str, (usize, StorageType)> = HashMap::new();
+    let mut storages = Storages {
+        list: Vec::new(),
+        by_key: HashMap::new(),
+    };
     let mut tensors = Vec::with_capacity(found.len());
     for (name, t) in found {
-        let Some(Obj::Storage(s)) = pickled.arena.get(t.storage as usize) else {
+        let storage = storages.of(&pickled, t.storage, &find, &archive)?;
+        let quant = match &t.quant {
+            None => None,
+            Some((ty, scheme)) => Some(Quant {
+                ty: *ty,
+                scheme: quant_scheme(&name, t, scheme, &pickled, &mut storages, &find, &archive)?,
+            }),
+        };
+        let tensor = Tensor {
+            name,
+            dtype: t.dtype,
+            shape: t.shape.clone(),
+            stride: t.stride.clone(),
+            offset: t.offset,
+            storage,
+            neg: t.neg,
+            conj: t.conj,
+            quant,
+        };
+        check_extent(&tensor, storages.list[storage].len)?;
+        tensors.push(tensor);
+    }
+    let storages = storages.list;
+    Ok(File {
+        archive,
+        files: Vec::new(),
+        pickle_len: pkl.len,
+        storages,
+        tensors,
+        other_values,
+    })
+}
+
+/// The storages a checkpoint's tensors name, each once.
+struct Storages<'k> {
+    list: Vec<Storage>,
+    /// torch.load keeps one storage per key, however many ids name it, as
+    /// the type the first names: a later id naming another type would be
+    /// read as the first's by torch and as its own here. torch.save never
+    /// writes one ("Cannot save multiple tensors or storages that view the
+    /// same data as different types"): refused.
+    by_key: HashMap<&'k str, (usize, StorageType)>,
+}
+
+impl<'k> Storages<'k> {
+    /// The index of the storage at arena index `at` of `pickled`, its
+    /// member found by `find` and checked the first time.
+    fn of(
+        &mut self,
+        pickled: &'k Pickled,
+        at: u32,
+        find: &dyn Fn(&str) -> Option<&'k Member>,
+        archive: &str,
+    ) -> Result<usize> {
+        let Some(Obj::Storage(s)) = pickled.arena.get(at as usize) else {
             unreachable!("the pickle makes a tensor of a storage only")
         };
-        let storage = match by_key.get(s.key.as_str()) {
-            Some(&(k, ty)) if ty == s.ty => k,
+        match self.by_key.get(s.key.as_str()) {
+            Some(&(k, ty)) if ty == s.ty => Ok(k),
             Some(&(_, ty)) => {
                 let named = |t: StorageType| match t {
                     StorageType::Typed(d) => format!("{d:?}"),
                     StorageType::Untyped => "untyped".into(),
+                    StorageType::Quant(q) => format!("{q:?}"),
                     StorageType::Other(_) => "a type without a zTensor one".into(),
                 };
-                return Err(archive_err(format!(
+                Err(archive_err(format!(
                     "storage {:?} is named as two types ({} and {}): torch would read both as the first",
                     s.key,
                     named(ty),
                     named(s.ty)
-                )));
+                )))
             }
             None => {
                 let m = find(&format!("data/{}", s.key)).ok_or_else(|| {
@@ -333,6 +419,7 @@ pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
                 let unit = match s.ty {
                     StorageType::Typed(d) => width(d),
                     StorageType::Untyped => 1,
+                    StorageType::Quant(q) => q.width(),
                     StorageType::Other(w) => w,
                 };
                 let want = s.numel.checked_mul(unit);
@@ -342,36 +429,82 @@ pub fn read_archive(file: &dyn Ranges, members: &[Member]) -> Result<File> {
                         s.key, m.len, s.numel
                     )));
                 }
-                storages.push(Storage {
+                self.list.push(Storage {
                     file: 0,
                     key: s.key.clone(),
                     offset: m.offset,
                     len: m.len,
                 });
-                by_key.insert(&s.key, (storages.len() - 1, s.ty));
-                storages.len() - 1
+                self.by_key.insert(&s.key, (self.list.len() - 1, s.ty));
+                Ok(self.list.len() - 1)
             }
-        };
-        let tensor = Tensor {
-            name,
-            dtype: t.dtype,
-            shape: t.shape.clone(),
-            stride: t.stride.clone(),
-            offset: t.offset,
-            storage,
-            neg: t.neg,
-            conj: t.conj,
-        };
-        check_extent(&tensor, storages[storage].len)?;
-        tensors.push(tensor);
+        }
     }
-    Ok(File {
-        archive,
-        files: Vec::new(),
-        pickle_len: pkl.len,
-        storages,
-        tensors,
-        other_values,
+}
+
+/// A quantized tensor's scheme, its per-channel parameter tensors found
+/// and checked: 1-D, contiguous, one value per index of the channel
+/// dimension, f64 scales and i64 zero points (what torch saves).
+fn quant_scheme<'k>(
+    name: &str,
+    t: &pickle::Tensor,
+    scheme: &pickle::QScheme,
+    pickled: &'k Pickled,
+    storages: &mut Storages<'k>,
+    find: &dyn Fn(&str) -> Option<&'k Member>,
+    archive: &str,
+) -> Result<Scheme> {
+    let (scales, zero_points, axis) = match *scheme {
+        pickle::QScheme::PerTensor { scale, zero_point } => {
+            return Ok(Scheme::PerTensor { scale, zero_point })
+        }
+        pickle::QScheme::PerChannel {
+            scales,
+            zero_points,
+            axis,
+        } => (scales, zero_points, axis),
+    };
+    let channels = t.shape[axis];
+    let mut param = |at: u32, dtype: Dtype, what: &str| -> Result<Located> {
+        let bad = |why: String| {
+            Error::reject(
+                Rule::TorchTensor,
+                format!("tensor {name:?}: its {what}: {why}"),
+            )
+        };
+        let Some(Obj::Tensor(p)) = pickled.arena.get(at as usize) else {
+            return Err(bad("not a tensor".into()));
+        };
+        let contiguous = p.stride.first().is_none_or(|&s| s == 1 || channels <= 1);
+        if p.dtype != dtype || p.shape != [channels] || !contiguous || p.neg || p.quant.is_some() {
+            return Err(bad(format!(
+                "not a contiguous {dtype:?} tensor of its {channels} channels (size {:?}, stride {:?}, {:?})",
+                p.shape, p.stride, p.dtype
+            )));
+        }
+        let storage = storages.of(pickled, p.storage, find, archive)?;
+        let located = Tensor {
+            name: format!("{name} ({what})"),
+            dtype,
+            shape: p.shape.clone(),
+            stride: vec![1],
+            offset: p.offset,
+            storage,
+            neg: false,
+            conj: false,
+            quant: None,
+        };
+        check_extent(&located, storages.list[storage].len)?;
+        Ok(Located {
+            storage,
+            byte_offset: located.byte_offset(),
+            count: channels,
+        })
+    };
+    Ok(Scheme::PerChannel {
+        axis,
+        scales: param(scales, Dtype::F64, "scales")?,
+        zero_points: param(zero_points, Dtype::I64, "zero points")?,
     })
 }
 

@@ -5,6 +5,9 @@
 //! (a transpose, a slice with steps) is an object of layout
 //! [`STRIDED`] whose one raw part `storage` is its storage's bytes; its
 //! row-major `data` is computed by range (`crate::decode::hurray::RowMajor`).
+//! A quantized tensor (`qint8`, `quint8`, `qint32`) is an object of layout
+//! [`QUANTIZED`], its part `storage` too: its values are computed by range
+//! from its integers (`crate::decode::dequant::torch`).
 
 use super::File;
 use crate::format::manifest::{Object, Part};
@@ -18,18 +21,21 @@ pub const DATA: &str = "data";
 pub const STORAGE: &str = "storage";
 /// The layout of a strided view.
 pub const STRIDED: &str = "torch:strided";
+/// The layout of a quantized tensor.
+pub const QUANTIZED: &str = "torch:quantized";
 
 /// The objects of a checkpoint, in the pickled value's order.
 pub fn objects(file: &File) -> Vec<Object> {
     let mut texts = Texts::default();
     let (data, storage) = (texts.get(DATA), texts.get(STORAGE));
     let (dense, strided) = (texts.get("dense"), texts.get(STRIDED));
+    let quantized = texts.get(QUANTIZED);
     file.tensors
         .iter()
         .map(|t| {
             let s = &file.storages[t.storage];
             let (part, layout) = match t.in_place() {
-                true => {
+                true if t.quant.is_none() => {
                     let (dtype, logical) = ztensor_type(t.dtype);
                     let ty = ElementType {
                         dtype,
@@ -41,15 +47,16 @@ pub fn objects(file: &File) -> Vec<Object> {
                         dense.clone(),
                     )
                 }
-                false => {
+                _ => {
                     let ty = ElementType {
                         dtype: DType::U8,
                         logical: None,
                     };
-                    (
-                        Part::raw(storage.clone(), ty, s.offset, s.len),
-                        strided.clone(),
-                    )
+                    let layout = match t.quant {
+                        Some(_) => quantized.clone(),
+                        None => strided.clone(),
+                    };
+                    (Part::raw(storage.clone(), ty, s.offset, s.len), layout)
                 }
             };
             Object {

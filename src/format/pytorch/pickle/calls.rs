@@ -13,7 +13,7 @@
 //! refused by name (`TorchTensor`), and those that build no tensor (a
 //! device, a complex number, bytes) become [`Value::Other`].
 
-use super::{bad, Obj, Storage, Tensor, Value, Vm};
+use super::{bad, Obj, QScheme, Storage, Tensor, Value, Vm};
 use crate::error::{Error, Result, Rule};
 use crate::format::safetensors::Dtype;
 
@@ -51,6 +51,40 @@ pub enum Global {
     CodecsEncode,
     Bytearray,
     Complex,
+    /// `torch._utils._rebuild_qtensor`.
+    RebuildQTensor,
+    /// `torch.per_tensor_affine` (false) or `torch.per_channel_affine`
+    /// (true): the quantization schemes read here.
+    QScheme {
+        per_channel: bool,
+    },
+}
+
+/// The integer type of a quantized storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QType {
+    QInt8,
+    QUInt8,
+    QInt32,
+}
+
+impl QType {
+    /// Bytes a value.
+    pub fn width(self) -> u64 {
+        match self {
+            QType::QInt8 | QType::QUInt8 => 1,
+            QType::QInt32 => 4,
+        }
+    }
+
+    /// The plain dtype of the same bytes (its `int_repr()`'s).
+    pub fn dtype(self) -> Dtype {
+        match self {
+            QType::QInt8 => Dtype::I8,
+            QType::QUInt8 => Dtype::U8,
+            QType::QInt32 => Dtype::I32,
+        }
+    }
 }
 
 /// What a storage class holds.
@@ -60,8 +94,10 @@ pub enum StorageType {
     Untyped,
     /// A typed storage of elements with a zTensor type.
     Typed(Dtype),
-    /// A typed storage of elements with none (complex128, quantized), of
-    /// this many bytes each.
+    /// A quantized storage (`torch.QInt8Storage`...).
+    Quant(QType),
+    /// A typed storage of elements with none (complex128, 4- and 2-bit
+    /// quantized), of this many bytes each.
     Other(u64),
 }
 
@@ -82,10 +118,10 @@ fn storage_dtype(name: &str) -> Option<StorageType> {
         "BoolStorage" => Dtype::BOOL,
         "ComplexFloatStorage" => Dtype::C64,
         "ComplexDoubleStorage" => return Some(StorageType::Other(16)),
-        "QInt32Storage" => return Some(StorageType::Other(4)),
-        "QInt8Storage" | "QUInt8Storage" | "QUInt4x2Storage" | "QUInt2x4Storage" => {
-            return Some(StorageType::Other(1))
-        }
+        "QInt32Storage" => return Some(StorageType::Quant(QType::QInt32)),
+        "QInt8Storage" => return Some(StorageType::Quant(QType::QInt8)),
+        "QUInt8Storage" => return Some(StorageType::Quant(QType::QUInt8)),
+        "QUInt4x2Storage" | "QUInt2x4Storage" => return Some(StorageType::Other(1)),
         _ => return None,
     };
     Some(StorageType::Typed(d))
@@ -140,19 +176,17 @@ const LEGACY_TENSORS: [&str; 12] = [
 ];
 
 /// Globals torch's weights_only loader allows that build tensors ztfs
-/// does not serve (quantized, sparse, on a device, without storage): a
-/// file naming one is refused as such (`TorchTensor`), not as hostile.
-const UNSERVED: [(&str, &str); 12] = [
-    ("torch._utils", "_rebuild_qtensor"),
+/// does not serve (quantized with symmetric or float zero-point schemes,
+/// sparse, on a device, without storage): a file naming one is refused as
+/// such (`TorchTensor`), not as hostile.
+const UNSERVED: [(&str, &str); 9] = [
     ("torch._utils", "_rebuild_sparse_tensor"),
     ("torch._utils", "_rebuild_meta_tensor_no_storage"),
     ("torch._utils", "_rebuild_device_tensor_from_cpu_tensor"),
     ("torch._utils", "_rebuild_device_tensor_from_numpy"),
     ("torch._utils", "_rebuild_wrapper_subclass"),
     ("torch.serialization", "_get_layout"),
-    ("torch", "per_tensor_affine"),
     ("torch", "per_tensor_symmetric"),
-    ("torch", "per_channel_affine"),
     ("torch", "per_channel_symmetric"),
     ("torch", "per_channel_affine_float_qparams"),
 ];
@@ -173,6 +207,9 @@ pub fn allowed(module: &str, name: &str) -> Option<Global> {
         ("torch._utils", "_rebuild_tensor_v2") => Global::RebuildTensor(2),
         ("torch._utils", "_rebuild_tensor_v3") => Global::RebuildTensor(3),
         ("torch._utils", "_rebuild_parameter") => Global::RebuildParameter,
+        ("torch._utils", "_rebuild_qtensor") => Global::RebuildQTensor,
+        ("torch", "per_tensor_affine") => Global::QScheme { per_channel: false },
+        ("torch", "per_channel_affine") => Global::QScheme { per_channel: true },
         ("torch._utils", "_rebuild_parameter_with_state") => Global::RebuildParameterWithState,
         ("torch._tensor", "_rebuild_from_type_v2") => Global::RebuildFromTypeV2,
         ("torch.nn.parameter", "Parameter") => Global::Parameter,
@@ -290,6 +327,9 @@ impl Vm<'_> {
             (Global::OrderedDict, &[from]) => self.dict_from(g, from, true),
             (Global::Counter, &[from]) => self.dict_from(g, from, false),
             (Global::RebuildTensor(v), _) => self.rebuild_tensor(v, args),
+            (Global::RebuildQTensor, &[storage, offset, size, stride, params, grad, hooks]) => {
+                self.rebuild_qtensor([storage, offset, size, stride], params, grad, hooks)
+            }
             (Global::RebuildParameter, &[data, grad, hooks]) => {
                 self.parameter(data, grad, hooks, Value::None)
             }
@@ -616,7 +656,7 @@ impl Vm<'_> {
                 StorageType::Typed(d) => Some(d),
                 // Torch loads an untyped storage as a uint8 one.
                 StorageType::Untyped => Some(Dtype::U8),
-                StorageType::Other(_) => None,
+                StorageType::Quant(_) | StorageType::Other(_) => None,
             },
             _ => return Err(self.tensor_err("its storage is not a persistent storage")),
         };
@@ -663,6 +703,86 @@ impl Vm<'_> {
             stride,
             neg,
             conj,
+            quant: None,
+        }))
+    }
+
+    /// `_rebuild_qtensor(storage, offset, size, stride, quantizer_params,
+    /// requires_grad, backward_hooks)`: a quantized tensor over a
+    /// quantized storage, of scheme `(per_tensor_affine, scale,
+    /// zero_point)` or `(per_channel_affine, scales, zero_points, axis)`.
+    fn rebuild_qtensor(
+        &mut self,
+        [storage, offset, size, stride]: [Value; 4],
+        params: Value,
+        grad: Value,
+        hooks: Value,
+    ) -> Result<Value> {
+        let q = match self.obj(storage) {
+            Some(Obj::Storage(s)) => match s.ty {
+                StorageType::Quant(q) => q,
+                _ => {
+                    return Err(
+                        self.tensor_err("a quantized tensor of a storage that is not quantized")
+                    )
+                }
+            },
+            _ => return Err(self.tensor_err("its storage is not a persistent storage")),
+        };
+        let offset = match offset {
+            Value::Int(i) if i >= 0 => i as u64,
+            x => return Err(self.tensor_err(format!("its storage offset is {x:?}"))),
+        };
+        let shape = self.ints(size, "size")?;
+        let stride = self.ints(stride, "stride")?;
+        if stride.len() != shape.len() {
+            return Err(self.tensor_err(format!(
+                "size {shape:?} and stride {stride:?} differ in rank"
+            )));
+        }
+        // An integer dtype: torch refuses requires_grad on it.
+        self.grad_and_hooks(q.dtype(), grad, hooks)?;
+        let p = match self.obj(params) {
+            Some(Obj::Tuple(p)) => p.clone(),
+            _ => return Err(self.tensor_err("its quantizer parameters are not a tuple")),
+        };
+        let scheme = match (p.first().map(|&v| self.obj(v)), &p[..]) {
+            (Some(Some(Obj::Global(Global::QScheme { per_channel: false }))), &[_, scale, Value::Int(zero_point)]) => {
+                let scale = match scale {
+                    Value::Float(f) => f,
+                    Value::Int(i) => i as f64,
+                    x => return Err(self.tensor_err(format!("its scale is {x:?}"))),
+                };
+                QScheme::PerTensor { scale: scale.to_bits(), zero_point }
+            }
+            (Some(Some(Obj::Global(Global::QScheme { per_channel: true }))), &[_, Value::Obj(scales), Value::Obj(zero_points), Value::Int(axis)]) => {
+                let tensors = [scales, zero_points].map(|t| matches!(self.obj(Value::Obj(t)), Some(Obj::Tensor(_))));
+                if tensors != [true, true] || axis < 0 || axis as usize >= shape.len() {
+                    return Err(self.tensor_err(format!(
+                        "per-channel parameters that are not two tensors and an axis of its {} dimensions",
+                        shape.len()
+                    )));
+                }
+                QScheme::PerChannel { scales, zero_points, axis: axis as usize }
+            }
+            _ => {
+                return Err(self.tensor_err(
+                    "its quantizer parameters are not (per_tensor_affine, scale, zero_point) or (per_channel_affine, scales, zero_points, axis)",
+                ))
+            }
+        };
+        let Value::Obj(storage) = storage else {
+            unreachable!("matched an object above")
+        };
+        self.new_obj(Obj::Tensor(Tensor {
+            storage,
+            dtype: q.dtype(),
+            offset,
+            shape,
+            stride,
+            neg: false,
+            conj: false,
+            quant: Some((q, scheme)),
         }))
     }
 

@@ -24,7 +24,7 @@
 
 mod calls;
 
-pub use calls::{allowed, Global, StorageType};
+pub use calls::{allowed, Global, QType, StorageType};
 
 use crate::error::{Error, Result, Rule};
 use crate::format::safetensors::Dtype;
@@ -186,6 +186,23 @@ pub struct Tensor {
     /// Torch's conjugate bit: its values are the stored ones conjugated
     /// (for a complex dtype; no change for a real one).
     pub conj: bool,
+    /// A quantized tensor's integer type and scheme (its `dtype` is the
+    /// integers'; its values are computed from them).
+    pub quant: Option<(QType, QScheme)>,
+}
+
+/// A quantized tensor's scheme, as pickled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QScheme {
+    /// The scale's bits (an f64) and the zero point.
+    PerTensor { scale: u64, zero_point: i64 },
+    /// The scales' and zero points' tensors (arena indexes of
+    /// [`Obj::Tensor`]s) and the channel dimension.
+    PerChannel {
+        scales: u32,
+        zero_points: u32,
+        axis: usize,
+    },
 }
 
 fn bad(at: usize, what: impl std::fmt::Display) -> Error {

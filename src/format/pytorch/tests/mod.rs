@@ -185,6 +185,7 @@ fn contiguity_is_torchs() {
         storage: 0,
         neg: false,
         conj: false,
+        quant: None,
     };
     assert!(t(vec![2, 3], vec![3, 1]).contiguous());
     assert!(!t(vec![3, 2], vec![1, 3]).contiguous());
@@ -205,6 +206,7 @@ fn a_tensor_past_its_storage_is_refused() {
         storage: 0,
         neg: false,
         conj: false,
+        quant: None,
     };
     assert!(check_extent(&t, 24).is_err());
     assert!(check_extent(&t, 28).is_ok());
@@ -255,6 +257,7 @@ fn a_broadcast_view_whose_byte_size_overflows_is_refused() {
         storage: 0,
         neg: false,
         conj: false,
+        quant: None,
     };
     assert_eq!(
         check_extent(&t, 8).unwrap_err().rule(),
@@ -296,8 +299,14 @@ fn a_tensor_named_a_million_times_is_refused() {
 
 #[test]
 fn a_tensor_torch_allows_but_ztfs_does_not_serve_is_refused_as_such() {
-    let mut p = b"\x80\x02".to_vec();
-    p.extend(global("torch._utils", "_rebuild_qtensor"));
-    p.push(b'.');
-    assert_eq!(rule(&p), Rule::TorchTensor);
+    for (module, name) in [
+        ("torch._utils", "_rebuild_sparse_tensor"),
+        ("torch", "per_channel_affine_float_qparams"),
+        ("torch", "per_tensor_symmetric"),
+    ] {
+        let mut p = b"\x80\x02".to_vec();
+        p.extend(global(module, name));
+        p.push(b'.');
+        assert_eq!(rule(&p), Rule::TorchTensor, "{name}");
+    }
 }

@@ -203,6 +203,7 @@ fn the_math_bits_flip_the_values_bit_for_bit() {
         storage: 0,
         neg,
         conj,
+        quant: None,
     };
     let read = |t: &Tensor, bytes: &[u8], offset: usize, len: usize| {
         let bits = (t.width() * 8) as u32;
@@ -362,6 +363,7 @@ fn constructions_torch_accepts_are_read() {
         storage: 0,
         neg: false,
         conj: false,
+        quant: None,
     };
     assert!(check_extent(&empty, 8).is_ok());
     assert_eq!(empty.byte_offset(), 0);
@@ -467,4 +469,68 @@ fn the_walk_reads_keys_within_a_bound() {
         .value(got.value, &mut Vec::new(), 0)
         .unwrap_err();
     assert!(e.to_string().contains("keys take more than"), "{e}");
+}
+
+/// `_rebuild_qtensor(storage(TYPE, '0', 4), 0, (4,), (1,), PARAMS, grad,
+/// OrderedDict())`, as torch.save writes a quantized tensor.
+fn qtensor(ty: &str, params: &[u8], grad: bool) -> Vec<u8> {
+    let mut p = global("torch._utils", "_rebuild_qtensor");
+    p.push(b'(');
+    p.extend(pid("torch", ty, "0", 4));
+    p.extend(b"K\x00");
+    p.extend(ints(&[4]));
+    p.extend(ints(&[1]));
+    p.extend(params);
+    p.push(if grad { 0x88 } else { 0x89 });
+    p.extend(global("collections", "OrderedDict"));
+    p.extend(b")RtR");
+    p
+}
+
+/// `(torch.per_tensor_affine, 0.5, 3)`.
+fn per_tensor() -> Vec<u8> {
+    let mut p = b"(".to_vec();
+    p.extend(global("torch", "per_tensor_affine"));
+    p.push(b'G');
+    p.extend(0.5f64.to_be_bytes());
+    p.extend(b"K\x03t");
+    p
+}
+
+/// A quantized tensor of a scheme read here keeps its integers' type and
+/// its scheme; one that would need gradients, of a storage that is not
+/// quantized, or with parameters of another shape is refused as torch's
+/// loader refuses it (or as ztfs does not serve it).
+#[test]
+fn a_quantized_tensor_keeps_its_scheme() {
+    use pickle::{QScheme, QType};
+    let t = tensor(&qtensor("QInt8Storage", &per_tensor(), false));
+    assert_eq!(t.dtype, Dtype::I8);
+    let scheme = QScheme::PerTensor {
+        scale: 0.5f64.to_bits(),
+        zero_point: 3,
+    };
+    assert_eq!(t.quant, Some((QType::QInt8, scheme)));
+    assert_eq!(
+        tensor(&qtensor("QInt32Storage", &per_tensor(), false)).dtype,
+        Dtype::I32
+    );
+    for bad in [
+        qtensor("QInt8Storage", &per_tensor(), true),
+        qtensor("CharStorage", &per_tensor(), false),
+        qtensor("QUInt4x2Storage", &per_tensor(), false),
+        qtensor("QUInt8Storage", b"(K\x01t", false),
+    ] {
+        assert_eq!(refused(&bad).rule(), Some(Rule::TorchTensor));
+    }
+    // Per channel: scales and zero points must be tensors.
+    let mut p = b"(".to_vec();
+    p.extend(global("torch", "per_channel_affine"));
+    p.extend(b"G");
+    p.extend(0.5f64.to_be_bytes());
+    p.extend(b"K\x00K\x00t");
+    assert_eq!(
+        refused(&qtensor("QUInt8Storage", &p, false)).rule(),
+        Some(Rule::TorchTensor)
+    );
 }
