@@ -8,7 +8,11 @@ mod builder;
 mod exports;
 mod folder;
 mod npz;
+mod transformers;
 mod verify;
+#[allow(dead_code)]
+#[path = "../corpus/gguf/writer.rs"]
+mod writer;
 #[allow(dead_code)]
 #[path = "../common/zip.rs"]
 mod zip;

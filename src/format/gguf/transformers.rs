@@ -50,7 +50,10 @@ impl Change {
     pub fn source_row(self, row: u64, rows: u64) -> u64 {
         match self {
             Change::Unpermute { heads } => {
-                let half = rows / heads / 2;
+                let half = rows / heads.max(1) / 2;
+                if half == 0 {
+                    return row;
+                }
                 let (h, r) = (row / (2 * half), row % (2 * half));
                 h * 2 * half + (r % half) * 2 + r / half
             }

@@ -46,14 +46,22 @@ impl Tree {
         None
     }
 
-    /// Why a change of `f` cannot be served exactly, if one cannot.
+    /// Why `f` cannot be served exactly, if it cannot: a tensor the model
+    /// has a parameter for that `model.safetensors` cannot hold (the model
+    /// would load with that parameter left as initialised), or a change
+    /// this module cannot make as the loader does.
     fn form_unservable(&self, f: &Form) -> Option<String> {
         let to = self.opts.dequantize?;
         for (i, t) in f.tensors.iter().enumerate() {
-            if !t.as_ref().is_some_and(|t| t.change == Change::LessOne) {
-                continue;
+            let Some(t) = t else { continue };
+            let name = &self.object(i as u32).name;
+            if let Err(why) = self.safetensors_of(i as u32) {
+                return Some(format!("{name:?} cannot be in model.safetensors: {why}"));
             }
             let (_, elem, _) = self.tensor_file(i as u32).ok()?;
+            if t.change != Change::LessOne {
+                continue;
+            }
             let values = (self.view_of(i as u32)).is_some_and(|v| v.0 == DEQUANTIZED_VIEW);
             // The loader subtracts in the type it holds: f32 for
             // dequantized values, the file's own type for f32 and f16.
@@ -64,8 +72,7 @@ impl Tree {
             };
             if !exact {
                 return Some(format!(
-                    "{:?}: ztfs subtracts one from it only as f32 or f16 (dequantized to {to:?})",
-                    self.object(i as u32).name
+                    "{name:?}: ztfs subtracts one from it only as f32 or f16 (dequantized to {to:?})"
                 ));
             }
         }
