@@ -7,12 +7,12 @@
 //! as the same model (`ztfs mount --dequantize`, docs/gguf.md).
 //!
 //! What it follows of that loader, each in one place below:
-//! * the config ([`config`]): the file's keys that transformers maps, renamed
+//! * the config (`config`): the file's keys that transformers maps, renamed
 //!   as it renames them, valued as it parses them (a one-element array is
 //!   its element), `tie_word_embeddings` when there is no `output.weight`,
 //!   `vocab_size` from the tokenizer's token count when the file has none,
 //!   `gemma3` as `gemma3_text`;
-//! * the names ([`hf_name`]): gguf-py's tensor names mapped back to the
+//! * the names (`hf_name`): gguf-py's tensor names mapped back to the
 //!   parameters the model class has (a tensor of a parameter it lacks, a
 //!   layer past `block_count` or a bias it has none of, is dropped, as the
 //!   loader drops it);
