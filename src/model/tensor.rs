@@ -167,7 +167,8 @@ fn affine(file: &pytorch::File, t: &pytorch::Tensor, q: &pytorch::Quant) -> torc
         } => torch::Scheme::PerChannel {
             scales: at(scales),
             zero_points: at(zero_points),
-            inner: t.shape[axis + 1..].iter().product(),
+            // Within the element count, checked at open.
+            inner: (t.shape[axis + 1..].iter()).fold(1u64, |a, &d| a.saturating_mul(d)),
             loaded: Default::default(),
         },
     };
