@@ -195,10 +195,14 @@ impl Input {
         match self {
             Input::Hurray(f) => f.tensors[i].descriptor.elem.name().to_string(),
             Input::Gguf(f) => f.tensors[i].ty.name.to_string(),
-            Input::Torch(f) => {
-                let (dtype, logical) = safetensors::objects::ztensor_type(f.tensors[i].dtype);
-                logical.unwrap_or(dtype.name()).to_string()
-            }
+            Input::Torch(f) => match &f.tensors[i].quant {
+                // torch's name of the quantized dtype.
+                Some(q) => q.ty.torch_name().to_string(),
+                None => {
+                    let (dtype, logical) = safetensors::objects::ztensor_type(f.tensors[i].dtype);
+                    logical.unwrap_or(dtype.name()).to_string()
+                }
+            },
             Input::Zt(_) | Input::Safetensors(_) | Input::Npz(_) => {
                 let mut types: Vec<&str> = o.parts.iter().map(|p| p.ty.type_name()).collect();
                 types.dedup();

@@ -6,7 +6,7 @@ qint8, quint8 and qint32; per channel along the first, a middle and the
 last dimension; a transposed one and a slice with a storage offset, which
 are strided views of their storage), then through one mount: each
 tensor's `data.npy` is `Tensor.dequantize()` bit for bit (float32, its
-shape), `meta.json` names the scheme it is dequantized from, `ztfs cat
+shape), `ls -l` names its dtype as torch does (`qint8`), `meta.json` names the scheme it is dequantized from, `ztfs cat
 --values` gives the same bytes, and `mount --dequantize f32` puts them in
 `model.safetensors`. The schemes ztfs does not read (float zero points,
 4-bit storage) are refused with the rule `TorchTensor`, naming the call.
@@ -68,6 +68,11 @@ def run_quantized(z, outdir: str, res: Results):
     rc, _, err = z.run("check", [path])
     if not res.check(rc == 0, where, f"check: {short(err)}"):
         return
+    rc, listing, err = z.run("ls", [path], ("-l",))
+    lines = {ln.split()[-1]: ln for ln in listing.decode().splitlines() if ln.strip()}
+    for name, t in tensors.items():
+        kind = str(t.dtype).removeprefix("torch.")
+        res.check(f" {kind} " in lines.get(name, ""), f"{where} {name}", f"ls -l: {lines.get(name)!r}")
     with mounted(z, path, res, where) as (rc, err, mnt):
         if not res.check(rc == 0, where, f"mount: {short(err)}"):
             return

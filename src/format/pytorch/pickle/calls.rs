@@ -77,6 +77,15 @@ impl QType {
         }
     }
 
+    /// torch's name of the dtype (`torch.qint8`'s).
+    pub fn torch_name(self) -> &'static str {
+        match self {
+            QType::QInt8 => "qint8",
+            QType::QUInt8 => "quint8",
+            QType::QInt32 => "qint32",
+        }
+    }
+
     /// The plain dtype of the same bytes (its `int_repr()`'s).
     pub fn dtype(self) -> Dtype {
         match self {
