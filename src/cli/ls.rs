@@ -52,7 +52,7 @@ fn ls_safetensors(file: &Path, shard_paths: Vec<(String, PathBuf)>) -> Result<()
     for (name, place) in tree.safetensors_listing() {
         let name = report::display_name(&name);
         match place {
-            Ok((file, dtype)) => text.push_str(&format!("{name}\t{dtype}\t{file}\n")),
+            Ok((file, _, dtype)) => text.push_str(&format!("{name}\t{dtype}\t{file}\n")),
             Err(why) => text.push_str(&format!("{name}\t-\tleft out: {why}\n")),
         }
     }

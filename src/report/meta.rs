@@ -34,9 +34,9 @@ pub struct Served {
     pub view: Option<(&'static str, u64)>,
     /// The view's `.npy` file, or why it has none.
     pub view_npy: Result<Npy, String>,
-    /// Where `model.safetensors` holds the object (its file and dtype), or
-    /// why it does not.
-    pub safetensors: Result<(String, &'static str), String>,
+    /// Where `model.safetensors` holds the object (its file, its name
+    /// there, its dtype), or why it does not.
+    pub safetensors: Result<(String, String, &'static str), String>,
     /// For a quantized tensor, what its values are dequantized from (a
     /// ggml type, or the layout), or why it has no values; `Ok(None)` for
     /// a tensor that is not quantized.
@@ -70,13 +70,13 @@ fn npy_json(info: &Result<Npy, String>) -> (Value<'_>, Value<'_>) {
 /// `meta.json`'s `safetensors` and `no_safetensors` values for object `o`.
 fn safetensors_json<'a>(
     o: &'a Object,
-    info: &'a Result<(String, &'static str), String>,
+    info: &'a Result<(String, String, &'static str), String>,
 ) -> (Value<'a>, Value<'a>) {
     match info {
-        Ok((file, dtype)) => (
+        Ok((file, name, dtype)) => (
             Value::Map(vec![
                 (Value::Text("file"), Value::Text(file)),
-                (Value::Text("name"), Value::Text(&o.name)),
+                (Value::Text("name"), Value::Text(name)),
                 (Value::Text("dtype"), Value::Text(dtype)),
                 (Value::Text("shape"), uints(&o.shape)),
             ]),

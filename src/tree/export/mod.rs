@@ -171,18 +171,18 @@ impl Tree {
         values && self.has_view(i) && self.npy_of(i, VIEW).is_ok()
     }
 
-    /// Object `i`'s place in the safetensors files: (file, dtype), or why
-    /// it is left out.
+    /// Object `i`'s place in the safetensors files: (file, its name there,
+    /// dtype), or why it is left out.
     pub(in crate::tree) fn safetensors_info(
         &self,
         i: u32,
-    ) -> Result<(String, &'static str), String> {
+    ) -> Result<(String, String, &'static str), String> {
         let Some(plan) = &self.safetensors else {
             return Err("the model has no model.safetensors (the mount's log says why)".into());
         };
         let (dtype, _) = self.safetensors_of(i)?;
         match plan.shard_of(i) {
-            Some(s) => Ok((plan.shard_name(s), dtype)),
+            Some(s) => Ok((plan.shard_name(s), self.export_name(i).to_string(), dtype)),
             None => Err("internal error: no shard holds it".into()),
         }
     }
@@ -206,9 +206,12 @@ impl Tree {
     }
 
     /// Every object's name and its place in the safetensors files (file,
-    /// dtype), or why it is left out (`ztfs ls --safetensors`).
+    /// its name there, dtype), or why it is left out (`ztfs ls
+    /// --safetensors`).
     #[allow(clippy::type_complexity)]
-    pub fn safetensors_listing(&self) -> Vec<(String, Result<(String, &'static str), String>)> {
+    pub fn safetensors_listing(
+        &self,
+    ) -> Vec<(String, Result<(String, String, &'static str), String>)> {
         let n = self.model.manifest().map_or(0, |m| m.objects.len()) as u32;
         (0..n)
             .map(|i| (self.object(i).name.to_string(), self.safetensors_info(i)))
