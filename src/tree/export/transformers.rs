@@ -8,10 +8,11 @@
 //! loader drops are left out. The tensors' directories keep the file's
 //! names and bytes.
 //!
-//! The form is all or nothing: a tensor whose change this module cannot
-//! make exactly as the loader does (a norm not stored as f32 or f16) drops
-//! the whole form, logged, rather than serve a model that loads with one
-//! wrong parameter.
+//! The form is all or nothing: a tensor the model has a parameter for that
+//! `model.safetensors` cannot hold (a type without values), or whose
+//! change this module cannot make exactly as the loader does (a norm not
+//! stored as f32 or f16), drops the whole form, logged, rather than serve
+//! a model that loads with one parameter missing or wrong.
 
 use crate::decode::views::DEQUANTIZED_VIEW;
 use crate::format::gguf::transformers::{self as form, Change, Form};
@@ -138,6 +139,9 @@ impl Tree {
                 let (_, _, size) = self.tensor_file(i).map_err(|_| FsError::Io)?;
                 let rows = self.object(i).shape.first().copied().unwrap_or(1).max(1);
                 let row = size / rows;
+                if row == 0 {
+                    return read(offset, len, reader);
+                }
                 let mut out = Vec::with_capacity(len as usize);
                 let mut at = offset;
                 while at < offset + len {
