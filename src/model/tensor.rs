@@ -182,9 +182,7 @@ fn affine(file: &pytorch::File, t: &pytorch::Tensor, q: &pytorch::Quant) -> torc
 /// cannot be computed (a type ztfs does not dequantize, blocks that are not
 /// the shape's).
 fn block_values(o: &Object) -> Option<Result<RowMajor, String>> {
-    // Any `gguf.<type>/1` id, not only the profile's table: a GGUF
-    // file's newer types (tq1_0, nvfp4...) are named so too.
-    let ty = o.layout.strip_prefix("gguf.")?.strip_suffix("/1")?;
+    let ty = crate::format::profiles::ggml_type_of(&o.layout)?;
     if o.parts.iter().any(|p| p.encoding.is_some()) {
         return None;
     }

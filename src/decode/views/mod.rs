@@ -309,8 +309,7 @@ fn ggml_values(o: &Object) -> Result<crate::decode::dequant::values::Values> {
             o.name, o.layout
         ))
     };
-    let ty = (o.layout.strip_prefix("gguf."))
-        .and_then(|t| t.strip_suffix("/1"))
+    let ty = profiles::ggml_type_of(&o.layout)
         .ok_or_else(|| refuse("not a gguf.<type>/1 layout".into()))?;
     let [p] = &o.parts[..] else {
         return Err(refuse(format!(

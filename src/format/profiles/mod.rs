@@ -123,7 +123,7 @@ impl Layout {
             _ if id.starts_with(crate::format::hurray::objects::LAYOUT_PREFIX) => Layout::Hurray,
             crate::format::pytorch::objects::STRIDED
             | crate::format::pytorch::objects::QUANTIZED => Layout::Torch,
-            _ => match id.strip_prefix("gguf.").and_then(|t| t.strip_suffix("/1")) {
+            _ => match ggml_type_of(id) {
                 Some(t) if GGML_TYPES.contains(&t) => Layout::Gguf {
                     ggml_type: t.to_string(),
                 },
@@ -139,6 +139,12 @@ impl Layout {
     pub fn is_interpreted(&self) -> bool {
         !matches!(self, Layout::Gguf { .. } | Layout::Unknown)
     }
+}
+
+/// The ggml type a `gguf.<type>/1` layout id names, listed or not (a GGUF
+/// file's newer types, `tq1_0`, `nvfp4`..., are named so too).
+pub fn ggml_type_of(layout: &str) -> Option<&str> {
+    layout.strip_prefix("gguf.")?.strip_suffix("/1")
 }
 
 /// Checks an object's metadata against its layout's rules (§3.6 item 5).

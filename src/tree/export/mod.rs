@@ -581,19 +581,20 @@ impl Tree {
         len: u64,
         reader: Reader,
     ) -> Result<Data<'_>, FsError> {
-        let read = |offset, len, reader| self.read_tensor_file(i, offset, len, reader);
-        self.read_changed(i, offset, len, reader, &read)
+        let file = self.tensor_file(i).map_err(|_| FsError::Io)?;
+        self.read_changed(i, file, offset, len, reader)
     }
 
-    /// `len` bytes of object `i`'s tensor file from `offset`, as stored.
+    /// `len` bytes of object `i`'s tensor file `node` from `offset`, as
+    /// stored.
     fn read_tensor_file(
         &self,
         i: u32,
+        node: Node,
         offset: u64,
         len: u64,
         reader: Reader,
     ) -> Result<Data<'_>, FsError> {
-        let (node, _, _) = self.tensor_file(i).map_err(|_| FsError::Io)?;
         // A quantized tensor's values, narrowed by --dequantize f16|bf16
         // (any other view, a strided f16 tensor's, is served as it is).
         let values = self.view_of(i).is_some_and(|v| v.0 == DEQUANTIZED_VIEW);

@@ -19,7 +19,7 @@ use crate::format::gguf::transformers::{self as form, Change, Form};
 use crate::format::types::DType;
 use crate::model::{Elem, Input};
 use crate::store::Reader;
-use crate::tree::{Data, FsError, Tree};
+use crate::tree::{Data, FsError, Node, Tree};
 
 /// The config's file name.
 pub const CONFIG: &str = "config.json";
@@ -108,39 +108,38 @@ impl Tree {
     }
 
     /// `len` bytes of object `i`'s exported values from `offset`, changed
-    /// as the form says; `read` reads the tensor file as stored.
-    pub(in crate::tree) fn read_changed<'a>(
-        &'a self,
+    /// as the form says, from its tensor file `(node, elem, size)`.
+    pub(in crate::tree) fn read_changed(
+        &self,
         i: u32,
+        (node, elem, size): (Node, Elem, u64),
         offset: u64,
         len: u64,
         reader: Reader,
-        read: &dyn Fn(u64, u64, Reader) -> Result<Data<'a>, FsError>,
-    ) -> Result<Data<'a>, FsError> {
+    ) -> Result<Data<'_>, FsError> {
+        let read = |offset, len| self.read_tensor_file(i, node, offset, len, reader);
         let change = (self.transformers.as_ref())
             .and_then(|f| f.tensors[i as usize].as_ref())
             .map_or(Change::Same, |t| t.change);
         match change {
-            Change::Same => read(offset, len, reader),
+            Change::Same => read(offset, len),
             Change::LessOne => {
-                let (_, elem, _) = self.tensor_file(i).map_err(|_| FsError::Io)?;
                 let w = if elem == Elem::Plain(DType::F16) {
                     2
                 } else {
                     4
                 };
                 let (first, end) = (offset / w * w, (offset + len).div_ceil(w) * w);
-                let mut v = read(first, end - first, reader)?.to_vec();
+                let mut v = read(first, end - first)?.to_vec();
                 less_one(&mut v, w == 2);
                 let from = (offset - first) as usize;
                 Ok(Data::Owned(v[from..from + len as usize].to_vec()))
             }
             Change::Unpermute { .. } => {
-                let (_, _, size) = self.tensor_file(i).map_err(|_| FsError::Io)?;
                 let rows = self.object(i).shape.first().copied().unwrap_or(1).max(1);
                 let row = size / rows;
                 if row == 0 {
-                    return read(offset, len, reader);
+                    return read(offset, len);
                 }
                 let mut out = Vec::with_capacity(len as usize);
                 let mut at = offset;
@@ -148,7 +147,7 @@ impl Tree {
                     let (r, within) = (at / row, at % row);
                     let n = (row - within).min(offset + len - at);
                     let src = change.source_row(r, rows) * row + within;
-                    out.extend_from_slice(&read(src, n, reader)?);
+                    out.extend_from_slice(&read(src, n)?);
                     at += n;
                 }
                 Ok(Data::Owned(out))

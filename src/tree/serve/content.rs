@@ -500,10 +500,7 @@ impl Tree {
                 Some((crate::decode::views::DEQUANTIZED_VIEW, _)) if self.has_view(object) => {
                     // A ggml block type by its name, as the blocks computed
                     // from the file say it.
-                    let ggml = o
-                        .layout
-                        .strip_prefix("gguf.")
-                        .and_then(|t| t.strip_suffix("/1"));
+                    let ggml = crate::format::profiles::ggml_type_of(&o.layout);
                     Ok(Some(ggml.unwrap_or(&o.layout).to_string()))
                 }
                 _ => Ok(None),
