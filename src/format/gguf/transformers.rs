@@ -140,7 +140,8 @@ pub fn form(file: &File) -> Result<Form, String> {
         let change = change(&arch, &t.name, heads);
         if let Change::Unpermute { heads } = change {
             let rows = t.dims.last().copied().unwrap_or(1);
-            if rows % (2 * heads) != 0 {
+            // A head count past half of u64 splits no rows (nor numpy's).
+            if heads.checked_mul(2).is_none_or(|halves| rows % halves != 0) {
                 return Err(format!(
                     "{:?}: its {rows} rows do not split into {heads} heads of two halves",
                     t.name
@@ -461,6 +462,22 @@ mod tests {
     #[test]
     fn rows_that_do_not_split_into_heads_have_no_form() {
         let b = llama("tiny").tensor("blk.1.attn_k.weight", &[16, 6], 0, &[0; 384]);
+        assert!(form(&read_file(&b.bytes()).unwrap())
+            .unwrap_err()
+            .contains("heads"));
+    }
+
+    /// A head count from a 64-bit key, too large to double, splits no
+    /// rows: no form, no overflow.
+    #[test]
+    fn a_head_count_past_half_of_u64_has_no_form() {
+        let f32s = vec![0u8; 256 * 4];
+        let b = Builder::new()
+            .kv("general.architecture", 8, &text("llama"))
+            .kv("llama.block_count", 4, &1u32.to_le_bytes())
+            .kv("llama.attention.head_count", 10, &u64::MAX.to_le_bytes())
+            .kv("llama.attention.head_count_kv", 4, &2u32.to_le_bytes())
+            .tensor("blk.0.attn_q.weight", &[16, 16], 0, &f32s);
         assert!(form(&read_file(&b.bytes()).unwrap())
             .unwrap_err()
             .contains("heads"));
