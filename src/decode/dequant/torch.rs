@@ -53,8 +53,8 @@ pub enum Scheme {
         zero_points: Params,
         /// Elements of one step along the channel dimension.
         inner: u64,
-        /// Read once, on the first read that needs them.
-        loaded: OnceLock<Result<Loaded, String>>,
+        /// Read on the first read that needs them, and kept.
+        loaded: OnceLock<Loaded>,
     },
 }
 
@@ -110,8 +110,15 @@ impl Affine {
                 inner,
                 loaded,
             } => {
-                let loaded = loaded.get_or_init(|| load(file, *scales, *zero_points));
-                let (s, z) = loaded.as_ref().map_err(String::clone)?;
+                // Kept once read; a failed read (a remote file's server
+                // down) is tried again by the next read.
+                let (s, z) = match loaded.get() {
+                    Some(l) => l,
+                    None => {
+                        let l = load(file, *scales, *zero_points)?;
+                        loaded.get_or_init(|| l)
+                    }
+                };
                 let n = s.len() as u64;
                 for (k, (q, v)) in (first..).zip(pairs) {
                     let c = ((k / inner) % n) as usize;
@@ -209,5 +216,44 @@ mod tests {
             9.0f32 * 0.1f32,
             "the two differ here"
         );
+    }
+
+    /// A file whose first read fails (a server down), then answers.
+    struct Flaky(std::cell::Cell<bool>, Vec<u8>);
+
+    impl Ranges for Flaky {
+        fn size(&self) -> u64 {
+            self.1.len() as u64
+        }
+
+        fn get(&self, offset: u64, len: u64) -> crate::error::Result<std::borrow::Cow<'_, [u8]>> {
+            if self.0.replace(false) {
+                return Err(crate::error::Error::Unsupported("down".into()));
+            }
+            let bytes = &self.1[offset as usize..(offset + len) as usize];
+            Ok(std::borrow::Cow::Borrowed(bytes))
+        }
+    }
+
+    /// Per-channel parameters that failed to read are read again by the
+    /// next read, not kept as a failure.
+    #[test]
+    fn a_failed_parameter_read_is_tried_again() {
+        let mut bytes = 2.0f64.to_le_bytes().to_vec();
+        bytes.extend(1i64.to_le_bytes());
+        let file = Flaky(std::cell::Cell::new(true), bytes);
+        let a = Affine {
+            ty: QType::QInt8,
+            scheme: Scheme::PerChannel {
+                scales: Params { start: 0, count: 1 },
+                zero_points: Params { start: 8, count: 1 },
+                inner: 1,
+                loaded: OnceLock::new(),
+            },
+        };
+        let mut out = [0u8; 4];
+        assert!(a.values(&file, 0, &[4], &mut out).is_err());
+        a.values(&file, 0, &[4], &mut out).unwrap();
+        assert_eq!(f32::from_le_bytes(out), 6.0);
     }
 }
