@@ -17,16 +17,8 @@ if [[ $(id -u) != 0 ]]; then
     echo "bench-remote-link.sh: needs root (a network namespace, a veth pair, tc)" >&2
     exit 2
 fi
-missing=""
-command -v rclone >/dev/null || missing="$missing rclone"
-command -v s3fs >/dev/null || missing="$missing s3fs"
-command -v nginx >/dev/null || missing="$missing nginx-light"
-command -v curl >/dev/null || missing="$missing curl"
-command -v tc >/dev/null || missing="$missing iproute2"
-if [[ -n $missing ]]; then
-    echo "bench-remote-link.sh: installing$missing" >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
-fi
+bash "$repo/scripts/apt-need.sh" bench-remote-link.sh rclone=rclone s3fs=s3fs nginx=nginx-light \
+    curl=curl tc=iproute2
 venv=$(bash "$repo/scripts/venv.sh")
 ztfs=${ZTFS:-}
 if [[ -z $ztfs ]]; then

@@ -11,11 +11,19 @@ step() { printf '\n== %s (at %d s, %s free)\n' "$*" "$SECONDS" "$(df -h --output
 # cache would save nothing and cost 1.2 GB of disk.
 export CARGO_INCREMENTAL=0
 
+# The Python tools of the interop and remote tests first (about 6 GB
+# installed, torch's CUDA libraries most of it), while the disk is at its
+# emptiest: pip holds a batch's wheels beside what it has installed.
+step "the Python environment of the interop and remote tests"
+bash scripts/venv.sh >/dev/null
+
 step "format and lints"
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 # The fuzz targets build the library without its default `remote` feature.
 cargo clippy --lib --no-default-features -- -D warnings
+# The Python binding (src/python.rs) builds only with its feature.
+cargo clippy --lib --features python -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 # The mutation test (tests/mutation.rs) runs here too: in a debug build an
@@ -34,8 +42,9 @@ target=${CARGO_TARGET_DIR:-target}
 case $target in /*) ;; *) target=$PWD/$target ;; esac
 ZTFS="$target/debug/ztfs" bash scripts/interop.sh
 
-# The wheel a user installs (release, manylinux2014, about 4.5 minutes
-# from nothing: scripts/wheel.sh prints its time and size), in a fresh venv.
+# The wheel a user installs (release, manylinux2014, the command and the
+# extension module: about 5 minutes from nothing, scripts/wheel.sh prints
+# its time and size), in a fresh venv.
 step "the Python package: its wheel, built and tested with pytest"
 bash scripts/test-python.sh
 
@@ -43,4 +52,6 @@ step "fuzzing (10 s per target)"
 bash scripts/fuzz.sh 10
 
 echo
+# What the run left on the disk, for the next one that runs short of it.
+du -sh "${CARGO_TARGET_DIR:-target}" fuzz/target "${ZTFS_VENV:-.venv}" .venv-build 2>/dev/null || true
 echo "all tests passed in $SECONDS s ($(df -h --output=avail . | tail -n 1 | tr -d ' ') free)"

@@ -56,6 +56,14 @@ case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
 # pinned as it resolved them: triton 3.9.0, sympy 1.14.0, mpmath 1.3.0,
 # networkx 3.6.1, jinja2 3.1.6, markupsafe 3.0.4, cuda-bindings 13.5.0,
 # cuda-pathfinder 1.9.1, cuda-toolkit 13.2.2 and the nvidia-* wheels below.
+# setuptools 84.2.1: torch requires setuptools>=77.0.3 (pip check says so;
+# a new venv has 65.5.0).
+# onnx 1.23.2 (cp311 manylinux_2_27): the oracle of the ONNX suite
+# (numpy_helper.to_array, its checker), with protobuf 7.36.2 (cp310-abi3
+# manylinux2014, no dependencies); its numpy, ml_dtypes and
+# typing-extensions are pinned above. silero-vad 6.2.3 (py3-none): real
+# .onnx files no one here wrote, package data of its wheel (its torch and
+# packaging are pinned; its onnxruntime is not needed to read them).
 # picklescan 1.0.5: the pickle scanner of the PyTorch suite, which must flag
 # every hostile pickle ztfs refuses (py3-none wheel; no dependencies).
 pins=(ztensor==2.1.2 numpy==2.4.6 xxhash==4.1.0 pyhurray==0.1.0 safetensors==0.8.0
@@ -67,7 +75,8 @@ pins=(ztensor==2.1.2 numpy==2.4.6 xxhash==4.1.0 pyhurray==0.1.0 safetensors==0.8
     shellingham==1.5.4 markdown-it-py==4.3.0 mdurl==0.1.2 pygments==2.21.0
     annotated-doc==0.0.7 typing-extensions==4.16.0 packaging==26.4 regex==2026.11.19
     kernels==0.19.1 pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0
-    typing-inspection==0.4.5 tomlkit==0.15.3 picklescan==1.0.5
+    typing-inspection==0.4.5 tomlkit==0.15.3 picklescan==1.0.5 setuptools==84.2.1
+    onnx==1.23.2 protobuf==7.36.2 silero-vad==6.2.3
     torch==2.15.0 accelerate==1.16.0 psutil==7.2.2 triton==3.9.0 sympy==1.14.0 mpmath==1.3.0
     networkx==3.6.1 jinja2==3.1.6 markupsafe==3.0.4 cuda-bindings==13.5.0
     cuda-pathfinder==1.9.1 cuda-toolkit==13.2.2 nvidia-cublas==13.4.1.3
@@ -90,7 +99,8 @@ ready() {
         "$venv/bin/python" -c 'import importlib.util as u, ztensor, xxhash, hurray, safetensors
 assert u.find_spec("numpy") and u.find_spec("ml_dtypes") and u.find_spec("gguf")
 assert u.find_spec("huggingface_hub") and u.find_spec("transformers") and u.find_spec("tokenizers")
-assert u.find_spec("picklescan") and u.find_spec("torch") and u.find_spec("accelerate")' >/dev/null 2>&1
+assert u.find_spec("picklescan") and u.find_spec("torch") and u.find_spec("accelerate")
+assert u.find_spec("onnx") and u.find_spec("silero_vad")' >/dev/null 2>&1
 }
 
 if ready; then
@@ -164,15 +174,32 @@ if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -m pip --version >/dev/nu
     fi
 fi
 
-log "installing ${pins[*]}"
+# pip keeps no copy of what it downloads (the pins are about 3.5 GB of wheels,
+# torch's CUDA libraries most of it), and installs them in three batches, the
+# CUDA libraries, torch and triton, then the rest, so that the wheels of one
+# batch are on the disk at a time beside what is installed: a CI machine's
+# free disk is what it is (one run failed here with 2.9 GB free). Every
+# dependency is pinned, so each batch is --no-deps and `pip check` then
+# says whether the pins fit together.
+cuda=() big=() rest=()
+for pin in "${pins[@]}"; do
+    case $pin in
+    nvidia-* | cuda-*) cuda+=("$pin") ;;
+    torch==* | triton==*) big+=("$pin") ;;
+    *) rest+=("$pin") ;;
+    esac
+done
+
 pip_log=$(mktemp)
-if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/python" -m pip install -q \
-    --only-binary=:all: "${pins[@]}" 2>"$pip_log"; then
+install() {
+    log "installing $*"
+    PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 "$venv/bin/python" -m pip install -q \
+        --only-binary=:all: --no-deps "$@" 2>"$pip_log" && return 0
     cat "$pip_log" >&2
     ver=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
     # Name the cause pip's own output shows, rather than guess.
     if grep -qiE 'no space left|errno 28' "$pip_log"; then
-        log "pip failed: no space left on the device holding $venv or the pip cache ($(df -h "$venv" | tail -n 1))"
+        log "pip failed: no space left on the device holding $venv or ${TMPDIR:-/tmp} ($(df -h "$venv" | tail -n 1))"
     elif grep -qiE 'network is unreachable|temporary failure in name resolution|connection (refused|reset|timed out)|max retries exceeded|proxyerror|ssl' "$pip_log"; then
         log "pip failed: PyPI could not be reached (network, DNS or proxy); the interop check needs it"
     elif grep -qiE 'no matching distribution|could not find a version' "$pip_log" &&
@@ -190,8 +217,17 @@ except Exception as e:
     fi
     rm -f "$pip_log"
     exit 1
+}
+install "${cuda[@]}"
+install "${big[@]}"
+install "${rest[@]}"
+if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/python" -m pip check >"$pip_log" 2>&1; then
+    cat "$pip_log" >&2
+    log "the pins do not fit together (pip check, above): a dependency is missing from them or pinned at a version another refuses"
+    rm -f "$pip_log"
+    exit 1
 fi
 rm -f "$pip_log"
-"$venv/bin/python" -c 'import ztensor, numpy, xxhash, hurray, safetensors, ml_dtypes, gguf, huggingface_hub, transformers, tokenizers, torch, accelerate' >&2
+"$venv/bin/python" -c 'import ztensor, numpy, xxhash, hurray, safetensors, ml_dtypes, gguf, huggingface_hub, transformers, tokenizers, torch, accelerate, onnx' >&2
 echo "$want" >"$marker"
 echo "$venv"

@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use crate::error::{Error, Result};
 use crate::model::Model;
 
-mod args;
+pub(crate) mod args;
 mod cat;
 mod check;
 mod digest;
@@ -136,6 +136,19 @@ impl Command {
     }
 }
 
+/// At the end of a command, waits for the blocks queued for the shared
+/// cache tier (at most [`FLUSH_WAIT`]).
+struct Flush;
+
+/// How long a command that ends waits for its writes to the shared cache.
+const FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Drop for Flush {
+    fn drop(&mut self) {
+        crate::store::flush_shared_cache(FLUSH_WAIT);
+    }
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
     // A mount sets up its own log; the other commands log to stderr only
@@ -167,7 +180,18 @@ pub fn run(cli: Cli) -> Result<()> {
                 Error::Reported(Box::new(e))
             })?;
         }
+        let env = std::env::var("ZTFS_SHARED_CACHE")
+            .ok()
+            .filter(|u| !u.is_empty());
+        if let Some(url) = remote.shared_cache.clone().or(env) {
+            crate::store::use_shared_cache(&url).map_err(|e| {
+                eprintln!("ztfs: {e}");
+                Error::Reported(Box::new(e))
+            })?;
+        }
     }
+    // What the origin gave is in the shared cache before the command ends.
+    let _flush = Flush;
     match cli.command {
         Command::Check(c) => map_guarded(|| c.run()),
         Command::Ls(c) => c.run(),

@@ -204,6 +204,28 @@ TorchPickle,
 TorchGlobal,
 /// A tensor ztfs cannot serve as the file says it: a dtype with no zTensor type (complex128, quantized), a size or stride that is not a tuple of small non-negative ints, or elements past the end of its storage.
 TorchTensor,
+// ONNX models (`ModelProto`, onnx.proto; src/format/onnx).
+/// The bytes are not protobuf: a truncated field, a varint past 10 bytes, a length past the end of its message, wire type 6 or 7, an unmatched group, groups nested past 32 deep (protobuf's encoding guide; every protobuf parser refuses these).
+OnnxProtobuf,
+/// Not a model ONNX's readers load: no graph, subgraphs nested past `MAX_GRAPH_DEPTH`, a non-UTF-8 string, a negative dim, `data_location` neither DEFAULT nor EXTERNAL, external data with no `location` or a non-numeric `offset`/`length`, a tensor with no name, or a file of 2 GiB or more (protobuf's limit on a message, which onnx.proto's comments state for a model).
+OnnxModel,
+/// Two tensors of the model with one name: two initializers, or an initializer and a `Constant` output, in one graph (onnx.checker: a graph is in SSA form) or across a graph and its subgraphs (a tree has one object a name).
+OnnxDuplicate,
+/// A tensor's bytes are not its dims times its type's width: `raw_data`, an external `length`, the values of its typed field, or no data at all for a tensor with elements (onnx.numpy_helper.to_array refuses each).
+OnnxLength,
+/// An external data `location` that leaves the model's folder: absolute, holding a `..` component or a NUL, or through a symlink leading outside (onnx's `_validate_external_data_path` refuses the first three).
+OnnxExternalPath,
+/// An external data file that is not there, or not a regular file.
+OnnxExternalMissing,
+/// An external tensor's `offset` plus its bytes past the end of its file.
+OnnxExternalRange,
+// OpenVINO IR (`model.xml` + `model.bin`; src/format/openvino).
+/// `model.xml` is not an IR this reader takes: not UTF-8 or well-formed XML, a DOCTYPE or an unknown entity, limits passed (size, depth, elements, attributes), no `<net>` of version 10 or 11, a layer without `id`, `name`, `type` or `version`, a Const without `element_type`, `shape`, `offset` or `size` or with one that is not a whole number, a `size` other than the bytes its shape and element type take, a shape that disagrees with its port's dims, a layer id twice in a graph, an edge to a missing layer (OpenVINO's IR deserializer).
+OpenVinoXml,
+/// A Const's bytes (`offset` + `size`) end past the end of the `.bin`.
+OpenVinoConst,
+/// The `.bin` beside `model.xml` (its name with `.bin`) is not there, or not a regular file.
+OpenVinoBin,
 }
 
 impl Rule {

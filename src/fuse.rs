@@ -229,6 +229,7 @@ impl Filesystem for ZtFs {
         let caller = crate::store::Reader {
             pid: req.pid(),
             handle: fh.0,
+            exact: false,
         };
         self.tree.read(ino.0, offset, size, caller, done);
     }

@@ -1,10 +1,15 @@
-//! ztfs: read zTensor v2 model files exactly, and mount them as directory trees.
+//! ztfs: read tensor model files exactly (zTensor v2, Hurray, safetensors,
+//! GGUF, PyTorch checkpoints, `.npz`; local or by URL), mount them as
+//! directory trees, and read their tensors in-process ([`Model`]).
 //!
 //! Layers, each using only those before it: `format` (pure bytes to typed
 //! values), `store` (files and maps), `decode` (the bytes a part denotes,
 //! from bytes read by range), `model` (a validated root and its shards:
 //! the one adapter of the formats to the floors above), `read` (whole-part
-//! operations), `report` (text and JSON about a model), `cli`.
+//! operations), `report` (text and JSON about a model), `tree` (what a
+//! model's files hold and how each is read), then the front ends over it:
+//! `fuse` and `mount` (the filesystem), `library` (tensors read in-process,
+//! and the Python binding over it), `cli`.
 #![deny(unsafe_code)]
 
 pub mod cli;
@@ -14,13 +19,18 @@ pub mod error;
 pub mod format;
 pub mod fstab;
 pub mod fuse;
+pub mod library;
 pub mod model;
 pub mod mount;
 pub mod mounts;
 pub mod pack;
+#[cfg(feature = "python")]
+mod python;
 pub mod read;
 pub mod report;
 pub mod shards;
 pub mod store;
 pub mod sys;
 pub mod tree;
+
+pub use library::Model;

@@ -15,7 +15,10 @@ pub mod hf;
 #[cfg(feature = "remote")]
 mod hub;
 mod input;
+mod made;
 pub mod npz;
+mod onnx;
+mod openvino;
 mod tensor;
 
 pub use input::{Input, MetaForm};
@@ -49,9 +52,10 @@ pub struct Model {
     /// opened and validated at open; of a split GGUF model, the files after
     /// the first; empty for any other model.
     files: Vec<(String, Store)>,
-    /// An `.npz` archive's deflated members, inflated on first use into
-    /// one file ([`npz`]); `None` for any other model.
-    inflated: Option<npz::Inflated>,
+    /// The file of bytes made on first use: an `.npz` archive's deflated
+    /// members, an ONNX model's typed fields ([`made`]); `None` for a
+    /// model with none.
+    made: Option<made::Made>,
     manifest: Option<Manifest>,
     overrides: Vec<(String, PathBuf)>,
     shards: Vec<OnceLock<std::result::Result<(Store, Found), ShardError>>>,
@@ -219,6 +223,8 @@ impl Model {
             Format::Safetensors => return Model::open_safetensors(root, overrides),
             Format::SafetensorsIndex => return Model::open_safetensors_index(root, overrides),
             Format::Zip => return Model::open_zip(root, overrides),
+            Format::Onnx => return Model::open_onnx(root, overrides),
+            Format::OpenVino => return Model::open_openvino(root, overrides),
             Format::Zt => {}
         }
         let container = format::read_container_from(&root).map_err(|e| match e.rule() {
@@ -246,7 +252,7 @@ impl Model {
             root,
             input: Input::Zt(footer),
             files: Vec::new(),
-            inflated: None,
+            made: None,
             manifest,
             overrides,
             shards: (0..n).map(|_| OnceLock::new()).collect(),
@@ -325,7 +331,7 @@ impl Model {
             root,
             input,
             files: Vec::new(),
-            inflated: None,
+            made: None,
             manifest: Some(Manifest {
                 objects,
                 shards: None,
@@ -492,8 +498,8 @@ impl Model {
     pub fn store_of(&self, part: &Part) -> Result<&Store> {
         match &part.blob.shard {
             None => Ok(&self.root),
+            Some(name) if self.is_made_name(name) => self.made_file(part, &mut |_| Ok(())),
             Some(name) if self.opened_files() => self.checkpoint_file(name),
-            Some(_) if self.inflated.is_some() => self.inflated_file(part, &mut |_| Ok(())),
             Some(name) => self.prove_shard(name, &mut |_| {}),
         }
     }
@@ -525,11 +531,11 @@ impl Model {
     /// cannot be resolved, or its digest was checked and differs. Does not
     /// hash anything itself.
     pub fn shard_usable(&self, name: &str) -> bool {
+        if self.is_made_name(name) {
+            return true;
+        }
         if self.opened_files() {
             return self.checkpoint_file(name).is_ok();
-        }
-        if self.inflated.is_some() {
-            return name == format::npz::INFLATED;
         }
         let failed_proof = self
             .shard_index(name)

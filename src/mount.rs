@@ -141,6 +141,10 @@ pub fn mount(args: MountArgs) -> Result<()> {
     if args.foreground {
         return serve(&args, tree, None);
     }
+    // The blocks read so far written to the shared cache tier first: its
+    // writers then wait with its queue's lock released, which the child
+    // takes (a lock held at the fork would be held forever in the child).
+    crate::store::flush_shared_cache(std::time::Duration::from_secs(30));
     let (mut parent_end, child_end) = UnixStream::pair().map_err(io_err("socketpair"))?;
     match sys::fork().map_err(io_err("fork"))? {
         Forked::Parent(pid) => {
@@ -270,6 +274,7 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
             let file = crate::store::shown(&args.file);
             log::info!("mounted {file} on {}", mnt.display());
             record(args);
+            count_caches(mnt);
         }
         (Err(e), Some(mut r)) => {
             let _ = write!(r, "{}: the mount does not answer: {e}", mnt.display());
@@ -285,6 +290,9 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
     let end = wait_for_end(mnt, session);
     crate::mounts::Record::remove(mnt);
     tree.log_failure_counts();
+    if let Some(c) = crate::store::cache_counts() {
+        log::info!("caches of remote blocks: {c}");
+    }
     end
 }
 
@@ -296,6 +304,24 @@ fn log_panics() {
         log::error!("{info}");
         shown(info);
     }));
+}
+
+/// How often a daemon says what its caches did.
+const CACHE_COUNTS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Says what the daemon's caches of remote blocks did, for `ztfs status`,
+/// every few seconds for its life; nothing when it has none.
+fn count_caches(mnt: &Path) {
+    if crate::store::cache_counts().is_none() {
+        return;
+    }
+    let mnt = mnt.to_path_buf();
+    let _ = std::thread::Builder::new()
+        .name("ztfs-cache-counts".into())
+        .spawn(move || loop {
+            crate::mounts::Record::write_caches(&mnt);
+            std::thread::sleep(CACHE_COUNTS_EVERY);
+        });
 }
 
 /// Writes the record `ztfs status` reads of this background mount.

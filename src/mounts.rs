@@ -211,6 +211,32 @@ impl Record {
         Record::remove_if(mnt, |r| r.pid == std::process::id());
     }
 
+    /// Where the daemon of the mount on `mnt` says what its caches did.
+    fn caches_path(mnt: &Path) -> Option<PathBuf> {
+        Some(state_dir()?.join(format!("{}.caches.json", name_of(mnt))))
+    }
+
+    /// Writes what this process's caches did (`store::cache_counts`) for
+    /// `status`, when it has any.
+    pub fn write_caches(mnt: &Path) {
+        let (Some(counts), Some(path)) = (crate::store::cache_counts(), Record::caches_path(mnt))
+        else {
+            return;
+        };
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_vec(&counts).unwrap_or_default();
+        if std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .is_err()
+        {
+            log::debug!("{}: the caches' counts were not written", path.display());
+        }
+    }
+
+    fn read_caches(mnt: &Path) -> Option<serde_json::Value> {
+        serde_json::from_slice(&std::fs::read(Record::caches_path(mnt)?).ok()?).ok()
+    }
+
     /// Removes the record of the mount on `mnt` when its daemon is gone
     /// (after `ztfs unmount` of a stale mount).
     pub fn remove_if_dead(mnt: &Path) {
@@ -223,6 +249,9 @@ impl Record {
         };
         if Record::read(mnt).is_some_and(|r| yes(&r)) {
             let _ = std::fs::remove_file(path);
+            if let Some(caches) = Record::caches_path(mnt) {
+                let _ = std::fs::remove_file(caches);
+            }
         }
     }
 
@@ -256,6 +285,10 @@ pub struct Status {
     pub started: Option<u64>,
     pub log: Option<PathBuf>,
     pub options: Vec<String>,
+    /// What the daemon's caches of remote blocks did, when it has any
+    /// (its disk cache's hits and misses, the shared cache tier's counts),
+    /// as of a few seconds ago.
+    pub caches: Option<serde_json::Value>,
 }
 
 /// The `fuse.ztfs` mounts of this user (every user's for root), in the
@@ -285,6 +318,9 @@ pub fn list() -> Result<Vec<Status>> {
         }
         let mountpoint = PathBuf::from(unescape(point));
         let record = Record::read(&mountpoint).filter(|r| pid_alive(r.pid));
+        let caches = record
+            .as_ref()
+            .and_then(|_| Record::read_caches(&mountpoint));
         let (state, fix) = answers(&mountpoint);
         out.push(Status {
             source: unescape(source).to_string_lossy().into_owned(),
@@ -295,6 +331,7 @@ pub fn list() -> Result<Vec<Status>> {
             started: record.as_ref().map(|r| r.started),
             log: record.as_ref().and_then(|r| r.log.clone()),
             options: record.map(|r| r.options).unwrap_or_default(),
+            caches,
             mountpoint,
         });
     }

@@ -8,14 +8,44 @@ use crate::decode::{check_interpretable, ContentCheck, Encoding};
 use crate::digest::{self, Algo, Hasher};
 use crate::error::Result;
 use crate::format::types::Interpretation;
-use crate::format::{Object, Part};
-use crate::model::Model;
+use crate::format::{hurray, npz, Object, Part};
+use crate::model::{Input, Model};
 
 mod verify;
 
 pub use verify::{
     verify_model, verify_object_all, PartOutcome, Place, Report, Verdict, Watch, NO_DIGEST_NAMES,
 };
+
+/// Checks the format's own rules on tensor bytes, beyond its parts' (a
+/// Hurray file's MXFP scale bytes, a `.npz` archive's stored members'
+/// CRC-32), telling `progress` of each chunk.
+pub fn verify_format_rules(
+    model: &Model,
+    progress: &mut dyn FnMut(u64) -> Result<()>,
+) -> Result<()> {
+    let n = model.manifest().map_or(0, |m| m.objects.len());
+    (0..n).try_for_each(|i| verify_object_format_rules(model, i, progress))
+}
+
+/// [`verify_format_rules`] of object `i` alone (a mount's `--verify`, on
+/// the first open of one of its files).
+pub fn verify_object_format_rules(
+    model: &Model,
+    i: usize,
+    progress: &mut dyn FnMut(u64) -> Result<()>,
+) -> Result<()> {
+    match model.input() {
+        Input::Hurray(f) => hurray::data_rules::check_tensor_data(f, i, model.root(), progress),
+        Input::Npz(f) => npz::check_stored_crc(f, i, model.root(), progress),
+        Input::Zt(_)
+        | Input::Safetensors(_)
+        | Input::Gguf(_)
+        | Input::Torch(_)
+        | Input::Onnx(_)
+        | Input::OpenVino(_) => Ok(()),
+    }
+}
 
 /// What verifying a part established.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,9 +1,9 @@
 //! What ztfs says about a model, in words and in JSON: summaries, listings,
-//! refusal notes, `check`'s lines (`check`), each object's `meta.json`
-//! (`meta`), and progress on a terminal. Rendering only: the model answers
-//! facts and never calls up here (a zTensor manifest's `manifest.json` is
-//! `format::manifest_json`, so `ztfs manifest` and a mount serve the same
-//! bytes).
+//! refusal notes, `check`'s lines (`check`), `manifest.json`, each
+//! object's `meta.json` (`meta`), and progress on a terminal. Rendering
+//! only: the model answers facts and never calls up here; `ztfs manifest`
+//! and a mount write `manifest.json` through the one
+//! [`write_manifest_json`], so they serve the same bytes.
 
 pub mod check;
 pub mod meta;
@@ -15,8 +15,8 @@ use crate::decode::check_interpretable;
 use crate::error::Result;
 use crate::format::cbor::{self, Value};
 use crate::format::json::{self, Sink};
-use crate::format::{Manifest, Object};
-use crate::model::Model;
+use crate::format::{gguf, hurray, npz, onnx, openvino, pytorch, safetensors, Manifest, Object};
+use crate::model::{Input, Model};
 
 /// The length of what `write` writes, counted, not kept.
 pub fn text_len(write: impl FnOnce(&mut dyn Sink) -> Result<()>) -> Result<u64> {
@@ -144,11 +144,11 @@ pub fn ls_long(model: &Model) -> Result<String> {
         } else {
             ""
         };
-        let shard = model.input().where_label(o);
+        let shard = where_label(model.input(), o);
         s.push_str(&format!(
             "{:<8} {:<10} {:<20} {:>12}  {}{enc}{shard}\n",
             o.layout,
-            model.input().type_label(i, o),
+            type_label(model.input(), i, o),
             shape,
             size,
             display_name(&o.name)
@@ -166,6 +166,98 @@ pub fn ls_long(model: &Model) -> Result<String> {
         ));
     }
     Ok(s)
+}
+
+/// Object `i`'s type for a listing: its format's element type name
+/// (Hurray, GGUF; torch's dtype name for PyTorch), else its parts' types.
+fn type_label(input: &Input, i: usize, o: &Object) -> String {
+    match input {
+        Input::Hurray(f) => f.tensors[i].descriptor.elem.name().to_string(),
+        Input::Gguf(f) => f.tensors[i].ty.name.to_string(),
+        Input::Torch(f) => match &f.tensors[i].quant {
+            // torch's name of the quantized dtype.
+            Some(q) => q.ty.torch_name().to_string(),
+            None => {
+                let (dtype, logical) = safetensors::objects::ztensor_type(f.tensors[i].dtype);
+                logical.unwrap_or(dtype.name()).to_string()
+            }
+        },
+        Input::Onnx(f) => {
+            let t = &f.model.tensors[f.tensor[i]];
+            onnx::objects::type_name(t.data_type).to_string()
+        }
+        Input::OpenVino(f) => f.model.consts[f.consts[i]].element_type.clone(),
+        Input::Zt(_) | Input::Safetensors(_) | Input::Npz(_) => {
+            let mut types: Vec<&str> = o.parts.iter().map(|p| p.ty.type_name()).collect();
+            types.dedup();
+            types.join(",")
+        }
+    }
+}
+
+/// Where object `o`'s bytes are, for `ls -l`: the shard holding them
+/// (` [shard NAME]`), ` (deflated)` for a deflated `.npz` array (its
+/// parts name the archive's file of inflated members as their shard),
+/// ` (typed)` for an ONNX tensor in a typed field, ` [file NAME]` for
+/// one in an external file, or nothing when they are in the file itself.
+fn where_label(input: &Input, o: &Object) -> String {
+    match o.parts.iter().find_map(|p| p.blob.shard.as_deref()) {
+        // Every constant of an IR is in its one .bin.
+        None | Some(_) if matches!(input, Input::OpenVino(_)) => String::new(),
+        None => String::new(),
+        Some(npz::INFLATED) if matches!(input, Input::Npz(_)) => " (deflated)".to_string(),
+        Some(onnx::objects::CONVERTED) if matches!(input, Input::Onnx(_)) => " (typed)".into(),
+        Some(s) if matches!(input, Input::Onnx(_)) => format!(" [file {s}]"),
+        Some(s) => format!(" [shard {s}]"),
+    }
+}
+
+/// Writes `manifest.json` (and `ztfs manifest`): pretty JSON with a
+/// final newline, from the format's own document; a data shard's is
+/// `null`. A zTensor manifest and a safetensors header are read from
+/// the file now (a mount keeps neither).
+pub fn write_manifest_json(model: &Model, out: &mut dyn Sink) -> Result<()> {
+    match model.input() {
+        Input::Zt(_) => {
+            let bytes = model.read_manifest_bytes()?;
+            crate::format::manifest_json::write(bytes.as_deref(), out)
+        }
+        Input::Hurray(file) => {
+            hurray::json::write_manifest(file, out);
+            Ok(())
+        }
+        Input::Gguf(file) => {
+            gguf::json::write_manifest(file, out);
+            Ok(())
+        }
+        Input::Torch(file) => {
+            pytorch::json::write_manifest(file, out);
+            Ok(())
+        }
+        Input::Npz(file) => {
+            npz::write_manifest(file, out);
+            Ok(())
+        }
+        Input::Onnx(file) => {
+            onnx::json::write_manifest(file, out);
+            Ok(())
+        }
+        Input::OpenVino(file) => {
+            let names: Vec<&str> = (model.manifest().iter())
+                .flat_map(|m| &m.objects)
+                .map(|o| &*o.name)
+                .collect();
+            openvino::json::write_manifest(file, &names, out);
+            Ok(())
+        }
+        Input::Safetensors(st) => {
+            let header = model.read_safetensors_header()?.unwrap_or_default();
+            match st.index_files {
+                Some(_) => safetensors::index::write_manifest(&header, out),
+                None => safetensors::write_manifest(&header, out),
+            }
+        }
+    }
 }
 
 /// An object's size for listings: its parts' decoded bytes; for a Hurray
@@ -429,7 +521,6 @@ mod tests {
     /// The text as the renderer writes it from the whole tree: what the
     /// writers that walk a manifest or header piece by piece must match.
     fn rendered_whole(model: &Model) -> Option<String> {
-        use crate::model::Input;
         let mut s = String::new();
         match model.input() {
             Input::Safetensors(_) => {
@@ -437,7 +528,12 @@ mod tests {
                 let json = crate::format::safetensors::json::Json::parse(&header).unwrap();
                 json::to_json_pretty(&json.to_value(), &mut s);
             }
-            Input::Hurray(_) | Input::Gguf(_) | Input::Torch(_) | Input::Npz(_) => return None,
+            Input::Hurray(_)
+            | Input::Gguf(_)
+            | Input::Torch(_)
+            | Input::Npz(_)
+            | Input::Onnx(_)
+            | Input::OpenVino(_) => return None,
             Input::Zt(_) if model.manifest().is_none() => s.push_str("null"),
             Input::Zt(_) => {
                 json::to_json_pretty(&cbor::parse(&model.manifest_bytes()).unwrap(), &mut s)
@@ -463,8 +559,8 @@ mod tests {
                     continue;
                 };
                 let mut text = String::new();
-                model.write_manifest_json(&mut text).unwrap();
-                let len = text_len(|out| model.write_manifest_json(out)).unwrap();
+                write_manifest_json(&model, &mut text).unwrap();
+                let len = text_len(|out| write_manifest_json(&model, out)).unwrap();
                 assert_eq!(len, text.len() as u64, "{}", p.display());
                 if let Some(want) = rendered_whole(&model) {
                     assert_eq!(text, want, "{}", p.display());

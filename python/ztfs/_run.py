@@ -63,7 +63,7 @@ def binary() -> str:
     found = shutil.which(exe)
     if found:
         return found
-    raise Error("the ztfs program is not installed (pip install ztfs, or set ZTFS_BIN)", kind="io")
+    raise Error("the ztfs program is not installed: the wheel scripts/wheel.sh builds carries it (`pip install .` from a clone builds the library alone); or set ZTFS_BIN", kind="io")
 
 
 def text(value: Any) -> str:

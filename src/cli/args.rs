@@ -64,6 +64,14 @@ pub struct RemoteArgs {
     /// recently used blocks are deleted first.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "10G")]
     pub cache_size: u64,
+    /// Ask a shared cache tier on S3-compatible storage (s3://BUCKET or
+    /// s3://BUCKET/PREFIX) for blocks of models read by URL before their
+    /// origin, and write there what the origin gives, for the other nodes
+    /// of a fleet (docs/fleet.md). Also `ZTFS_SHARED_CACHE`; its endpoint
+    /// `ZTFS_SHARED_CACHE_ENDPOINT` where it differs from s3:// models',
+    /// its secret `ZTFS_SHARED_CACHE_SECRET`.
+    #[arg(long, value_name = "URL")]
+    pub shared_cache: Option<String>,
     /// Read objects by URL whose server gives neither an ETag nor a
     /// Last-Modified (refused by default): a change of such an object
     /// under a reader goes unseen, and a read may mix two versions.

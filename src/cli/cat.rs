@@ -5,9 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::args::{parse_shard, ModelArg};
 use super::stdout_write;
-use crate::decode::views::DEQUANTIZED_VIEW;
 use crate::error::{Error, Result};
-use crate::model::{Model, TensorData, DATA};
+use crate::model::{Model, DATA};
 use crate::read;
 use crate::report;
 
@@ -102,30 +101,12 @@ fn cat(
         Error::NotFound(format!("object {object:?}{hint}"))
     })?;
     let raw = how == How::Raw;
-    // A tensor's row-major data its format computes (or says it has none
-    // of) where the object has no part of that name; with --values, a
-    // quantized tensor's values too (its part `data` holds its blocks).
-    if part == DATA && (o.part(part).is_none() || how == How::Values) && !raw {
-        let i = (m.objects.iter())
-            .position(|x| std::ptr::eq(x, o))
-            .unwrap_or(0);
-        match model.tensor_data(i as u32) {
-            TensorData::Computed { view, .. } => {
-                return cat_view(model.view_store(i as u32)?, view, object)
-            }
-            TensorData::Absent(why) => {
-                let names: Vec<&str> = o.parts.iter().map(|p| p.name.as_str()).collect();
-                return Err(Error::Unsupported(format!(
-                    "tensor {object:?} has no data: {why} (its parts: {names:?})"
-                )));
-            }
-            TensorData::ByLayout if how == How::Values => {
-                if let Some((DEQUANTIZED_VIEW, _)) = crate::decode::views::view(o) {
-                    return cat_prepared(&model, o);
-                }
-            }
-            TensorData::ByLayout | TensorData::Stored { .. } => {}
-        }
+    // A tensor's values (with --values, a quantized tensor's, whose part
+    // `data` holds its blocks), or its row-major data its format computes
+    // or says it has none of where the object has no part of that name:
+    // read as `ztfs.open` reads them.
+    if part == DATA && !raw && (how == How::Values || o.part(part).is_none()) {
+        return cat_tensor(model, object);
     }
     let p = o.part(part).ok_or_else(|| {
         let names: Vec<&str> = o.parts.iter().map(|p| p.name.as_str()).collect();
@@ -143,37 +124,28 @@ fn cat(
     out.flush().map_err(|e| Error::io("stdout", e))
 }
 
-/// Writes the values of a quantized tensor whose parts are stored encoded
-/// (a zTensor profile's, ggml blocks compressed in a `.zt`): its view, from
-/// its parts decoded in memory, a chunk at a time.
-fn cat_prepared(model: &Model, o: &crate::format::manifest::Object) -> Result<()> {
-    let v = crate::decode::views::prepare(o, &|name| read::decoded_vec(model, o, name))?;
+/// Writes tensor `object`'s values, a chunk at a time, through
+/// [`crate::Model`] (a chunk's dequantized values computed on every core).
+fn cat_tensor(model: Model, object: &str) -> Result<()> {
+    let opts = crate::library::Options {
+        files: false,
+        // The block cache a command has by default.
+        cache_mib: 256,
+        ..crate::library::Options::default()
+    };
+    let m = crate::Model::of(model, opts)?;
+    let Some(t) = m.tensor(object) else {
+        let why = (m.left_out().iter()).find(|(n, _)| n == object);
+        let why = why.map_or("not a tensor", |(_, w)| w.as_str());
+        return Err(Error::Unsupported(format!(
+            "tensor {object:?} has no data: {why}"
+        )));
+    };
     let mut out = std::io::stdout().lock();
     read::in_chunks(
-        v.size(),
+        t.len(),
         16 << 20,
-        &mut |at, buf| v.read_into(at, buf).map(drop),
-        &mut |chunk| stdout_write(&mut out, chunk),
-    )?;
-    out.flush().map_err(|e| Error::io("stdout", e))
-}
-
-/// Writes a tensor's computed `data` (a Hurray tensor in another dense
-/// layout, a partition, a quantized tensor's values), a chunk at a time
-/// (a chunk's values dequantized on every core).
-fn cat_view(
-    file: &crate::store::Store,
-    v: &crate::decode::hurray::RowMajor,
-    object: &str,
-) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    read::in_chunks(
-        v.len(),
-        16 << 20,
-        &mut |at, buf| {
-            (v.read_parallel(file, at, buf))
-                .map_err(|e| Error::Unsupported(format!("tensor {object:?}: {e}")))
-        },
+        &mut |at, buf| m.read(t, at, buf),
         &mut |chunk| stdout_write(&mut out, chunk),
     )?;
     out.flush().map_err(|e| Error::io("stdout", e))

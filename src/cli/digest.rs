@@ -71,7 +71,7 @@ fn manifest(file: &Path) -> Result<()> {
     let model = open(file)?;
     // Written as it is rendered: the text can be many times the manifest.
     let mut out = crate::format::json::Pieces::new(std::io::stdout().lock());
-    model.write_manifest_json(&mut out)?;
+    report::write_manifest_json(&model, &mut out)?;
     out.finish()
         .and_then(|mut o| o.flush())
         .map_err(|e| Error::io("stdout", e))

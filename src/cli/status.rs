@@ -42,6 +42,42 @@ fn line(m: &Status) -> String {
     if let Some(fix) = &m.fix {
         out.push_str(&format!("\n  {fix}"));
     }
+    if let Some(c) = &m.caches {
+        out.push_str(&caches(c));
+    }
+    out
+}
+
+/// The caches' line of a mount: each tier, its hits of the blocks asked.
+fn caches(c: &serde_json::Value) -> String {
+    let n = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
+    let rate = |hits: u64, asked: u64| match asked {
+        0 => "none asked yet".to_string(),
+        _ => format!("{hits} of {asked} blocks ({}%)", hits * 100 / asked),
+    };
+    let mut out = String::new();
+    if let Some(d) = c.get("disk").filter(|d| !d.is_null()) {
+        let dir = d.get("dir").and_then(|x| x.as_str()).unwrap_or("?");
+        let (hits, misses) = (n(d, "hits"), n(d, "misses"));
+        out.push_str(&format!(
+            "\n  disk cache {dir}: {}",
+            rate(hits, hits + misses)
+        ));
+    }
+    if let Some(s) = c.get("shared").filter(|s| !s.is_null()) {
+        let url = s.get("url").and_then(|x| x.as_str()).unwrap_or("?");
+        let k = s.get("counts").cloned().unwrap_or_default();
+        let (hits, misses, rejected) = (n(&k, "hits"), n(&k, "misses"), n(&k, "rejected"));
+        out.push_str(&format!(
+            "\n  shared cache {url}: {}, {rejected} failed their check, {} faults; {} written, {} not; {} claimed, {} waited for",
+            rate(hits, hits + misses + rejected),
+            n(&k, "faults"),
+            n(&k, "written"),
+            n(&k, "dropped"),
+            n(&k, "claimed"),
+            n(&k, "waited")
+        ));
+    }
     out
 }
 

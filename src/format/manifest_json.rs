@@ -6,7 +6,7 @@ use crate::format::cbor::{self, Value};
 use crate::format::json::{self, Sink};
 
 /// A zTensor manifest's `manifest.json`, from its bytes (`None` for a
-/// data shard): see `Model::write_manifest_json`. The
+/// data shard): see `report::write_manifest_json`. The
 /// objects are written one at a time as they are decoded, in a second pass
 /// over the bytes: the manifest is never held as one CBOR tree (about
 /// seven times its bytes), nor its text as one string.

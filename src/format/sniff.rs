@@ -17,7 +17,8 @@
 //!    or more, a BOM or a file too short for zTensor is refused by
 //!    safetensors' rules;
 //! 5. a name pattern (`.safetensors`, `.gguf`, `.hrry`, `.index.json`), for
-//!    a file too short or too broken to show its shape;
+//!    a file too short or too broken to show its shape; `.onnx`, since
+//!    protobuf has no magic, and `.xml` (an OpenVINO IR's graph);
 //! 6. else zTensor.
 
 use super::{gguf, hurray};
@@ -33,6 +34,10 @@ pub enum Format {
     /// A zip archive: a PyTorch checkpoint (or something else in a zip,
     /// told apart by its members).
     Zip,
+    /// An ONNX model (`ModelProto`): protobuf has no magic, so by name.
+    Onnx,
+    /// An OpenVINO IR's `model.xml`, by name.
+    OpenVino,
 }
 
 /// Each format with a magic, and the magic.
@@ -79,12 +84,14 @@ const FOREIGN: [(&[u8], &str); 12] = [
 
 /// File name endings, for files that show no magic or shape. The index's
 /// comes before safetensors' (`model.safetensors.index.json`).
-const NAMES: [(&str, Format); 5] = [
+const NAMES: [(&str, Format); 7] = [
     (".index.json", Format::SafetensorsIndex),
     (".safetensors", Format::Safetensors),
     (".gguf", Format::Gguf),
     (".hrry", Format::Hurray),
     (".zt", Format::Zt),
+    (".onnx", Format::Onnx),
+    (".xml", Format::OpenVino),
 ];
 
 const BOM: &[u8] = b"\xef\xbb\xbf";

@@ -42,7 +42,7 @@ use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 use crate::store::Store;
-pub use scan::DiskFile;
+pub use scan::{open_in, DiskFile, OpenIn};
 
 /// Most files and folders taken from one folder.
 pub const MAX_ENTRIES: usize = 10_000;

@@ -15,7 +15,7 @@ use crate::store::remote::hub::{self, Snapshot};
 
 /// Model files found alone in a folder of the repository, after an index
 /// and a safetensors file.
-const OTHER_MODELS: [&str; 3] = [".gguf", ".zt", ".hrry"];
+const OTHER_MODELS: [&str; 4] = [".gguf", ".zt", ".hrry", ".onnx"];
 
 /// Opens the model an `hf://` URL names: with its folder when the URL
 /// names a folder of the repository (its root by default) or an index;
@@ -86,7 +86,7 @@ fn first_of_split(names: Vec<&str>) -> Vec<&str> {
 /// file the URL names; else in the folder it names (the root by
 /// default), its one `*.safetensors.index.json`, else its one
 /// `*.safetensors`, else its one `.gguf` (or the first file of a split
-/// GGUF model), `.zt` or `.hrry`.
+/// GGUF model), `.zt`, `.hrry` or `.onnx`.
 fn choose(snap: &Snapshot, text: &str) -> Result<(String, String)> {
     let path = snap.url.path.as_str();
     if snap.files.iter().any(|e| e.path == path) {
@@ -130,7 +130,7 @@ fn choose(snap: &Snapshot, text: &str) -> Result<(String, String)> {
         ([one], _, _) | ([], [one], _) | ([], [], [one]) => *one,
         ([], [], []) => {
             return Err(usage(format!(
-                "the folder {:?} holds no model file (*{INDEX_SUFFIX}, *{FILE_SUFFIX}, .gguf, .zt, .hrry, *{TORCH_INDEX_SUFFIX}, {TORCH_SINGLE_FILE}); name one in the URL",
+                "the folder {:?} holds no model file (*{INDEX_SUFFIX}, *{FILE_SUFFIX}, .gguf, .zt, .hrry, .onnx, *{TORCH_INDEX_SUFFIX}, {TORCH_SINGLE_FILE}); name one in the URL",
                 if path.is_empty() { "/" } else { path }
             )))
         }

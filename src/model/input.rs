@@ -1,20 +1,24 @@
 //! What an opened root file is: one variant per format, carrying the
 //! facts of that format the floors above need. They ask it ([`Input`]'s
-//! methods); they do not test which format it is. Every `match` on it is
-//! exhaustive, so a new format is a compile error wherever it must be
-//! decided.
+//! methods: names, kinds, counts, the model's attributes as CBOR); it
+//! renders nothing and reads no tensor bytes, so what is said of a format
+//! (`report`: `manifest.json`, listings, `meta.json` fields) and the
+//! format's own checks on tensor bytes (`read`) match on it up there.
+//! Every `match` on it is exhaustive, so a new format is a compile error
+//! wherever it must be decided.
 
 use super::{Model, SafetensorsFile};
 use crate::error::Result;
-use crate::format::cbor::Value;
-use crate::format::json::Sink;
-use crate::format::{gguf, hurray, npz, pytorch, safetensors, Footer, Manifest, Object};
+use crate::format::{
+    gguf, hurray, npz, onnx, openvino, pytorch, safetensors, Footer, Manifest, Object,
+};
 
 /// Which `meta.json` an object gets.
 #[derive(Debug, Clone, Copy)]
 pub enum MetaForm<'a> {
     /// The object's own: name, shape, layout, attributes and parts, with
-    /// the fields its format adds ([`Input::meta_fields`]).
+    /// the fields its format adds (a GGUF tensor's info, a PyTorch
+    /// tensor's).
     Object,
     /// A Hurray tensor's: its descriptor decoded, where its `data` comes
     /// from, its buffers.
@@ -40,6 +44,12 @@ pub enum Input {
     /// A NumPy `.npz` archive, whose arrays are the manifest's objects in
     /// the same order.
     Npz(npz::File),
+    /// An ONNX model, whose tensors served are the manifest's objects
+    /// (`tensor` maps each to the model's).
+    Onnx(Box<onnx::objects::File>),
+    /// An OpenVINO IR, whose constants served are the manifest's objects
+    /// (`consts` maps each to the graph's).
+    OpenVino(Box<openvino::objects::File>),
 }
 
 impl Input {
@@ -52,6 +62,8 @@ impl Input {
             Input::Gguf(_) => "GGUF",
             Input::Torch(_) => "PyTorch",
             Input::Npz(_) => "NumPy .npz",
+            Input::Onnx(_) => "ONNX",
+            Input::OpenVino(_) => "OpenVINO IR",
         }
     }
 
@@ -63,7 +75,9 @@ impl Input {
             | Input::Safetensors(_)
             | Input::Gguf(_)
             | Input::Torch(_)
-            | Input::Npz(_) => false,
+            | Input::Npz(_)
+            | Input::Onnx(_)
+            | Input::OpenVino(_) => false,
         }
     }
 
@@ -75,7 +89,9 @@ impl Input {
             | Input::Hurray(_)
             | Input::Safetensors(_)
             | Input::Torch(_)
-            | Input::Npz(_) => true,
+            | Input::Npz(_)
+            | Input::Onnx(_)
+            | Input::OpenVino(_) => true,
             Input::Gguf(_) => false,
         }
     }
@@ -94,17 +110,27 @@ impl Input {
             }
             // A strided view's storage is bytes; its `data` is computed.
             Input::Torch(_) if o.parts[j].name == pytorch::objects::STORAGE => Some((false, true)),
-            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) | Input::Npz(_) => None,
+            Input::Zt(_)
+            | Input::Safetensors(_)
+            | Input::Torch(_)
+            | Input::Npz(_)
+            | Input::Onnx(_)
+            | Input::OpenVino(_) => None,
         }
     }
 
     /// True when `--verify` reads and checks every part (content rules,
     /// decoded length, digest) and each object's layout data rules; a
     /// Hurray file's buffers are its bytes, checked by its own rule on
-    /// them ([`Model::verify_format_rules`]), and GGUF has none.
+    /// them (`read::verify_format_rules`), and GGUF has none.
     pub fn verifies_parts(&self) -> bool {
         match self {
-            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) | Input::Npz(_) => true,
+            Input::Zt(_)
+            | Input::Safetensors(_)
+            | Input::Torch(_)
+            | Input::Npz(_)
+            | Input::Onnx(_)
+            | Input::OpenVino(_) => true,
             Input::Hurray(_) | Input::Gguf(_) => false,
         }
     }
@@ -119,7 +145,9 @@ impl Input {
             | Input::Safetensors(_)
             | Input::Gguf(_)
             | Input::Torch(_)
-            | Input::Npz(_) => false,
+            | Input::Npz(_)
+            | Input::Onnx(_)
+            | Input::OpenVino(_) => false,
         }
     }
 
@@ -136,7 +164,9 @@ impl Input {
             | Input::Safetensors(_)
             | Input::Gguf(_)
             | Input::Torch(_)
-            | Input::Npz(_) => None,
+            | Input::Npz(_)
+            | Input::Onnx(_)
+            | Input::OpenVino(_) => None,
         }
     }
 
@@ -148,26 +178,9 @@ impl Input {
             | Input::Safetensors(_)
             | Input::Gguf(_)
             | Input::Torch(_)
-            | Input::Npz(_) => MetaForm::Object,
-        }
-    }
-
-    /// The fields the format adds to object `i`'s `meta.json`: a GGUF
-    /// tensor's info (and its ggml type, unless its layout, `ggml_layout`,
-    /// says it already).
-    pub fn meta_fields(&self, i: usize, ggml_layout: bool) -> Vec<(&'static str, Value<'_>)> {
-        match self {
-            Input::Gguf(f) => {
-                let info = &f.tensors[i];
-                let mut fields = Vec::new();
-                if !ggml_layout {
-                    fields.push(("ggml_type", Value::Text(info.ty.name)));
-                }
-                fields.push(("gguf", gguf::json::tensor(info)));
-                fields
-            }
-            Input::Torch(f) => vec![("torch", pytorch::json::tensor(f, &f.tensors[i]))],
-            Input::Zt(_) | Input::Hurray(_) | Input::Safetensors(_) | Input::Npz(_) => Vec::new(),
+            | Input::Npz(_)
+            | Input::Onnx(_)
+            | Input::OpenVino(_) => MetaForm::Object,
         }
     }
 
@@ -180,48 +193,16 @@ impl Input {
                 let parts = (m.objects.iter().flat_map(|o| &o.parts)).map(|p| p.decoded_size());
                 stored.chain(parts).fold(0, u64::saturating_add)
             }
-            Input::Zt(_) | Input::Safetensors(_) | Input::Torch(_) => (m.objects.iter())
+            Input::Zt(_)
+            | Input::Safetensors(_)
+            | Input::Torch(_)
+            | Input::Onnx(_)
+            | Input::OpenVino(_) => (m.objects.iter())
                 .flat_map(|o| &o.parts)
                 .map(|p| p.decoded_size())
                 .fold(0, u64::saturating_add),
             Input::Hurray(f) => hurray::data_rules::data_bytes(f),
             Input::Gguf(_) => 0,
-        }
-    }
-
-    /// Object `i`'s type for a listing: its format's element type name
-    /// (Hurray, GGUF), else its parts' types.
-    pub fn type_label(&self, i: usize, o: &Object) -> String {
-        match self {
-            Input::Hurray(f) => f.tensors[i].descriptor.elem.name().to_string(),
-            Input::Gguf(f) => f.tensors[i].ty.name.to_string(),
-            Input::Torch(f) => match &f.tensors[i].quant {
-                // torch's name of the quantized dtype.
-                Some(q) => q.ty.torch_name().to_string(),
-                None => {
-                    let (dtype, logical) = safetensors::objects::ztensor_type(f.tensors[i].dtype);
-                    logical.unwrap_or(dtype.name()).to_string()
-                }
-            },
-            Input::Zt(_) | Input::Safetensors(_) | Input::Npz(_) => {
-                let mut types: Vec<&str> = o.parts.iter().map(|p| p.ty.type_name()).collect();
-                types.dedup();
-                types.join(",")
-            }
-        }
-    }
-
-    /// Where object `o`'s bytes are, for `ls -l`: the shard holding them
-    /// (` [shard NAME]`), ` (deflated)` for a deflated `.npz` array (its
-    /// parts name the archive's file of inflated members as their shard),
-    /// or nothing when they are in the file itself.
-    pub fn where_label(&self, o: &Object) -> String {
-        match o.parts.iter().find_map(|p| p.blob.shard.as_deref()) {
-            None => String::new(),
-            Some(crate::format::npz::INFLATED) if matches!(self, Input::Npz(_)) => {
-                " (deflated)".to_string()
-            }
-            Some(s) => format!(" [shard {s}]"),
         }
     }
 
@@ -233,7 +214,12 @@ impl Input {
                 (f.tensors[i].descriptor.buffers.iter()).fold(0, |n, b| n.saturating_add(b.size))
             }
             Input::Torch(f) => f.tensors[i].numel() * f.tensors[i].width(),
-            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Npz(_) => {
+            Input::Zt(_)
+            | Input::Safetensors(_)
+            | Input::Gguf(_)
+            | Input::Npz(_)
+            | Input::Onnx(_)
+            | Input::OpenVino(_) => {
                 (o.parts.iter()).fold(0, |n, p| n.saturating_add(p.decoded_size()))
             }
         }
@@ -241,27 +227,6 @@ impl Input {
 }
 
 impl Model {
-    /// Checks the format's own rules on tensor bytes, beyond its parts'
-    /// (a Hurray file's MXFP scale bytes), telling `progress` of each chunk.
-    pub fn verify_format_rules(&self, progress: &mut dyn FnMut(u64) -> Result<()>) -> Result<()> {
-        let n = self.manifest().map_or(0, |m| m.objects.len());
-        (0..n).try_for_each(|i| self.verify_object_format_rules(i, progress))
-    }
-
-    /// [`Model::verify_format_rules`] of object `i` alone (a mount's
-    /// `--verify`, on the first open of one of its files).
-    pub fn verify_object_format_rules(
-        &self,
-        i: usize,
-        progress: &mut dyn FnMut(u64) -> Result<()>,
-    ) -> Result<()> {
-        match &self.input {
-            Input::Hurray(f) => hurray::data_rules::check_tensor_data(f, i, self.root(), progress),
-            Input::Npz(f) => crate::format::npz::check_stored_crc(f, i, self.root(), progress),
-            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Torch(_) => Ok(()),
-        }
-    }
-
     /// The model's file attributes as deterministic CBOR, as `ztfs pack`
     /// writes them: a zTensor manifest's; a GGUF file's KVs; a safetensors
     /// file's `__metadata__` (a sharded checkpoint's first file's, as the
@@ -273,7 +238,7 @@ impl Model {
                 Ok(self.manifest().and_then(|m| m.attributes.clone()))
             }
             Input::Gguf(file) => gguf::attributes(file),
-            Input::Torch(_) | Input::Npz(_) => Ok(None),
+            Input::Torch(_) | Input::Npz(_) | Input::Onnx(_) | Input::OpenVino(_) => Ok(None),
             Input::Safetensors(_) => {
                 let file = match self.checkpoint_files().first() {
                     Some((_, store)) => store,
@@ -295,43 +260,12 @@ impl Model {
     pub fn exported_attributes(&self) -> Result<Option<Vec<u8>>> {
         match &self.input {
             Input::Zt(_) | Input::Safetensors(_) => self.file_attributes(),
-            Input::Hurray(_) | Input::Gguf(_) | Input::Torch(_) | Input::Npz(_) => Ok(None),
-        }
-    }
-
-    /// Writes `manifest.json` (and `ztfs manifest`): pretty JSON with a
-    /// final newline, from the format's own document; a data shard's is
-    /// `null`. A zTensor manifest and a safetensors header are read from
-    /// the file now (a mount keeps neither).
-    pub fn write_manifest_json(&self, out: &mut dyn Sink) -> Result<()> {
-        match &self.input {
-            Input::Zt(_) => {
-                let bytes = self.read_manifest_bytes()?;
-                crate::format::manifest_json::write(bytes.as_deref(), out)
-            }
-            Input::Hurray(file) => {
-                hurray::json::write_manifest(file, out);
-                Ok(())
-            }
-            Input::Gguf(file) => {
-                gguf::json::write_manifest(file, out);
-                Ok(())
-            }
-            Input::Torch(file) => {
-                pytorch::json::write_manifest(file, out);
-                Ok(())
-            }
-            Input::Npz(file) => {
-                npz::write_manifest(file, out);
-                Ok(())
-            }
-            Input::Safetensors(st) => {
-                let header = self.read_safetensors_header()?.unwrap_or_default();
-                match st.index_files {
-                    Some(_) => crate::format::safetensors::index::write_manifest(&header, out),
-                    None => crate::format::safetensors::write_manifest(&header, out),
-                }
-            }
+            Input::Hurray(_)
+            | Input::Gguf(_)
+            | Input::Torch(_)
+            | Input::Npz(_)
+            | Input::Onnx(_)
+            | Input::OpenVino(_) => Ok(None),
         }
     }
 }

@@ -94,7 +94,9 @@ impl Computed {
             Input::Hurray(file) => file,
             Input::Torch(file) => return Computed::of_torch(file),
             Input::Zt(_) | Input::Gguf(_) => return Computed::of_blocks(manifest),
-            Input::Safetensors(_) | Input::Npz(_) => return Computed::default(),
+            Input::Safetensors(_) | Input::Npz(_) | Input::Onnx(_) | Input::OpenVino(_) => {
+                return Computed::default()
+            }
         };
         let members = hurray::composite_members(&file.tensors);
         let views = (0..file.tensors.len())
@@ -206,7 +208,9 @@ impl Model {
             Input::Hurray(file) => file,
             Input::Torch(file) => return self.torch_data(file, i),
             Input::Zt(_) | Input::Gguf(_) => return self.block_data(i),
-            Input::Safetensors(_) | Input::Npz(_) => return TensorData::ByLayout,
+            Input::Safetensors(_) | Input::Npz(_) | Input::Onnx(_) | Input::OpenVino(_) => {
+                return TensorData::ByLayout
+            }
         };
         let Some(t) = file.tensors.get(i as usize) else {
             return TensorData::Absent("no such tensor".into());
@@ -296,7 +300,12 @@ impl Model {
     pub fn packs_tensor_data(&self) -> bool {
         match &self.input {
             Input::Hurray(_) | Input::Torch(_) => true,
-            Input::Zt(_) | Input::Safetensors(_) | Input::Gguf(_) | Input::Npz(_) => false,
+            Input::Zt(_)
+            | Input::Safetensors(_)
+            | Input::Gguf(_)
+            | Input::Npz(_)
+            | Input::Onnx(_)
+            | Input::OpenVino(_) => false,
         }
     }
 

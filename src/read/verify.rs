@@ -115,7 +115,7 @@ pub fn verify_object_all(
         watch.failed(at, &e);
         verdict.error.get_or_insert(e);
     };
-    match model.verify_object_format_rules(i, &mut |n| watch.read(n)) {
+    match super::verify_object_format_rules(model, i, &mut |n| watch.read(n)) {
         Err(Error::Interrupted) => return Err(Error::Interrupted),
         Err(e) => {
             verdict.object_sound = false;

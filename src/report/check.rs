@@ -15,6 +15,8 @@ pub fn verified(input: &Input, report: &Report) -> String {
         // Said as done: without digests, only bool tensors have a rule
         // on their bytes, so only they are read.
         Input::Safetensors(_) => "every structural rule holds and every bool tensor's bytes are 0 or 1; the format has no content digests, so the other tensors' bytes are not read".into(),
+        Input::OpenVino(_) => "every structural rule holds, every constant's size and range fit the .bin, and every boolean constant's bytes are 0 or 1; the format has no content digests".into(),
+        Input::Onnx(_) => "every structural rule holds, every typed field holds the values its dims make, every external file and range is there, and every bool tensor's bytes are 0 or 1; the format has no content digests".into(),
         Input::Npz(_) => "every array's .npy header holds, every member's CRC-32 matches (as Python's zipfile checks it when numpy reads the member) and every bool array's bytes are 0 or 1".into(),
         Input::Torch(_) => "the archive and its pickle (run by an interpreter that calls nothing) hold and every bool tensor's bytes are 0 or 1; the format has no content digests, so the other tensors' bytes are not read".into(),
         Input::Zt(_) => format!(
@@ -80,6 +82,55 @@ pub fn summary(input: &Input, m: &Manifest) -> String {
                 human(total(f.storages.iter().map(|s| s.len)))
             )
         }
+        Input::Onnx(f) => {
+            let model = &f.model;
+            let opset = (model.opsets.iter()).find(|(d, _)| d.is_empty() || d == "ai.onnx");
+            let opset = opset.map_or(String::new(), |(_, v)| format!(", opset {v}"));
+            let producer = match model.producer_name.is_empty() {
+                true => String::new(),
+                false => format!(", from {} {}", model.producer_name, model.producer_version)
+                    .trim_end()
+                    .to_string(),
+            };
+            let files = match f.locations.len() {
+                0 => String::new(),
+                n => format!(" ({} of external data)", count(n, "file")),
+            };
+            let left = match f.left_out.len() {
+                0 => String::new(),
+                n => format!(", {n} left out"),
+            };
+            let nodes = model.ops.values().fold(0u64, |a, n| a.saturating_add(*n));
+            format!(
+                "ONNX model{opset}{producer}, {} nodes, {}{left}, {} of tensor data{files}",
+                nodes,
+                count(f.tensor.len(), "tensor"),
+                human(total(
+                    (m.objects.iter())
+                        .flat_map(|o| &o.parts)
+                        .map(|p| p.blob.length)
+                ))
+            )
+        }
+        Input::OpenVino(f) => {
+            let model = &f.model;
+            let layers = model.ops.values().fold(0u64, |a, n| a.saturating_add(*n));
+            let left = match f.left_out.len() {
+                0 => String::new(),
+                n => format!(", {n} left out"),
+            };
+            format!(
+                "OpenVINO IR v{}, {layers} layers, {}{left}, {} of weights in {}",
+                model.version,
+                count(f.consts.len(), "constant"),
+                human(total(
+                    (m.objects.iter())
+                        .flat_map(|o| &o.parts)
+                        .map(|p| p.blob.length)
+                )),
+                f.bin
+            )
+        }
         Input::Npz(f) => {
             let deflated = f.arrays.iter().filter(|a| !a.is_stored()).count();
             format!(
@@ -119,5 +170,16 @@ pub fn notes(input: &Input, m: &Manifest) -> Vec<String> {
         | Input::Safetensors(_)
         | Input::Torch(_)
         | Input::Npz(_) => super::refusals(m),
+        // Tensors that are no object (strings, sparse initializers) are
+        // said too: `ls` does not list them.
+        Input::Onnx(f) => {
+            let left = (f.left_out.iter()).map(|(n, why)| format!("tensor {n:?} left out: {why}"));
+            super::refusals(m).into_iter().chain(left).collect()
+        }
+        Input::OpenVino(f) => {
+            let left =
+                (f.left_out.iter()).map(|(n, why)| format!("constant {n:?} left out: {why}"));
+            super::refusals(m).into_iter().chain(left).collect()
+        }
     }
 }

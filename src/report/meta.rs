@@ -7,8 +7,8 @@
 use super::{opt_text, part_available};
 use crate::format::cbor::{self, Value};
 use crate::format::hurray::{self, objects};
-use crate::format::{json, profiles, Object};
-use crate::model::{MetaForm, Model, TensorData};
+use crate::format::{gguf, json, onnx, openvino, profiles, pytorch, Object};
+use crate::model::{Input, MetaForm, Model, TensorData};
 
 /// A `.npy` file the tree serves.
 #[derive(Debug, Clone)]
@@ -172,13 +172,37 @@ fn object_meta_json(model: &Model, object: u32, o: &Object, served: &Served) -> 
         doc.push((t("ggml_block_table"), opt(table_note.as_deref())));
     }
     let ggml_layout = matches!(layout, profiles::Layout::Gguf { .. });
-    for (k, v) in model.input().meta_fields(object as usize, ggml_layout) {
+    for (k, v) in format_fields(model.input(), object as usize, ggml_layout) {
         doc.push((t(k), v));
     }
     let mut s = String::new();
     json::to_json_pretty(&Value::Map(doc), &mut s);
     s.push('\n');
     s.into_bytes()
+}
+
+/// The fields the format adds to object `i`'s `meta.json`: a GGUF
+/// tensor's info (and its ggml type, unless its layout, `ggml_layout`,
+/// says it already); a PyTorch tensor's.
+fn format_fields(input: &Input, i: usize, ggml_layout: bool) -> Vec<(&'static str, Value<'_>)> {
+    match input {
+        Input::Gguf(f) => {
+            let info = &f.tensors[i];
+            let mut fields = Vec::new();
+            if !ggml_layout {
+                fields.push(("ggml_type", Value::Text(info.ty.name)));
+            }
+            fields.push(("gguf", gguf::json::tensor(info)));
+            fields
+        }
+        Input::Torch(f) => vec![("torch", pytorch::json::tensor(f, &f.tensors[i]))],
+        Input::Zt(_) | Input::Hurray(_) | Input::Safetensors(_) | Input::Npz(_) => Vec::new(),
+        Input::Onnx(f) => vec![("onnx", onnx::json::tensor(&f.model.tensors[f.tensor[i]]))],
+        Input::OpenVino(f) => vec![(
+            "openvino",
+            openvino::json::constant(&f.model.consts[f.consts[i]]),
+        )],
+    }
 }
 
 /// A Hurray tensor's form: its true name, element type, shape and layout,

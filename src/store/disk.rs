@@ -100,6 +100,9 @@ pub struct Disk {
     budget: u64,
     secret: Secret,
     index: Mutex<Index>,
+    /// Blocks read back, and blocks asked for and not held (`ztfs status`).
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 #[derive(Default)]
@@ -111,6 +114,20 @@ struct Index {
 }
 
 impl Disk {
+    /// Blocks read back from the cache so far, and blocks asked of it
+    /// that it did not give.
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The cache's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Opens (making it if needed) the cache in `dir`, refusing a
     /// directory that is not ztfs's alone, and lists what it holds, oldest
     /// first by modification time.
@@ -159,6 +176,8 @@ impl Disk {
             budget,
             secret,
             index: Mutex::new(index),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
         };
         disk.evict(None);
         log::debug!(
@@ -191,7 +210,11 @@ impl Disk {
             let mut index = self.locked();
             index.clock += 1;
             let clock = index.clock;
-            index.entries.get_mut(key)?.1 = clock;
+            let Some(entry) = index.entries.get_mut(key) else {
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                return None;
+            };
+            entry.1 = clock;
         }
         let path = self.path(key);
         match read_entry(&path, &self.secret, key, len, &mut buf) {
@@ -199,6 +222,7 @@ impl Disk {
                 // The order of use, for the next process that opens the cache.
                 let _ =
                     File::open(&path).and_then(|f| f.set_modified(std::time::SystemTime::now()));
+                self.hits.fetch_add(1, Ordering::Relaxed);
                 Some(buf)
             }
             Err(why) => {
@@ -207,6 +231,7 @@ impl Disk {
                 }
                 let _ = std::fs::remove_file(&path);
                 self.forget(key);
+                self.misses.fetch_add(1, Ordering::Relaxed);
                 None
             }
         }

@@ -478,6 +478,51 @@ pub fn use_disk_cache(dir: &Path, size: u64) -> Result<()> {
     Ok(())
 }
 
+/// Asks the shared cache tier at `url` (`s3://BUCKET[/PREFIX]`) for the
+/// blocks of remote objects before their origin, and writes there what
+/// the origin gives (see `remote::tier`), for the rest of the process.
+/// A build that reads no URLs refuses it.
+pub fn use_shared_cache(url: &str) -> Result<()> {
+    #[cfg(feature = "remote")]
+    return remote::tier::configure(url);
+    #[cfg(not(feature = "remote"))]
+    Err(Error::Usage(format!(
+        "--shared-cache {url}: this ztfs was built without the `remote` feature"
+    )))
+}
+
+/// What the caches of remote blocks did in this process, as `ztfs status`
+/// shows it: the disk cache's hits and misses, the shared cache tier's
+/// counts; `None` when the process has neither.
+pub fn cache_counts() -> Option<serde_json::Value> {
+    #[cfg(feature = "remote")]
+    {
+        let disk = disk::cache().map(|d| {
+            let (hits, misses) = d.counts();
+            serde_json::json!({"dir": d.dir(), "hits": hits, "misses": misses})
+        });
+        let shared = remote::tier::shared()
+            .map(|t| serde_json::json!({"url": t.shown(), "counts": t.counts()}));
+        if disk.is_none() && shared.is_none() {
+            return None;
+        }
+        Some(serde_json::json!({"disk": disk, "shared": shared}))
+    }
+    #[cfg(not(feature = "remote"))]
+    None
+}
+
+/// Waits, at most `wait`, for the blocks queued for the shared cache tier
+/// to be written: for a command about to exit.
+pub fn flush_shared_cache(wait: std::time::Duration) {
+    #[cfg(feature = "remote")]
+    if let Some(t) = remote::tier::shared() {
+        t.drain(wait);
+    }
+    #[cfg(not(feature = "remote"))]
+    let _ = wait;
+}
+
 /// A read of `name` that may wait came back without its bytes: never
 /// expected, and an error rather than bytes that are not there.
 #[cfg_attr(not(feature = "remote"), allow(dead_code))]
@@ -511,18 +556,30 @@ pub struct Reach {
 pub struct Reader {
     pub pid: u32,
     pub handle: u64,
+    /// Reads exactly the ranges it asks for: a slice of a tensor's rows
+    /// (`ztfs.open`'s `get_slice`). A read from a part's start fetches no
+    /// more of the part, as it would for a loader that reads it whole.
+    pub exact: bool,
 }
 
 impl Reach {
     /// To the server, waiting for it, for no reader in particular.
     pub const WAIT: Reach = Reach {
         at_hand: false,
-        reader: Reader { pid: 0, handle: 0 },
+        reader: Reader {
+            pid: 0,
+            handle: 0,
+            exact: false,
+        },
     };
     /// Only to what is held now, for no reader in particular.
     pub const AT_HAND: Reach = Reach {
         at_hand: true,
-        reader: Reader { pid: 0, handle: 0 },
+        reader: Reader {
+            pid: 0,
+            handle: 0,
+            exact: false,
+        },
     };
 
     /// The same, for `reader`.
@@ -561,6 +618,22 @@ pub fn beside(path: &Path, name: &str) -> PathBuf {
     }
     let (base, query) = url_query(path).unwrap_or((path.to_str().unwrap_or_default(), ""));
     let sibling = Path::new(base).with_file_name(path_segment(name));
+    PathBuf::from(format!("{}{query}", sibling.display()))
+}
+
+/// The file at relative path `rel` (plain components, `/`-separated:
+/// the caller checked it) from the folder of `path`: [`beside`] for each
+/// component, so a URL names each one's bytes as the local path does.
+pub fn beside_path(path: &Path, rel: &str) -> PathBuf {
+    if url_of(path).is_none() {
+        return path.with_file_name(rel);
+    }
+    let parts: Vec<String> = (rel.split('/'))
+        .filter(|c| !c.is_empty() && *c != ".")
+        .map(path_segment)
+        .collect();
+    let (base, query) = url_query(path).unwrap_or((path.to_str().unwrap_or_default(), ""));
+    let sibling = Path::new(base).with_file_name(parts.join("/"));
     PathBuf::from(format!("{}{query}", sibling.display()))
 }
 

@@ -20,13 +20,14 @@ pub use passthrough::{clones, registry};
 
 use build::listing;
 use export::{forms, npy, transformers};
-use serve::{content, failures, frames, jobs, requests, spool};
+use serve::{content, direct, failures, frames, jobs, requests, spool};
 
 use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 pub use build::{Arrangement, Options, PART_NAME_MAX, PART_RESERVED, ROOT_RESERVED};
 pub use content::Data;
+pub use direct::TensorForm;
 pub use forms::NpyDtypes;
 pub use jobs::JOB_THREADS;
 pub use requests::{OpenReply, ReadReply};

@@ -26,6 +26,7 @@ pub mod hub;
 pub mod json;
 pub mod listing;
 pub mod mount;
+pub mod onnx;
 pub mod proxy;
 pub mod s3;
 pub mod system;

@@ -60,6 +60,8 @@ struct Shared {
     upstream: u16,
     plan: Mutex<Plan>,
     requests: AtomicUsize,
+    /// Bytes of answers' bodies passed on (what the server sent).
+    bytes: AtomicU64,
     /// Bumped by every [`Proxy::set`]: hung connections then close.
     epoch: AtomicU64,
     stop: AtomicBool,
@@ -92,6 +94,7 @@ impl Proxy {
                 then: Fault::Pass,
             }),
             requests: AtomicUsize::new(0),
+            bytes: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             clients: Mutex::new(HashMap::new()),
@@ -133,6 +136,11 @@ impl Proxy {
     /// Requests received so far.
     pub fn requests(&self) -> usize {
         self.shared.requests.load(Ordering::SeqCst)
+    }
+
+    /// Bytes of answers' bodies passed on whole so far.
+    pub fn bytes(&self) -> u64 {
+        self.shared.bytes.load(Ordering::SeqCst)
     }
 }
 
@@ -223,6 +231,7 @@ fn serve(shared: &Shared, client: TcpStream) -> io::Result<()> {
         to_client.write_all(&head)?;
         let Fault::Cut { after, reset } = fault else {
             copy(&mut from_server, &mut to_client, len)?;
+            shared.bytes.fetch_add(len, Ordering::SeqCst);
             if closes(&request) || closes(&head) {
                 return Ok(());
             }

@@ -99,6 +99,29 @@ impl Seaweed {
         }
     }
 
+    /// The keys under `prefix` in [`BUCKET`], sorted.
+    pub fn list(&self, prefix: &str) -> Vec<String> {
+        use futures::TryStreamExt;
+        let prefix = object_store::path::Path::from(prefix);
+        let all: Vec<_> = (self.runtime)
+            .block_on(self.client.list(Some(&prefix)).try_collect())
+            .unwrap_or_else(|e| panic!("list {prefix}: {e}\n{}", self.log_tail()));
+        let mut keys: Vec<String> = all.into_iter().map(|m| m.location.to_string()).collect();
+        keys.sort();
+        keys
+    }
+
+    /// The bytes of `key` in [`BUCKET`].
+    pub fn get(&self, key: &str) -> Vec<u8> {
+        let path = key.into();
+        let got = self.runtime.block_on(async {
+            let answer = self.client.get(&path).await?;
+            answer.bytes().await
+        });
+        got.unwrap_or_else(|e| panic!("get {key}: {e}\n{}", self.log_tail()))
+            .to_vec()
+    }
+
     /// The variables a `ztfs` process needs to reach the server. No
     /// `AWS_ALLOW_HTTP`: ztfs's client allows plain HTTP itself (and its
     /// client options replace those from the environment).

@@ -503,6 +503,46 @@ fn a_zt_gguf_or_hurray_file_is_the_model_found_alone_or_named() {
     );
 }
 
+/// A transformers.js-shaped repository: `onnx/` holds several `.onnx`
+/// files, one with its weights in an external file beside it. The folder
+/// asks for one to be named; the one named reads as the local file, its
+/// external file fetched beside it by range.
+#[test]
+fn an_onnx_model_with_external_data_is_read_from_its_folder() {
+    use common::onnx::{graph, model, tensor, Store};
+    let hub = Hub::start(None);
+    let t = tempfile::tempdir().unwrap();
+    let env = env_of(&hub, &t.path().join("home"));
+    let src = t.path().join("src");
+    std::fs::create_dir_all(src.join("onnx")).unwrap();
+    let w: Vec<u8> = (0..=255u8).collect();
+    std::fs::write(src.join("onnx/model.onnx_data"), &w).unwrap();
+    let ext = Store::External("model.onnx_data", Some(0), Some(256));
+    let m = model(&graph(&[], &[tensor("w", 2, &[16, 16], ext, false)]));
+    std::fs::write(src.join("onnx/model.onnx"), m).unwrap();
+    let q = model(&graph(
+        &[],
+        &[tensor("q", 3, &[2], Store::Raw(&[1, 2]), false)],
+    ));
+    std::fs::write(src.join("onnx/model_quantized.onnx"), q).unwrap();
+    std::fs::write(src.join("config.json"), "{}\n").unwrap();
+    hub.add("models", "org/onnx", &src, &["main"]);
+    let folder = ztfs_env(&["ls", "hf://org/onnx/onnx"], &env);
+    let err = String::from_utf8_lossy(&folder.stderr);
+    assert!(
+        !folder.status.success() && err.contains("name one"),
+        "{err}"
+    );
+    let named = ztfs_env(&["cat", "hf://org/onnx/onnx/model.onnx", "w"], &env);
+    let err = String::from_utf8_lossy(&named.stderr);
+    assert!(named.status.success() && named.stdout == w, "{err}");
+    let quantized = ztfs_env(
+        &["cat", "hf://org/onnx/onnx/model_quantized.onnx", "q"],
+        &env,
+    );
+    assert_eq!(quantized.stdout, [1, 2]);
+}
+
 /// The emulator itself, checked with the real tools
 /// (`scripts/hub/check_emulator.py`): huggingface_hub's downloads, repo
 /// info, listings and errors, transformers' loads, and raw HTTP (ranges

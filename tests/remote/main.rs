@@ -30,3 +30,4 @@ mod nginx;
 mod reads;
 mod s3;
 mod said;
+mod tier;

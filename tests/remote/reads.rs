@@ -654,7 +654,7 @@ fn a_big_part_is_read_on_blocks_laid_from_its_start() {
 /// an `.npz` and a split GGUF model whose names hold a space (so their
 /// URLs are percent-encoded) list and read as their local files do.
 #[test]
-fn pytorch_npz_and_split_gguf_by_url_read_as_local() {
+fn pytorch_npz_onnx_and_split_gguf_by_url_read_as_local() {
     let d = tempfile::tempdir().unwrap();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     fs::copy(
@@ -688,8 +688,25 @@ fn pytorch_npz_and_split_gguf_by_url_read_as_local() {
         let p = e.unwrap().path();
         fs::copy(&p, d.path().join("sharded").join(p.file_name().unwrap())).unwrap();
     }
+    // An ONNX model whose external file is in a folder beside it, a space
+    // in each name (percent-encoded by component in its URL).
+    {
+        use common::onnx::{graph, model, tensor, Store};
+        fs::create_dir_all(d.path().join("onnx/weights dir")).unwrap();
+        let w: Vec<u8> = (0..64u8).collect();
+        let ext = d.path().join("onnx/weights dir/w 1.bin");
+        fs::write(ext, [&[9u8; 5][..], &w].concat()).unwrap();
+        let at = Store::External("weights dir/w 1.bin", Some(5), Some(64));
+        let ts = [
+            tensor("w", 2, &[64], at, false),
+            tensor("t", 7, &[2], Store::Typed(7, &[1, 2], 1), false),
+        ];
+        fs::write(d.path().join("onnx/m.onnx"), model(&graph(&[], &ts))).unwrap();
+    }
     let server = Nginx::serve(d.path());
     for (name, tensor) in [
+        ("onnx/m.onnx", "w"),
+        ("onnx/m.onnx", "t"),
         ("sharded/pytorch_model.bin.index.json", "head.weight_t"),
         ("tiny model.pth", "conv1.weight"),
         ("my m-00001-of-00003.gguf", "output.weight"),

@@ -123,6 +123,86 @@ fn open_beneath(base: &OwnedFd, rel: &Path, dir: bool) -> std::io::Result<OwnedF
     }
 }
 
+/// Why a file named in a folder could not be opened by [`open_in`].
+#[derive(Debug)]
+pub enum OpenIn {
+    /// Not there, or not a regular file.
+    Missing(String),
+    /// It leads outside the folder (a symlink out, or through a symlinked
+    /// folder), which the folder's rules never follow.
+    Outside(String),
+}
+
+/// Opens the regular file `rel` (a relative path, `..` refused by the
+/// caller) of folder `root` by the folder's rules: each folder on the
+/// way opened without following a symlink; the file itself a regular
+/// file, or a symlink leading, with no further symlink, to one inside the
+/// folder (or, for a snapshot of the Hugging Face cache, its repo's
+/// `blobs`). Returns it with its path as shown in messages.
+pub fn open_in(root: &Path, rel: &str) -> std::result::Result<(File, PathBuf), OpenIn> {
+    let missing = |e: std::io::Error| OpenIn::Missing(format!("{}: {e}", root.join(rel).display()));
+    let base = Base::of(root).map_err(missing)?;
+    let rel_path = Path::new(rel);
+    let mut names: Vec<&OsStr> = Vec::new();
+    for c in rel_path.components() {
+        match c {
+            Component::Normal(n) => names.push(n),
+            Component::CurDir => {}
+            _ => {
+                return Err(OpenIn::Outside(format!(
+                    "{rel:?} is not a plain relative path"
+                )))
+            }
+        }
+    }
+    let Some((name, dirs)) = names.split_last() else {
+        return Err(OpenIn::Missing(format!("{rel:?} names no file")));
+    };
+    let dir: PathBuf = dirs.iter().fold(base.root.clone(), |d, n| d.join(n));
+    let dir_fd = open_beneath(&base.fd, &dir, true).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) | Some(libc::ENOTDIR) => OpenIn::Outside(format!(
+            "{rel:?}: a folder on its way is a symlink (not followed) or not a folder"
+        )),
+        _ => missing(e),
+    })?;
+    let stat = rustix::fs::statat(&dir_fd, *name, AtFlags::SYMLINK_NOFOLLOW)
+        .map_err(|e| missing(e.into()))?;
+    let shown = root.join(rel);
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => {
+            let fd = open_beneath(&dir_fd, Path::new(name), false).map_err(missing)?;
+            Ok((File::from(fd), shown))
+        }
+        FileType::Symlink => {
+            let name = name
+                .to_str()
+                .ok_or_else(|| OpenIn::Missing(format!("{rel:?}: not UTF-8")))?;
+            let found = base
+                .follow(&dir_fd, &dir, name)
+                .map_err(|why| match why.as_str() {
+                    "a symlink that leads nowhere" => OpenIn::Missing(format!("{rel:?}: {why}")),
+                    _ if why.starts_with("a symlink to a") && !why.contains("outside") => {
+                        OpenIn::Missing(format!("{rel:?}: {why}"))
+                    }
+                    _ => OpenIn::Outside(format!("{rel:?}: {why}")),
+                })?;
+            let fd = open_beneath(&base.fd, &found.rel, false).map_err(missing)?;
+            let file = File::from(fd);
+            let m = file.metadata().map_err(missing)?;
+            if !m.is_file() || (m.dev(), m.ino()) != found.id {
+                return Err(OpenIn::Outside(format!(
+                    "{rel:?}: changed while it was opened"
+                )));
+            }
+            Ok((file, base.shown(root, &found.rel)))
+        }
+        _ => Err(OpenIn::Missing(format!(
+            "{rel:?}: {}, not a regular file",
+            describe(stat.st_mode)
+        ))),
+    }
+}
+
 impl Folder {
     /// Scans `root`, leaving out the files of its own level named in
     /// `exclude` (the model's own files). Fails only when `root` itself

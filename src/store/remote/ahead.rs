@@ -97,6 +97,8 @@ impl Remote {
     /// that `waits` for several blocks has those after its first fetched
     /// in the background while it fetches its first: at once, not one by
     /// one (a read at hand leaves them to the read that waits after it).
+    /// An exact reader's reads (`Reader::exact`) fetch their own blocks and
+    /// nothing ahead.
     pub(super) fn read_ahead(
         &self,
         grid: Grid,
@@ -108,7 +110,7 @@ impl Remote {
         let walker = walk_key(reach.reader.pid);
         let blocks = grid.count(self.len);
         let end = part.as_ref().map_or(blocks, |p| p.blocks.end.min(blocks));
-        let starts = part.as_ref().is_some_and(|p| p.blocks.start == first);
+        let starts = part.as_ref().is_some_and(|p| p.blocks.start == first) && !reach.reader.exact;
         let walk = (part.as_ref()).and_then(|p| self.walk_step(reach.reader.pid, p.offset, starts));
         let at_once = self.pace().limit();
         let most = self.most_ahead();
@@ -143,7 +145,8 @@ impl Remote {
                     s.last = s.last.max(last);
                     s.ahead_to = s.ahead_to.max(s.last + 1);
                     let want = (s.last + 1 + s.window).min(end);
-                    if s.window >= 2 && s.ahead_to - s.last - 1 <= s.window / 2 {
+                    let exact = reach.reader.exact;
+                    if !exact && s.window >= 2 && s.ahead_to - s.last - 1 <= s.window / 2 {
                         self.take(grid, &mut s, want, piece, at_once, &mut todo);
                     }
                     s

@@ -250,34 +250,63 @@ fn connect(server: &Server) -> object_store::Result<Arc<dyn ObjectStore>> {
                 .with_http_connector(crate::store::bounded::Connector)
                 .build()?,
         ),
-        Server::S3(bucket) => {
-            // The environment first, then what it leaves to the files.
-            let mut b = object_store::aws::AmazonS3Builder::from_env();
-            let p = crate::store::aws::profile().map_err(|e| object_store::Error::Generic {
-                store: "S3",
-                source: e.to_string().into(),
-            })?;
-            if let (Some(id), Some(secret)) = (p.access_key_id, p.secret_access_key) {
-                b = b.with_access_key_id(id).with_secret_access_key(secret);
-                if let Some(token) = p.session_token {
-                    b = b.with_token(token);
-                }
-            }
-            if let Some(region) = p.region {
-                b = b.with_region(region);
-            }
-            if let Some(endpoint) = p.endpoint_url {
-                b = b.with_endpoint(endpoint);
-            }
-            Arc::new(
-                b.with_bucket_name(bucket)
-                    .with_client_options(options)
-                    .with_retry(retry)
-                    .with_http_connector(crate::store::bounded::Connector)
-                    .build()?,
-            )
-        }
+        Server::S3(bucket) => s3_client(bucket, None, options, retry)?,
     })
+}
+
+/// A client of S3 `bucket`: credentials, region and endpoint from the
+/// environment first, then what it leaves to the AWS files; `endpoint`,
+/// when given, in place of theirs.
+fn s3_client(
+    bucket: &str,
+    endpoint: Option<&str>,
+    options: ClientOptions,
+    retry: RetryConfig,
+) -> object_store::Result<Arc<dyn ObjectStore>> {
+    let mut b = object_store::aws::AmazonS3Builder::from_env();
+    let p = crate::store::aws::profile().map_err(|e| object_store::Error::Generic {
+        store: "S3",
+        source: e.to_string().into(),
+    })?;
+    if let (Some(id), Some(secret)) = (p.access_key_id, p.secret_access_key) {
+        b = b.with_access_key_id(id).with_secret_access_key(secret);
+        if let Some(token) = p.session_token {
+            b = b.with_token(token);
+        }
+    }
+    if let Some(region) = p.region {
+        b = b.with_region(region);
+    }
+    if let Some(endpoint) = endpoint.map(str::to_string).or(p.endpoint_url) {
+        b = b.with_endpoint(endpoint);
+    }
+    Ok(Arc::new(
+        b.with_bucket_name(bucket)
+            .with_client_options(options)
+            .with_retry(retry)
+            .with_http_connector(crate::store::bounded::Connector)
+            .build()?,
+    ))
+}
+
+/// A client for the shared cache tier's `bucket` (`tier.rs`): credentials
+/// and region as for an `s3://` model, at `endpoint` when given; no
+/// retries and a short timeout, since a slow tier sends the read to the
+/// origin.
+pub(super) fn tier_client(
+    bucket: &str,
+    endpoint: Option<&str>,
+) -> object_store::Result<Arc<dyn ObjectStore>> {
+    let options = ClientOptions::new()
+        .with_timeout(super::tier::DEADLINE * 4)
+        .with_connect_timeout(super::tier::DEADLINE)
+        .with_allow_http(true);
+    let retry = RetryConfig {
+        backoff: BackoffConfig::default(),
+        max_retries: 0,
+        retry_timeout: super::tier::DEADLINE,
+    };
+    s3_client(bucket, endpoint, options, retry)
 }
 
 /// The process's runtime for requests (see the module's note).

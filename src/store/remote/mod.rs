@@ -39,6 +39,7 @@ pub mod hub;
 mod pace;
 #[cfg(test)]
 mod tests;
+pub mod tier;
 
 use std::ops::Range;
 use std::path::Path;
@@ -73,6 +74,20 @@ const TAIL_KEY: u64 = u64::MAX;
 const HEAD_KEY: u64 = u64::MAX - 1;
 /// Bytes per cached block: what a small read fetches.
 pub const BLOCK: u64 = 1 << 20;
+/// Most blocks of one origin request of the read-ahead when there is a
+/// shared cache tier: the next blocks are asked of the tier first.
+const TIER_RUN: u64 = 4;
+
+/// What the shared cache tier says of a block not on disk
+/// ([`Object::ask_tier`]).
+enum Tiered {
+    /// The block, from the tier.
+    Got(Vec<u8>),
+    /// This node fetches it from the origin, having claimed it or not.
+    Fetch { claimed: bool },
+    /// Another node claimed it lately.
+    Theirs,
+}
 /// Bytes of blocks kept by a process until [`set_cache_budget`] says
 /// otherwise (`ztfs mount --cache-mib`).
 const CACHE: u64 = 256 << 20;
@@ -130,6 +145,9 @@ pub struct Object {
     id: [u8; 32],
     /// The disk cache its blocks are kept in, if any.
     disk: Option<Arc<disk::Disk>>,
+    /// The shared cache tier its blocks are asked of before the origin,
+    /// and written to after, if any (`tier.rs`).
+    tier: Option<Arc<tier::Tier>>,
     /// The block cache (shared with the process's other objects) and this
     /// object's number in it.
     blocks: Arc<Blocks>,
@@ -221,7 +239,11 @@ impl Remote {
             range: Some(range),
             ..GetOptions::default()
         };
-        let with_first = matches!(ask, Ask::Tail { first_block: true }) && disk.is_none();
+        // A cache tier may hold the first block: it is named by the tail's
+        // answer, so it is asked for after it.
+        let with_first = matches!(ask, Ask::Tail { first_block: true })
+            && disk.is_none()
+            && tier::shared().is_none();
         let first = GetOptions {
             range: Some(GetRange::Bounded(0..BLOCK)),
             ..GetOptions::default()
@@ -326,6 +348,7 @@ impl Remote {
             blocks,
             number: NUMBERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             disk,
+            tier: tier::shared(),
             streams: Mutex::new(Vec::new()),
             ahead: Default::default(),
             pace: Mutex::new(pace::Pace::new()),
@@ -561,32 +584,101 @@ impl Object {
         None
     }
 
-    /// Block `j` of `grid`: from the disk cache, else fetched (and kept
-    /// there).
+    /// Block `j` of `grid`: from the disk cache, else from the shared cache
+    /// tier, else fetched (and kept in both).
     fn load(&self, grid: Grid, j: u64) -> Result<Vec<u8>> {
         let range = grid.range(j, self.len);
-        let disk = (self.disk.as_deref()).map(|d| (d, disk::key(&self.id, grid.key(j))));
-        if let Some((d, key)) = &disk {
-            if let Some(b) = d.get(key, range.end - range.start, self.blocks.buffer()) {
+        let key = disk::key(&self.id, grid.key(j));
+        let disk = self.disk.as_deref();
+        if let Some(d) = disk {
+            if let Some(b) = d.get(&key, range.end - range.start, self.blocks.buffer()) {
                 return Ok(b);
             }
         }
-        let bytes = self.fetch(range)?;
-        if let Some((d, key)) = &disk {
-            d.put(key, &bytes);
+        let claimed = match self.ask_tier(&key, range.end - range.start, true) {
+            Tiered::Got(b) => return Ok(b),
+            Tiered::Fetch { claimed } => claimed,
+            Tiered::Theirs => false,
+        };
+        match self.fetch(range) {
+            Ok(bytes) => {
+                self.keep(&key, &bytes, claimed);
+                Ok(bytes)
+            }
+            Err(e) => {
+                self.release(&key, claimed);
+                Err(e)
+            }
         }
-        Ok(bytes)
+    }
+
+    /// What the shared cache tier says of block `key` of `len` bytes, not
+    /// on disk: the block (kept on disk too); or, when it lacks it, that
+    /// this node fetches it from the origin, having claimed it or not; or
+    /// (unless `wait`) that another node claimed it. With `wait`, a block
+    /// another node claimed is waited for, and fetched unclaimed if it
+    /// does not come. No tier: fetch, unclaimed.
+    fn ask_tier(&self, key: &disk::Key, len: u64, wait: bool) -> Tiered {
+        let Some(t) = &self.tier else {
+            return Tiered::Fetch { claimed: false };
+        };
+        let got = |bytes: Vec<u8>| {
+            if let Some(d) = self.disk.as_deref() {
+                d.put(key, &bytes);
+            }
+            Tiered::Got(bytes)
+        };
+        if let Some(bytes) = t.get(key, len) {
+            return got(bytes);
+        }
+        match t.claim(key) {
+            tier::Claim::Mine => Tiered::Fetch { claimed: true },
+            tier::Claim::Unknown => Tiered::Fetch { claimed: false },
+            tier::Claim::Theirs if !wait => Tiered::Theirs,
+            tier::Claim::Theirs => match t.wait_for(key, len) {
+                Some(bytes) => got(bytes),
+                None => Tiered::Fetch { claimed: false },
+            },
+        }
+    }
+
+    /// Keeps block `key`, fetched from the origin, on disk and (behind the
+    /// reader) in the shared cache tier, releasing this node's claim of
+    /// it after.
+    fn keep(&self, key: &disk::Key, bytes: &[u8], claimed: bool) {
+        if let Some(d) = self.disk.as_deref() {
+            d.put(key, bytes);
+        }
+        if let Some(t) = &self.tier {
+            t.put_behind(key, bytes, claimed);
+        }
+    }
+
+    /// Releases this node's claim of block `key`, which it did not fetch.
+    fn release(&self, key: &disk::Key, claimed: bool) {
+        if let (Some(t), true) = (&self.tier, claimed) {
+            t.release_behind(key);
+        }
     }
 
     /// Read-ahead of blocks `from..from + count` into the block cache:
     /// those on disk are loaded from it, each run of the others fetched by
-    /// one request, every block kept on disk too.
+    /// one request, every block kept on disk too. With a shared cache
+    /// tier, each block is asked of it first, and a run from the origin
+    /// is of at most [`TIER_RUN`] blocks the tier lacks and this node
+    /// claims (the blocks after a miss may be there, another node
+    /// fetching ahead of this one).
     fn fill(&self, grid: Grid, from: u64, count: u64) {
         let disk = self.disk.as_deref();
         let on_disk = |j: u64| disk.is_some_and(|d| d.has(&disk::key(&self.id, grid.key(j))));
         // A first block cut short (block 0 of a shifted grid) is fetched
         // alone: a run is cut into whole blocks from its start.
         let short = |j: u64| j * BLOCK < grid.shift;
+        let held = |j: u64| self.blocks.peek(self.key(grid, j)).is_some();
+        let len = |j: u64| {
+            let r = grid.range(j, self.len);
+            r.end - r.start
+        };
         let end = from + count;
         let mut j = from;
         while j < end {
@@ -595,20 +687,75 @@ impl Object {
                 j += 1;
                 continue;
             }
-            let run = (j..end).take_while(|&i| !on_disk(i)).count() as u64;
+            let mut claims = Vec::new();
+            let run = match &self.tier {
+                Some(_) if !held(j) => {
+                    // The tier asked for the next blocks at once, each by a
+                    // thread of its own (a request or two each).
+                    let last = (j..end)
+                        .take(TIER_RUN as usize)
+                        .take_while(|&k| k == j || (!on_disk(k) && !short(k) && !held(k)))
+                        .last()
+                        .unwrap_or(j);
+                    let asked: Vec<Tiered> = std::thread::scope(|s| {
+                        let asks: Vec<_> = (j..=last)
+                            .map(|k| {
+                                let key = disk::key(&self.id, grid.key(k));
+                                s.spawn(move || self.ask_tier(&key, len(k), false))
+                            })
+                            .collect();
+                        let unclaimed = || Tiered::Fetch { claimed: false };
+                        asks.into_iter()
+                            .map(|h| h.join().unwrap_or_else(|_| unclaimed()))
+                            .collect()
+                    });
+                    let mut run = 0;
+                    let mut cut = false;
+                    for (k, a) in (j..).zip(asked) {
+                        let key = disk::key(&self.id, grid.key(k));
+                        match a {
+                            Tiered::Got(b) => {
+                                let _ = self.blocks.get(self.key(grid, k), || Ok(b));
+                                cut = true;
+                            }
+                            // A block another node claimed is left to it:
+                            // the read-ahead goes on to the next ones (so
+                            // nodes reading together claim blocks apart),
+                            // and a reader that reaches it waits for it.
+                            Tiered::Theirs => cut = true,
+                            Tiered::Fetch { claimed } if !cut => {
+                                claims.push(claimed);
+                                run += 1;
+                            }
+                            // Claimed, past the run's end: not fetched now.
+                            Tiered::Fetch { claimed } => self.release(&key, claimed),
+                        }
+                    }
+                    if run == 0 {
+                        j += 1;
+                        continue;
+                    }
+                    run
+                }
+                Some(_) => 1,
+                None => (j..end).take_while(|&i| !on_disk(i)).count() as u64,
+            };
             let first = j;
             let filled = self.blocks.fill_run(self.key(grid, first), run, |n, put| {
                 let mut i = first;
                 let range = grid.start(first)..grid.start(first + n).min(self.len);
                 self.fetch_blocks(range, &mut |bytes| {
                     (self.pace()).arrived(bytes.len() as u64, std::time::Instant::now());
-                    if let Some(d) = disk {
-                        d.put(&disk::key(&self.id, grid.key(i)), &bytes);
-                    }
+                    let claimed = claims.get((i - first) as usize).copied().unwrap_or(false);
+                    self.keep(&disk::key(&self.id, grid.key(i)), &bytes, claimed);
                     i += 1;
                     put(bytes)
                 })
             });
+            // Claims of blocks not fetched (the run cut short) released.
+            for (i, &c) in claims.iter().enumerate().skip(filled as usize) {
+                self.release(&disk::key(&self.id, grid.key(first + i as u64)), c);
+            }
             // Past the blocks fetched, or one another reader holds.
             j += filled.max(1);
         }

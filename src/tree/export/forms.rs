@@ -103,7 +103,7 @@ fn loadable(width: u64, shape: Vec<u64>) -> Result<Vec<u64>, String> {
     Ok(shape)
 }
 
-fn packed_f4(elem: Elem) -> bool {
+pub(in crate::tree) fn packed_f4(elem: Elem) -> bool {
     matches!(
         elem,
         Elem::Logical(LogicalType::F4E2M1) | Elem::Hurray(ElemType::F4E2M1)

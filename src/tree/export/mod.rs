@@ -587,7 +587,7 @@ impl Tree {
 
     /// `len` bytes of object `i`'s tensor file `node` from `offset`, as
     /// stored.
-    fn read_tensor_file(
+    pub(in crate::tree) fn read_tensor_file(
         &self,
         i: u32,
         node: Node,
@@ -679,7 +679,7 @@ impl Tree {
     /// What a read of object `i`'s tensor file waits for: its part's
     /// stored bytes at hand, its view, or with `--verify` its part's
     /// verification.
-    fn tensor_waits(&self, i: u32) -> Option<Wait> {
+    pub(in crate::tree) fn tensor_waits(&self, i: u32) -> Option<Wait> {
         let node = self.tensor_file(i).ok()?.0;
         if let Some((object, part)) = self.not_at_hand(node) {
             return Some(Wait::AtHand(object, part));

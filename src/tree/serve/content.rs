@@ -118,7 +118,7 @@ impl Tree {
     /// Writes manifest.json: a zTensor manifest from its bytes as the
     /// file holds them now (the mount keeps its objects, not its bytes).
     fn write_manifest_json(&self, out: &mut dyn json::Sink) -> crate::error::Result<()> {
-        self.model.write_manifest_json(out)
+        report::write_manifest_json(&self.model, out)
     }
 
     /// The decoder of a part, resolved on its first use: its shard, its

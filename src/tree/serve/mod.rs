@@ -5,6 +5,7 @@
 //! `spool.rs`), and failures logged once (`failures.rs`).
 
 pub(in crate::tree) mod content;
+pub(in crate::tree) mod direct;
 pub(in crate::tree) mod failures;
 pub(in crate::tree) mod frames;
 pub(in crate::tree) mod jobs;

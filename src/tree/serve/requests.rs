@@ -105,7 +105,11 @@ impl Tree {
 
     /// Answers `done` once manifest.json is rendered: a pass over the whole
     /// manifest (seconds for a million objects), so it runs as a job.
-    fn when_manifest_ready(self: &Arc<Self>, tid: u32, done: crate::tree::jobs::Done) {
+    pub(in crate::tree) fn when_manifest_ready(
+        self: &Arc<Self>,
+        tid: u32,
+        done: crate::tree::jobs::Done,
+    ) {
         if self.manifest_json.get().is_some() {
             return done(Ok(()));
         }
@@ -204,7 +208,7 @@ impl Tree {
     /// hand: at once when it has, else after a job makes them so (an
     /// `.npz` member inflated, in time with its size). A failure is logged
     /// once and answered with EIO; the next request tries again.
-    fn when_at_hand(
+    pub(in crate::tree) fn when_at_hand(
         self: &Arc<Self>,
         object: u32,
         part: u32,
@@ -340,7 +344,7 @@ impl Tree {
 
     /// Answers `done` once part `part` of `object` is verified (`--verify`):
     /// at once when it was, else after a job verifies its object.
-    fn when_verified(
+    pub(in crate::tree) fn when_verified(
         self: &Arc<Self>,
         object: u32,
         part: u32,

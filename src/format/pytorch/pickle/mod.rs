@@ -1,6 +1,7 @@
 //! A pickle interpreter that runs nothing: it reads exactly the opcodes
 //! `torch.load(weights_only=True)` reads ([`OPCODES`]) and builds values
-//! only for the globals that loader allows (see `calls.rs`).
+//! only for the globals that loader allows (`globals.rs`), by the calls it
+//! allows on them (`calls.rs`, and `rebuild.rs` for tensors).
 //!
 //! A global is a pair of names. Those on the allowlist ([`Global`]) become
 //! a tag; any other (`os.system`, `builtins.eval`, a class of the program
@@ -23,8 +24,10 @@
 //! [`Obj::Storage`], whose bytes the archive's `data/KEY` member holds.
 
 mod calls;
+mod globals;
+mod rebuild;
 
-pub use calls::{allowed, Global, QType, StorageType};
+pub use globals::{allowed, Global, QType, StorageType};
 
 use crate::error::{Error, Result, Rule};
 use crate::format::safetensors::Dtype;

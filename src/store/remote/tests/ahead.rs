@@ -232,7 +232,11 @@ fn interleaved_readers_each_keep_their_stream() {
     // thread.
     let read_at = |handle: u64, j: u64| {
         let at = (j * BLOCK) as usize;
-        let how = Reach::WAIT.by(super::super::super::Reader { pid: 7, handle });
+        let how = Reach::WAIT.by(super::super::super::Reader {
+            pid: 7,
+            handle,
+            exact: false,
+        });
         let (b, range) = (r.read_on(Grid::ZERO, j * BLOCK, 100, how, None))
             .unwrap()
             .unwrap();
@@ -269,7 +273,11 @@ fn interleaved_walks_are_each_followed() {
     let begin = |pid: u32, k: usize, at: u64| {
         let (o, n) = parts[k];
         let handle = 100 * u64::from(pid) + k as u64;
-        let how = Reach::WAIT.by(super::super::super::Reader { pid, handle });
+        let how = Reach::WAIT.by(super::super::super::Reader {
+            pid,
+            handle,
+            exact: false,
+        });
         let (b, range) = r.read_blob(o, n, o + at, 10, how).unwrap().unwrap();
         assert_eq!(b[range], data[(o + at) as usize..(o + at + 10) as usize]);
     };
