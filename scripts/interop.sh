@@ -7,7 +7,7 @@
 #   ZTFS_VENV=dir       where the Python environment lives (default .venv)
 #
 # Extra arguments go to the check (--corpus DIR, --keep DIR, --only SUBSTR,
-# --skip-corpus, --package-only, --suite all|zt|hurray|views|safetensors|gguf|torch|npz|onnx|pack). Exit 0 when everything agrees.
+# --skip-corpus, --package-only, --suite all|zt|hurray|views|safetensors|gguf|torch|npz|onnx|pack|stats). Exit 0 when everything agrees.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -18,6 +18,7 @@ mod digest;
 mod ls;
 mod mount;
 mod pack;
+mod stats;
 mod status;
 
 pub use mount::MountCmd;
@@ -44,6 +45,7 @@ pub enum Command {
     Cat(cat::CatCmd),
     Digest(digest::DigestCmd),
     Manifest(digest::ManifestCmd),
+    Stats(stats::StatsCmd),
     /// Mount a model as a read-only directory tree.
     ///
     /// Validates the file exactly as `check` does (an invalid file is refused
@@ -108,6 +110,7 @@ impl Command {
             Command::Cat(c) => Some(&c.model),
             Command::Digest(c) => Some(&c.model),
             Command::Manifest(c) => Some(&c.model),
+            Command::Stats(c) => Some(&c.model),
             Command::Mount(m) => Some(&m.model),
             Command::Pack(_)
             | Command::Unmount { .. }
@@ -122,6 +125,7 @@ impl Command {
         match self {
             Command::Check(c) => Some(&c.progress),
             Command::Pack(c) => Some(&c.progress),
+            Command::Stats(c) => Some(&c.progress),
             Command::Mount(c) => Some(&c.progress),
             _ => None,
         }
@@ -198,6 +202,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Cat(c) => map_guarded(|| c.run()),
         Command::Digest(c) => map_guarded(|| c.run()),
         Command::Manifest(c) => c.run(),
+        Command::Stats(c) => map_guarded(|| c.run()),
         Command::Mount(m) => mount::run(m),
         Command::Pack(p) => pack::run(p),
         Command::Unmount {

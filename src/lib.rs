@@ -29,6 +29,7 @@ mod python;
 pub mod read;
 pub mod report;
 pub mod shards;
+pub mod stats;
 pub mod store;
 pub mod sys;
 pub mod tree;

@@ -24,6 +24,7 @@ from .gguf.check import run_gguf
 from .torch.check import run_torch
 from .npz.check import run_npz
 from .onnx.check import run_onnx
+from .stats import run_stats
 from .hurray.check import check_file, check_hurray_corpus
 from .hurray.gen import gen_hurray
 from .zt.known import KNOWN_DIFFERENCES
@@ -92,12 +93,13 @@ def main() -> int:
                     help="check only the generated files (views: corpus files) whose name "
                          "contains SUBSTR")
     ap.add_argument("--suite", choices=("all", "zt", "hurray", "views", "safetensors", "gguf",
-                                          "torch", "npz", "onnx", "pack"),
+                                          "torch", "npz", "onnx", "pack", "stats"),
                     default="all",
                     help="run the zTensor checks, the Hurray checks (pyhurray), the .npy and "
                          "safetensors views of the mounts, safetensors files as input, the GGUF "
                          "checks (gguf-py), PyTorch checkpoints against a second reader and hostile "
                          "pickles (picklescan), .npz archives against numpy, ONNX models against onnx, "
+                         "`ztfs stats` against numpy, "
                          "`ztfs pack` against "
                          "ztensor.convert, or all")
     args = ap.parse_args()
@@ -202,6 +204,10 @@ def main() -> int:
         if args.suite in ("all", "onnx"):
             t0 = time.monotonic()
             run_onnx(args, z, res, os.path.join(tmp, "onnx"))
+            t_fwd += time.monotonic() - t0
+        if args.suite in ("all", "stats"):
+            t0 = time.monotonic()
+            run_stats(args, z, res, os.path.join(tmp, "stats"))
             t_fwd += time.monotonic() - t0
         if args.suite in ("all", "views"):
             t0 = time.monotonic()

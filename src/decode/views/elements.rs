@@ -58,6 +58,30 @@ pub fn f8_e5m2(b: u8) -> f64 {
     signed(b & 0x80 != 0, mag)
 }
 
+/// An `f8_e4m3fnuz` byte (ml_dtypes' `float8_e4m3fnuz`): bias 8, no
+/// infinities, no negative zero; 0x80 alone is NaN.
+pub fn f8_e4m3fnuz(b: u8) -> f64 {
+    let (e, m) = (i32::from((b >> 3) & 0xF), f64::from(b & 7));
+    let mag = match e {
+        _ if b == 0x80 => f64::NAN,
+        0 => m / 8.0 * pow2(-7),
+        _ => (1.0 + m / 8.0) * pow2(e - 8),
+    };
+    signed(b & 0x80 != 0, mag)
+}
+
+/// An `f8_e5m2fnuz` byte (ml_dtypes' `float8_e5m2fnuz`): bias 16, no
+/// infinities, no negative zero; 0x80 alone is NaN.
+pub fn f8_e5m2fnuz(b: u8) -> f64 {
+    let (e, m) = (i32::from((b >> 2) & 0x1F), f64::from(b & 3));
+    let mag = match e {
+        _ if b == 0x80 => f64::NAN,
+        0 => m / 4.0 * pow2(-15),
+        _ => (1.0 + m / 4.0) * pow2(e - 16),
+    };
+    signed(b & 0x80 != 0, mag)
+}
+
 /// An `f8_e8m0` byte: `2^(b − 127)`, or NaN for 0xFF.
 pub fn e8m0(b: u8) -> f64 {
     match b {
@@ -143,6 +167,18 @@ mod tests {
         assert_eq!(f4_e2m1(0xF), -6.0);
         assert!(f4_e2m1(0x8).is_sign_negative(), "0x8 is -0");
         assert_eq!(f4_e2m1(0xF7), 6.0, "only the low nibble counts");
+    }
+
+    #[test]
+    fn fnuz_known_values() {
+        assert!(f8_e4m3fnuz(0x80).is_nan() && f8_e5m2fnuz(0x80).is_nan());
+        assert_eq!(f8_e4m3fnuz(0x7F), 240.0);
+        assert_eq!(f8_e4m3fnuz(0x40), 1.0);
+        assert_eq!(f8_e4m3fnuz(0x01), 2f64.powi(-10));
+        assert_eq!(f8_e4m3fnuz(0xC0), -1.0);
+        assert_eq!(f8_e5m2fnuz(0x7F), 57344.0);
+        assert_eq!(f8_e5m2fnuz(0x40), 1.0);
+        assert_eq!(f8_e5m2fnuz(0x01), 2f64.powi(-17));
     }
 
     #[test]
