@@ -146,6 +146,10 @@ enum Node {
     Meta {
         object: u32,
     },
+    /// A tensor's value statistics (`stats.json`, `serve/stats.rs`).
+    Stats {
+        object: u32,
+    },
     /// A decoded view of a layout profile's object (dense or dequantized).
     View {
         object: u32,
@@ -254,6 +258,9 @@ pub struct Tree {
     /// The job threads for reads that wait on a remote server: their own,
     /// so that a server that hangs holds up no other work.
     fetch_jobs: std::sync::Arc<jobs::Jobs>,
+    /// The statistics jobs (`serve/stats.rs`): a pool apart, since they
+    /// wait for the views and verifications the other jobs make.
+    stats_jobs: std::sync::Arc<jobs::Jobs>,
     /// Objects whose view could not be prepared (logged once).
     view_failures: std::sync::Mutex<std::collections::HashSet<u32>>,
     /// Failed requests, logged once each and counted.
@@ -358,6 +365,7 @@ impl Tree {
             | Node::Digest
             | Node::Config
             | Node::Meta { .. }
+            | Node::Stats { .. }
             | Node::View { .. }
             | Node::Part { .. }
             | Node::Raw { .. }
@@ -406,6 +414,7 @@ impl Tree {
             | Node::Digest
             | Node::Config
             | Node::Meta { .. }
+            | Node::Stats { .. }
             | Node::View { .. }
             | Node::Part { .. }
             | Node::Raw { .. }

@@ -6,6 +6,8 @@ import json
 import os
 
 from . import files, oracle
+from ..mount import mounted
+from ..onnx.check import escaped
 from ..results import Results, short
 
 
@@ -37,6 +39,32 @@ def check_named(where: str, path: str, arrays: dict, z, res: Results):
         text = out.decode()
         missing = [n for n in arrays if f"{n}  " not in text]
         res.check(not missing, where, f"text output lacks {missing[:4]}")
+
+
+def check_mount(where: str, path: str, arrays: dict, cli: dict, z, res: Results):
+    """Each tensor's `stats.json` in a mount: numpy's numbers, and the
+    same JSON as `ztfs stats --json` gave; every one the same size (its
+    size is known before its numbers: padded with spaces)."""
+    where += " mount"
+    with mounted(z, path, res, where) as (rc, err, mnt):
+        if not res.check(rc == 0, where, f"mount exited {rc}: {short(err)}"):
+            return
+        sizes = set()
+        for name, a in arrays.items():
+            f = os.path.join(mnt, escaped(name), "stats.json")
+            try:
+                with open(f, "rb") as fh:
+                    text = fh.read()
+            except OSError as e:
+                res.fail(where, f"{name!r}: {e}")
+                continue
+            sizes.add((os.stat(f).st_size, len(text)))
+            got = json.loads(text)
+            bad = oracle.differences(got, a)
+            res.check(not bad, where, f"{name!r} stats.json: " + "; ".join(bad[:4]))
+            res.check(got == cli.get(name), where, f"{name!r} stats.json is not `ztfs stats`'")
+        res.check(len(sizes) == 1 and all(a == b for a, b in sizes), where,
+                  f"stats.json sizes (stat, read) {sorted(sizes)[:4]}")
 
 
 def check_gemma(z, res: Results):
@@ -72,8 +100,10 @@ def run_stats(args, z, res: Results, tmp: str):
     for path, arrays in written.items():
         where = f"stats {os.path.basename(path)}"
         before = len(res.failures)
-        check_file(where, path, arrays, z, res)
+        cli = check_file(where, path, arrays, z, res)
         check_file(where + " --bins 7", path, arrays, z, res, bins=7)
+        if cli is not None:
+            check_mount(where, path, arrays, cli, z, res)
         check_named(where, path, arrays, z, res)
         if len(res.failures) == before:
             print(f"ok   {where}: {len(arrays)} tensors", flush=True)

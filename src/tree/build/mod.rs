@@ -241,6 +241,8 @@ impl Tree {
             frames: crate::tree::frames::FrameCache::new(opts.cache_bytes),
             jobs: Default::default(),
             fetch_jobs: std::sync::Arc::new(crate::tree::jobs::Jobs::with_threads(FETCH_THREADS)),
+            // One tensor's statistics at a time, itself on every core.
+            stats_jobs: std::sync::Arc::new(crate::tree::jobs::Jobs::with_threads(1)),
             view_failures: Default::default(),
             failures: Default::default(),
             last_end: encoded.iter().map(|_| Default::default()).collect(),
@@ -480,6 +482,12 @@ impl Tree {
         let Some(mut k) = k.checked_sub(1) else {
             return Some(Node::Meta { object: i });
         };
+        if self.stats_source(i).is_some() {
+            let Some(rest) = k.checked_sub(1) else {
+                return Some(Node::Stats { object: i });
+            };
+            k = rest;
+        }
         let view = self.has_view(i);
         for (has, node) in [
             (view, Node::View { object: i }),
@@ -550,6 +558,10 @@ impl Tree {
     pub(in crate::tree) fn object_files(&self, i: u32) -> Vec<(FileName, Node)> {
         let o = self.object(i);
         let mut out = vec![(Cow::Borrowed(META), Node::Meta { object: i })];
+        if self.stats_source(i).is_some() {
+            let name = Cow::Borrowed(crate::tree::serve::stats::STATS_JSON);
+            out.push((name, Node::Stats { object: i }));
+        }
         if let Some((name, _)) = self.has_view(i).then(|| self.view_of(i)).flatten() {
             out.push((Cow::Borrowed(name), Node::View { object: i }));
             if self.has_npy(i, crate::tree::VIEW) {

@@ -41,6 +41,8 @@ pub(in crate::tree) enum Wait {
     Verified(u32, u32),
     /// A part's stored bytes are at hand (an `.npz` member inflated).
     AtHand(u32, u32),
+    /// An object's statistics are computed.
+    Stats(u32),
 }
 
 impl Tree {
@@ -516,6 +518,7 @@ impl Tree {
             | Node::Digest
             | Node::Config
             | Node::Meta { .. }
+            | Node::Stats { .. }
             | Node::View { .. }
             | Node::Part { .. }
             | Node::Raw { .. }
@@ -652,6 +655,9 @@ impl Tree {
                 Some(Wait::View(object))
             }
             Node::Manifest if self.manifest_json.get().is_none() => Some(Wait::Manifest),
+            Node::Stats { object } if self.frames.stats(object).is_none() => {
+                Some(Wait::Stats(object))
+            }
             Node::Safetensors { .. } | Node::SafetensorsIndex
                 if self.safetensors.is_some() && self.safetensors_tables.get().is_none() =>
             {
@@ -670,6 +676,7 @@ impl Tree {
             | Node::Digest
             | Node::Config
             | Node::Meta { .. }
+            | Node::Stats { .. }
             | Node::Part { .. }
             | Node::Raw { .. }
             | Node::FolderFile { .. } => None,
@@ -703,6 +710,7 @@ impl Tree {
             | Node::Digest
             | Node::Config
             | Node::Meta { .. }
+            | Node::Stats { .. }
             | Node::Raw { .. }
             | Node::Npy { .. }
             | Node::Safetensors { .. }

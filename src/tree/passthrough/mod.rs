@@ -290,6 +290,7 @@ impl Tree {
             | Node::Digest
             | Node::Config
             | Node::Meta { .. }
+            | Node::Stats { .. }
             | Node::View { .. }
             | Node::Safetensors { .. }
             | Node::SafetensorsIndex

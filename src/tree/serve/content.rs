@@ -73,6 +73,7 @@ impl Tree {
             Node::Meta { object } => {
                 self.frames.meta(object, || self.meta_json(object)).len() as u64
             }
+            Node::Stats { .. } => crate::tree::serve::stats::stats_json_len(),
             Node::View { object } => self.view_of(object).map_or(0, |v| v.1),
             Node::Part { object, part } => self.part(object, part).1.decoded_size(),
             Node::Raw { object, part } => self.part(object, part).1.blob.length,
@@ -249,6 +250,15 @@ impl Tree {
                 let r = clip(b.len() as u64, offset, size);
                 Ok(Data::Shared(b, r))
             }
+            // Waited for (`waits`): gone only if the cache let it go
+            // since, and then the reader's next read computes it again.
+            Node::Stats { object } => match self.frames.stats(object) {
+                Some(b) => {
+                    let r = clip(b.len() as u64, offset, size);
+                    Ok(Data::Shared(b, r))
+                }
+                None => Err(FsError::Io),
+            },
             Node::Raw { object, part } => {
                 return self.read_stored(object, part, offset, size, false, reach)
             }
@@ -409,6 +419,7 @@ impl Tree {
             | Node::Digest
             | Node::Config
             | Node::Meta { .. }
+            | Node::Stats { .. }
             | Node::View { .. }
             | Node::Raw { .. }
             | Node::Safetensors { .. }
@@ -541,6 +552,7 @@ impl Tree {
             | Node::Digest
             | Node::Config
             | Node::Meta { .. }
+            | Node::Stats { .. }
             | Node::View { .. }
             | Node::Safetensors { .. }
             | Node::SafetensorsIndex

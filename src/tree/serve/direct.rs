@@ -77,6 +77,21 @@ impl Tree {
         let name = || format!("tensor {:?}", self.object(i).name);
         let (node, _, len) = (self.tensor_node(i))
             .map_err(|why| crate::error::Error::Unsupported(format!("{}: {why}", name())))?;
+        self.read_node_into(i, node, len, offset, buf, reader)
+    }
+
+    /// [`Tree::read_tensor_into`] of object `i`'s tensor served by `node`
+    /// of `len` bytes (its tensor file, or its dequantized view).
+    pub(in crate::tree) fn read_node_into(
+        self: &Arc<Self>,
+        i: u32,
+        node: Node,
+        len: u64,
+        offset: u64,
+        buf: &mut [u8],
+        reader: Reader,
+    ) -> crate::error::Result<()> {
+        let name = || format!("tensor {:?}", self.object(i).name);
         let end = offset.checked_add(buf.len() as u64);
         if end.is_none_or(|e| e > len) {
             return Err(crate::error::Error::OutOfRange(format!(
@@ -205,7 +220,7 @@ impl Tree {
     /// The file holding object `i`'s tensor, its element type and length:
     /// `model.safetensors`' ([`Tree::tensor_file`]); for a sparse layout,
     /// which has none there, its `dense` view, values in place.
-    fn tensor_node(&self, i: u32) -> Result<(Node, Elem, u64), String> {
+    pub(in crate::tree) fn tensor_node(&self, i: u32) -> Result<(Node, Elem, u64), String> {
         let why = match self.tensor_file(i) {
             Ok(f) => return Ok(f),
             Err(why) => why,
@@ -268,6 +283,7 @@ impl Tree {
             Wait::Manifest => self.when_manifest_ready(0, done),
             Wait::Verified(object, part) => self.when_verified(object, part, 0, done),
             Wait::AtHand(object, part) => self.when_at_hand(object, part, 0, done),
+            Wait::Stats(object) => self.when_stats_ready(object, 0, done),
             // Only a read of model.safetensors waits for its tables.
             Wait::SafetensorsTables => done(Ok(())),
         }

@@ -29,6 +29,8 @@ enum Slot {
     View(u32),
     /// An object's rendered meta.json.
     Meta(u32),
+    /// An object's stats.json, once computed.
+    Stats(u32),
     /// A large directory's listing, by the directory's inode.
     Listing(u32),
 }
@@ -175,6 +177,21 @@ impl FrameCache {
             Some(Entry::View(v)) => Some(v.clone()),
             _ => None,
         }
+    }
+
+    /// The stats.json of `object`, if it is cached.
+    pub fn stats(&self, object: u32) -> Option<Arc<Vec<u8>>> {
+        match self.lock().map.get(&Slot::Stats(object)) {
+            Some(Entry::Meta(m)) => Some(m.clone()),
+            _ => None,
+        }
+    }
+
+    /// Caches the stats.json of `object` (dropped as any entry is, and
+    /// computed again on the next read).
+    pub fn insert_stats(&self, object: u32, text: Arc<Vec<u8>>) {
+        let mut c = self.lock();
+        self.insert(&mut c, Slot::Stats(object), Entry::Meta(text));
     }
 
     /// The rendered meta.json of `object`, from the cache or rendered now

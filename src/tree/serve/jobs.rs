@@ -53,6 +53,8 @@ pub enum JobKey {
     /// Make a part's stored bytes at hand (its key): inflate an `.npz`
     /// member into the archive's file.
     AtHand(u32),
+    /// Compute an object's value statistics (`stats.json`).
+    Stats(u32),
 }
 
 /// Where a request's answer goes once the work has ended.

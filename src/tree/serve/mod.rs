@@ -11,4 +11,5 @@ pub(in crate::tree) mod frames;
 pub(in crate::tree) mod jobs;
 pub(in crate::tree) mod requests;
 pub(in crate::tree) mod spool;
+pub(in crate::tree) mod stats;
 mod view;

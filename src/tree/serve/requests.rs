@@ -91,6 +91,7 @@ impl Tree {
             Node::Digest
             | Node::Config
             | Node::Meta { .. }
+            | Node::Stats { .. }
             | Node::Safetensors { .. }
             | Node::SafetensorsIndex => reply(Ok(mode)),
             Node::FolderFile { file } if self.folder_file_is_remote(file) => {
@@ -178,6 +179,7 @@ impl Tree {
             Wait::SafetensorsTables => self.when_safetensors_tables_ready(tid, again),
             Wait::Verified(object, part) => self.when_verified(object, part, tid, again),
             Wait::AtHand(object, part) => self.when_at_hand(object, part, tid, again),
+            Wait::Stats(object) => self.when_stats_ready(object, tid, again),
         }
     }
 
@@ -195,6 +197,7 @@ impl Tree {
             | Node::Digest
             | Node::Config
             | Node::Meta { .. }
+            | Node::Stats { .. }
             | Node::View { .. }
             | Node::Safetensors { .. }
             | Node::SafetensorsIndex
@@ -249,6 +252,7 @@ impl Tree {
             | Node::Digest
             | Node::Config
             | Node::Meta { .. }
+            | Node::Stats { .. }
             | Node::SafetensorsIndex
             | Node::FolderFile { .. } => false,
         };
@@ -274,6 +278,7 @@ impl Tree {
             | Node::Digest
             | Node::Config
             | Node::Meta { .. }
+            | Node::Stats { .. }
             | Node::View { .. }
             | Node::Safetensors { .. }
             | Node::SafetensorsIndex
