@@ -283,7 +283,7 @@ mod tests {
         assert_eq!((s.count, s.nan, s.posinf, s.zero), (6, 1, 1, 1));
         assert_eq!((s.min, s.max, s.mean), (Some(0.0), Some(3.0), Some(1.5)));
         assert_eq!(s.std, Some(1.25f64.sqrt()));
-        assert_eq!(s.counts, Some(vec![1, 1, 0, 2]));
+        assert_eq!(s.counts, Some(vec![1, 1, 1, 1]));
     }
 
     #[test]

@@ -41,7 +41,12 @@ pub struct Served {
     /// ggml type, or the layout), or why it has no values; `Ok(None)` for
     /// a tensor that is not quantized.
     pub values: Result<Option<String>, String>,
+    /// Whether it has a `stats.json` (a tensor with numbers).
+    pub stats: bool,
 }
+
+/// The file of a tensor's value statistics, in its directory.
+pub const STATS_JSON: &str = "stats.json";
 
 /// Object `object`'s `meta.json`, pretty-printed, with a final newline.
 pub fn meta_json(model: &Model, object: u32, served: &Served) -> Vec<u8> {
@@ -165,6 +170,7 @@ fn object_meta_json(model: &Model, object: u32, o: &Object, served: &Served) -> 
     let (values, no_values) = values_json(served);
     doc.push((t("values"), values));
     doc.push((t("no_values"), no_values));
+    doc.push((t("stats"), opt(served.stats.then_some(STATS_JSON))));
     let layout = profiles::Layout::of(&o.layout);
     let table_note = profiles::gguf_table_mismatch(o);
     if let profiles::Layout::Gguf { ggml_type } = &layout {
@@ -280,6 +286,7 @@ fn hurray_meta_json(
         (tx("safetensors"), st),
         (tx("no_safetensors"), no_st),
         (tx("values"), values_json(served).0),
+        (tx("stats"), opt_text(served.stats.then_some(STATS_JSON))),
         (tx("descriptor"), hurray::json::descriptor(d)),
     ]);
     hurray::json::render(&doc).into_bytes()

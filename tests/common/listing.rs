@@ -86,6 +86,16 @@ pub fn npy_files(meta: &Json) -> Vec<String> {
     out
 }
 
+/// The files a `meta.json` announces besides its parts': the `.npy`
+/// files ([`npy_files`]) and `stats.json`.
+pub fn announced_files(meta: &Json) -> Vec<String> {
+    let mut out = npy_files(meta);
+    if !meta["stats"].is_null() {
+        out.push(meta["stats"].text().to_string());
+    }
+    out
+}
+
 /// True for a safetensors file at the root of a mount: `model.safetensors`,
 /// a shard of it or its index.
 pub fn is_safetensors_file(rel: &Path) -> bool {

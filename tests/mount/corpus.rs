@@ -123,7 +123,7 @@ pub(crate) fn check_object(
     }
     // The `.npy` files meta.json announces (their content is
     // views.rs's); any other is stray.
-    seen.extend(npy_files(&meta).into_iter().map(|f| dir.join(f)));
+    seen.extend(announced_files(&meta).into_iter().map(|f| dir.join(f)));
 }
 
 /// A layout profile's view file (`dense`, `dequantized`), named by

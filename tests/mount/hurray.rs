@@ -116,7 +116,7 @@ fn check_hurray_mount(file: &Path) {
             .map(|e| e.0.to_string_lossy().into_owned())
             .collect();
         on_disk.sort();
-        expected_files.extend(npy_files(&meta));
+        expected_files.extend(announced_files(&meta));
         expected_files.sort();
         assert_eq!(on_disk, expected_files, "{name:?}: files");
     }

@@ -493,6 +493,7 @@ impl Tree {
             view_npy: npy(crate::tree::VIEW, &view_files),
             safetensors: self.safetensors_info(object),
             values: self.values_info(object),
+            stats: self.stats_source(object).is_some(),
             files,
         };
         report::meta::meta_json(&self.model, object, &served)

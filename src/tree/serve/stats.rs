@@ -18,8 +18,7 @@ use crate::tree::export::forms;
 use crate::tree::jobs::{Cancel, Done, JobKey, Work};
 use crate::tree::{FsError, Node, NpyDtypes, Tree};
 
-/// The file's name in a tensor's directory.
-pub const STATS_JSON: &str = "stats.json";
+pub use crate::report::meta::STATS_JSON;
 
 /// Readers of the statistics jobs, apart from every mount's and the
 /// library's (see `library.rs`: counted up from 2^62).
