@@ -801,3 +801,36 @@ fn a_pytorch_checkpoint_by_url_opens_with_small_reads() {
     let data = fs::read(m.join("w11/data")).unwrap();
     assert!(data.len() == (3 << 17) * 4 && data.iter().all(|&b| b == 11));
 }
+
+/// `ztfs stats` by URL gives the local file's numbers, with a memory
+/// budget that keeps each tensor (read once) and one that reads each
+/// twice: a zTensor model with a compressed part, and a Hurray file whose
+/// tensors are computed row-major (column-major, tiled, a partition).
+#[test]
+fn stats_by_url_are_the_local_ones() {
+    for (bytes, name) in [(model(true), "model.zt"), (hurray_model(), "model.hrry")] {
+        let (dir, _server, url) = served_as(&bytes, name);
+        let local = dir.path().join(name);
+        for mib in ["64", "2"] {
+            let args = |src: &OsStr| -> Vec<std::ffi::OsString> {
+                ["stats", "--json", "--cache-mib", mib]
+                    .iter()
+                    .map(Into::into)
+                    .chain([src.to_owned()])
+                    .collect()
+            };
+            let want = common::ztfs_ok(&args(local.as_os_str()));
+            let got = common::ztfs_ok(&args(OsStr::new(&url)));
+            assert!(
+                want.len() > 100,
+                "{name}: {}",
+                String::from_utf8_lossy(&want)
+            );
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&want),
+                "{name} --cache-mib {mib}"
+            );
+        }
+    }
+}
