@@ -100,6 +100,10 @@ def tier_capacity(endpoint, work, writers, blocks=96):
                        capture_output=True)
         return (time.monotonic() - t) * 1000
 
+    def get(i):
+        subprocess.run(["curl", "-sS", "-f", "-o", "/dev/null", *sign,
+                        f"{endpoint}/{BUCKET}/capacity/b{i}"], check=True, capture_output=True)
+
     t0 = time.monotonic()
     with ThreadPoolExecutor(writers + 1) as pool:
         puts = [pool.submit(put, i) for i in range(blocks)]
@@ -111,20 +115,48 @@ def tier_capacity(endpoint, work, writers, blocks=96):
         for p in puts:
             p.result()
     mbs = blocks * MIB / (time.monotonic() - t0) / 1e6
-    return mbs, sorted(claims)
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(writers) as pool:
+        for g in [pool.submit(get, i) for i in range(blocks)]:
+            g.result()
+    gets = blocks * MIB / (time.monotonic() - t0) / 1e6
+    return mbs, gets, sorted(claims)
 
 
 def node(ztfs, url, mnt, tier, env, cache_mib):
     """One node: mounts `url` on `mnt` (with the tier when given) and reads
     every tensor's data whole; returns the Popen of the reading shell."""
     os.makedirs(mnt, exist_ok=True)
-    flags = ["--cache-mib", str(cache_mib)]
+    flags = ["--cache-mib", str(cache_mib), "--log-file", mnt + ".log"]
     if tier:
         flags += ["--shared-cache", tier]
     script = (f"{ztfs} mount {' '.join(flags)} {url} {mnt} && "
               f"cat {mnt}/*/data > /dev/null; s=$?; {ztfs} unmount {mnt}; exit $s")
     return subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
+
+
+def tier_counts(logs, wait_s=10):
+    """The tier's counts summed over the nodes' daemons, from the line each
+    logs as it exits (`caches of remote blocks: {JSON}`), waited for."""
+    import json
+    total = {}
+    deadline = time.monotonic() + wait_s
+    for log in logs:
+        said = []
+        while not said and time.monotonic() < deadline:
+            try:
+                with open(log, errors="replace") as f:
+                    said = [x for x in f if "caches of remote blocks: " in x]
+            except FileNotFoundError:
+                pass
+            if not said:
+                time.sleep(0.2)
+        if said:
+            caches = json.loads(said[-1].split("caches of remote blocks: ", 1)[1])
+            for what, n in ((caches.get("shared") or {}).get("counts") or {}).items():
+                total[what] = total.get(what, 0) + n
+    return total
 
 
 def run(a, servers, url, tier, together, label, env):
@@ -141,8 +173,9 @@ def run(a, servers, url, tier, together, label, env):
             raise Failed(f"{label}: a node failed: {err.decode(errors='replace')[-500:]}")
     wall = time.monotonic() - t0
     cpu = (busy_s() - cpu0) / wall / os.cpu_count() * 100
+    counts = tier_counts([os.path.join(work, f"n{i}.log") for i in range(a.nodes)]) if tier else {}
     shutil.rmtree(work, ignore_errors=True)
-    return origin_bytes(servers.access) - before, wall, cpu
+    return origin_bytes(servers.access) - before, wall, cpu, counts
 
 
 def main():
@@ -157,6 +190,8 @@ def main():
     ap.add_argument("--stagger-s", type=float, default=3)
     ap.add_argument("--cache-mib", type=int, default=128)
     ap.add_argument("--max-cpu", type=float, default=80)
+    ap.add_argument("--only", choices=("staggered", "together"),
+                    help="run only the nodes started so (with and without the tier)")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="ztfs-bench-fleet-", dir="/dev/shm")
     link = None
@@ -175,26 +210,34 @@ def main():
                    AWS_REGION=REGION, ZTFS_SHARED_CACHE_ENDPOINT=endpoint)
         url = servers.http_url("m.safetensors")
         writers = 2 * a.nodes  # each node's writer threads (tier.rs: WRITERS)
-        mbs, claims = tier_capacity(endpoint, work, writers)
+        mbs, gets, claims = tier_capacity(endpoint, work, writers)
         q = lambda f: claims[min(len(claims) - 1, int(f * len(claims)))]  # noqa: E731
         print(f"== the tier alone: 1 MiB PUTs, {writers} at once: {mbs:.0f} MB/s; a claim "
               f"(conditional PUT) meanwhile: median {q(0.5):.0f} ms, 90th {q(0.9):.0f} ms, "
-              f"slowest {claims[-1]:.0f} ms of {len(claims)} (the deadline is 2000 ms)")
+              f"slowest {claims[-1]:.0f} ms of {len(claims)} (the deadline is 2000 ms); "
+              f"1 MiB GETs, {writers} at once: {gets:.0f} MB/s")
+        bound = a.nodes * model / (gets * 1e6)
+        print(f"== so the tier alone takes at least {bound:.1f} s to give {a.nodes} nodes the model "
+              f"(the nodes' own work aside): the time with the tier cannot be below that")
         print(f"== a fleet of {a.nodes} nodes reading a {a.model_mib} MiB model: origin behind "
               f"a link of {a.link_mbs:g} MB/s ({a.conn_mbs:g} MB/s a connection, "
               f"{a.delay_ms} ms to the first byte), the tier a SeaweedFS on loopback")
         rows = {}
-        for together in (False, True):
+        starts = {"staggered": (False,), "together": (True,)}.get(a.only, (False, True))
+        for together in starts:
             start = "together" if together else f"staggered {a.stagger_s:g} s"
             for n, tier in enumerate((None, f"s3://{BUCKET}/run-{int(together)}")):
                 label = f"{'tier' if tier else 'no tier'}, {start}"
-                sent, wall, cpu = run(a, servers, url, tier, together, label, env)
+                sent, wall, cpu, counts = run(a, servers, url, tier, together, label, env)
                 rows[(together, bool(tier))] = (sent, wall)
                 base = rows.get((together, False))
                 ratio = f", {wall / base[1]:.2f}x the time without" if tier and base else ""
                 hot = f"  (CPU {cpu:.0f}% > {a.max_cpu:g}%: may be CPU-bound)" if cpu > a.max_cpu else ""
                 print(f"  {label:<28} origin {sent / model:5.2f}x the model, last node done "
                       f"in {wall:6.1f} s{ratio}; CPU {cpu:.0f}%{hot}")
+                if counts:
+                    said = ", ".join(f"{n} {w}" for w, n in counts.items())
+                    print(f"    the tier, summed over the nodes: {said}")
     except Failed as e:
         print(f"bench-fleet: {e}", file=sys.stderr)
         sys.exit(2)

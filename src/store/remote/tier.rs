@@ -41,7 +41,12 @@ use crate::store::disk;
 
 /// How long one request to the tier may take before the origin is asked.
 pub const DEADLINE: Duration = Duration::from_secs(2);
-/// How long the tier is left aside after a fault: short, since a busy
+/// Faults in a row (no answer between) before the tier is left aside: a
+/// busy tier misses a deadline now and then, and each of a node's
+/// requests in flight then misses it together; a tier that is down fails
+/// every request at once.
+pub const FAULTS_ASIDE: u32 = 3;
+/// How long the tier is left aside after faults: short, since a busy
 /// tier misses a deadline now and then (SeaweedFS here, six nodes on two
 /// cores: 30 s aside sent 5.8x the model to the origin, 5 s 3.7x).
 pub const RETRY_AFTER: Duration = Duration::from_secs(5);
@@ -108,6 +113,8 @@ pub struct Tier {
     claims: std::sync::atomic::AtomicBool,
     /// An outage was said and no answer came since.
     down: std::sync::atomic::AtomicBool,
+    /// Faults since the last answer.
+    streak: std::sync::atomic::AtomicU32,
     /// The blocks this process claimed and has not released: its own
     /// claim is no other node's (its reader does not wait for its
     /// read-ahead's claim).
@@ -231,6 +238,7 @@ impl Tier {
             counts: Default::default(),
             claims: std::sync::atomic::AtomicBool::new(true),
             down: std::sync::atomic::AtomicBool::new(false),
+            streak: std::sync::atomic::AtomicU32::new(0),
             mine: Mutex::new(Default::default()),
             queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
@@ -313,10 +321,15 @@ impl Tier {
         }
     }
 
-    /// A fault: the tier is left aside for a while. Said once an outage:
-    /// the next answer says it is over.
+    /// A fault: this request goes to the origin; [`FAULTS_ASIDE`] in a
+    /// row leave the tier aside for a while. Said once an outage: the
+    /// next answer says it is over.
     fn fault(&self, what: &str) {
         self.count(3);
+        if self.streak.fetch_add(1, Ordering::Relaxed) + 1 < FAULTS_ASIDE {
+            log::debug!("{}: the shared cache missed a request ({what})", self.shown);
+            return;
+        }
         let mut aside = self.aside.lock().unwrap_or_else(|e| e.into_inner());
         if !self.down.swap(true, Ordering::Relaxed) {
             log::warn!(
@@ -335,6 +348,7 @@ impl Tier {
 
     /// An answer: an outage said is over.
     fn answered(&self) {
+        self.streak.store(0, Ordering::Relaxed);
         if self.down.swap(false, Ordering::Relaxed) {
             log::info!("{}: the shared cache answers again", self.shown);
         }
@@ -501,15 +515,29 @@ impl Tier {
         }
     }
 
-    /// True while block `key`'s claim object is there (or the tier
-    /// cannot say).
-    fn is_claimed(&self, key: &disk::Key) -> bool {
+    /// Whether block `key`'s claim object is there; `None` when the tier
+    /// does not say (a fault, counted).
+    fn is_claimed(&self, key: &disk::Key) -> Option<bool> {
+        if self.is_aside() {
+            return None;
+        }
         let (Some(client), Ok(rt)) = (self.client(), runtime()) else {
-            return true;
+            return None;
         };
         let path = self.claim_path(key);
         let head = rt.block_on(async { tokio::time::timeout(DEADLINE, client.head(&path)).await });
-        !matches!(head, Ok(Err(object_store::Error::NotFound { .. })))
+        match head {
+            Ok(Ok(_)) => Some(true),
+            Ok(Err(object_store::Error::NotFound { .. })) => Some(false),
+            Ok(Err(e)) => {
+                self.fault(&super::client::plain(&self.shown, &e));
+                None
+            }
+            Err(_) => {
+                self.fault("a claim's check passed its deadline");
+                None
+            }
+        }
     }
 
     fn claimed(&self, key: &disk::Key) -> Claim {
@@ -522,36 +550,36 @@ impl Tier {
     }
 
     /// Waits for block `key` of `len` bytes, which another node claimed:
-    /// asks the tier every 50 ms until it gives the block, the claim is
-    /// gone without it (the claimer could not fetch or write it), or
-    /// [`WAIT`] has passed; then the caller goes to the origin.
+    /// looks at the claim (a HEAD, the tier's cheapest answer) every
+    /// [`POLL`] until it is gone, then asks for the block once; the caller
+    /// goes to the origin when the block is not there then (the claimer
+    /// could not fetch or write it), when the tier faults, or once [`WAIT`]
+    /// has passed. The claimer writes the block before it releases the
+    /// claim, so a claim gone means the block is there if it ever will be.
     pub fn wait_for(&self, key: &disk::Key, len: u64) -> Option<Vec<u8>> {
         let end = Instant::now() + WAIT;
         while Instant::now() < end {
             std::thread::sleep(POLL);
-            match self.fetch(key, len) {
-                Fetched::Block(b) => {
-                    self.count(0);
-                    self.count(7);
-                    return Some(b);
-                }
-                Fetched::Missing if !self.is_claimed(key) => {
-                    // Written between the two asks, or not at all.
+            match self.is_claimed(key)? {
+                true => continue,
+                false => {
                     return match self.fetch(key, len) {
                         Fetched::Block(b) => {
                             self.count(0);
                             self.count(7);
                             Some(b)
                         }
-                        _ => None,
+                        Fetched::Rejected => {
+                            self.count(2);
+                            None
+                        }
+                        Fetched::Missing => {
+                            self.count(1);
+                            None
+                        }
+                        Fetched::Fault => None,
                     };
                 }
-                Fetched::Missing => {}
-                Fetched::Rejected => {
-                    self.count(2);
-                    return None;
-                }
-                Fetched::Fault => return None,
             }
         }
         log::debug!(
@@ -623,25 +651,33 @@ impl Tier {
     /// Queues block `key` to be written to the tier, behind the reader,
     /// and this node's claim of it (`claimed`) released after: not written
     /// when the queue is full or the tier aside (the claim is released
-    /// then, so that a waiting node goes to the origin at once).
+    /// then, so that a waiting node goes to the origin at once). Never
+    /// waits: slowing the read-ahead to the tier's pace cost more time
+    /// than it saved origin bytes (docs/fleet.md).
     pub fn put_behind(self: &Arc<Self>, key: &disk::Key, bytes: &[u8], claimed: bool) {
         let most = QUEUE_BYTES.min(super::shared_blocks().budget() / 4);
-        let queued = self.queue.lock().unwrap_or_else(|e| e.into_inner()).bytes;
-        if self.is_aside() || queued + bytes.len() as u64 > most {
-            self.count(5);
-            if claimed {
-                self.enqueue(key, None);
-            }
-            return;
+        let len = (HEADER + bytes.len()) as u64;
+        let q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        // An empty queue takes any block: one larger than the bound (a
+        // small cache) is written rather than never.
+        if !self.is_aside() && (q.bytes == 0 || q.bytes + len <= most) {
+            return self.enqueue(q, key, Some((room(bytes), claimed)));
         }
-        self.enqueue(key, Some((room(bytes), claimed)));
+        self.count(5);
+        if claimed {
+            self.enqueue(q, key, None);
+        }
     }
 
     /// Queues block `key`'s bytes (and whether its claim is released
     /// after), or with `None` the release of its claim alone (dropped past
     /// [`QUEUE_RELEASES`]: a claim left behind expires).
-    fn enqueue(self: &Arc<Self>, key: &disk::Key, block: Option<(Vec<u8>, bool)>) {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+    fn enqueue(
+        self: &Arc<Self>,
+        mut q: std::sync::MutexGuard<'_, Queue>,
+        key: &disk::Key,
+        block: Option<(Vec<u8>, bool)>,
+    ) {
         match block {
             Some((bytes, claimed)) => {
                 q.bytes += bytes.len() as u64;
@@ -707,7 +743,8 @@ impl Tier {
     /// Queues the release of this node's claim of block `key`, which it
     /// did not fetch after all (the origin failed).
     pub fn release_behind(self: &Arc<Self>, key: &disk::Key) {
-        self.enqueue(key, None);
+        let q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        self.enqueue(q, key, None);
     }
 
     /// Deletes this node's claim of block `key` (a claim left behind
