@@ -130,7 +130,9 @@ pub fn compute(job: &Job) -> Result<Stats> {
     };
     let firsts = parallel(job, pieces, |i, buf| {
         let mut first = First::default();
-        with_piece(i, buf, &mut |b| values::each(job.kind, b, |x| first.add(x)))?;
+        with_piece(i, buf, &mut |b| {
+            values::blocks(job.kind, b, |v| first.add_block(v))
+        })?;
         Ok(first)
     })?;
     let mut first = First::default();
@@ -157,7 +159,7 @@ pub fn compute(job: &Job) -> Result<Stats> {
     let seconds = parallel(job, pieces, |i, buf| {
         let mut second = Second::new(job.bins);
         with_piece(i, buf, &mut |b| {
-            values::each(job.kind, b, |x| second.add(x, mean, bins))
+            values::blocks(job.kind, b, |v| second.add_block(v, mean, bins))
         })?;
         Ok(second)
     })?;

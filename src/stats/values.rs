@@ -64,16 +64,34 @@ impl Kind {
     }
 }
 
-/// Calls `f` with each number of `bytes` (whole numbers of `kind`; a
-/// trailing part of one is ignored), in order. One loop a kind, so that
-/// each is compiled for `f`.
-#[inline]
-pub fn each(kind: Kind, bytes: &[u8], mut f: impl FnMut(f64)) {
+/// Values decoded at a time by [`blocks`].
+pub const BLOCK: usize = 512;
+
+/// Calls `f` with the numbers of `bytes` (whole numbers of `kind`), in
+/// order, [`BLOCK`] at a time as f64: one decoding loop a kind, which the
+/// compiler makes wide, and the callers' loops over a block wide too.
+pub fn blocks(kind: Kind, bytes: &[u8], mut f: impl FnMut(&[f64])) {
+    let w = kind.width();
+    let table = match kind {
+        Kind::Byte(d) => elements::table(d),
+        _ => [0.0; 256],
+    };
+    let mut out = [0f64; BLOCK];
+    for piece in bytes.chunks(BLOCK * w) {
+        let n = piece.len() / w;
+        decode(kind, &table, &piece[..n * w], &mut out[..n]);
+        f(&out[..n]);
+    }
+}
+
+/// `bytes` (exactly `out.len()` numbers of `kind`) into `out`; `table`
+/// the values of a one-byte kind.
+fn decode(kind: Kind, table: &[f64; 256], bytes: &[u8], out: &mut [f64]) {
     macro_rules! le {
         ($t:ty, $n:literal, $conv:expr) => {
-            for c in bytes.chunks_exact($n) {
+            for (o, c) in out.iter_mut().zip(bytes.chunks_exact($n)) {
                 let v = <$t>::from_le_bytes(c.try_into().expect("chunks of the width"));
-                f($conv(v));
+                *o = $conv(v);
             }
         };
     }
@@ -96,14 +114,13 @@ pub fn each(kind: Kind, bytes: &[u8], mut f: impl FnMut(f64)) {
         Kind::U32 => le!(u32, 4, f64::from),
         Kind::U64 => le!(u64, 8, |v: u64| v as f64),
         Kind::Bool => {
-            for &b in bytes {
-                f(f64::from(u8::from(b != 0)))
+            for (o, &b) in out.iter_mut().zip(bytes) {
+                *o = f64::from(u8::from(b != 0));
             }
         }
-        Kind::Byte(decode) => {
-            let t = elements::table(decode);
-            for &b in bytes {
-                f(t[usize::from(b)])
+        Kind::Byte(_) => {
+            for (o, &b) in out.iter_mut().zip(bytes) {
+                *o = table[usize::from(b)];
             }
         }
     }
@@ -121,7 +138,7 @@ mod tests {
 
     fn all(kind: Kind, bytes: &[u8]) -> Vec<f64> {
         let mut v = Vec::new();
-        each(kind, bytes, |x| v.push(x));
+        blocks(kind, bytes, |b| v.extend_from_slice(b));
         v
     }
 
@@ -142,5 +159,9 @@ mod tests {
         assert_eq!(all(Kind::of("<c8").unwrap(), &c), [1.0, -2.0]);
         assert_eq!(all(Kind::F32, &c[..7]), [1.0]);
         assert!(Kind::of("|V16").is_none());
+        // Past one block, in order.
+        let many: Vec<u8> = (0..1500u16).flat_map(|i| i.to_le_bytes()).collect();
+        let want: Vec<f64> = (0..1500).map(f64::from).collect();
+        assert_eq!(all(Kind::U16, &many), want);
     }
 }
