@@ -20,6 +20,8 @@ mod mount;
 mod pack;
 mod stats;
 mod status;
+#[cfg(feature = "view")]
+mod view;
 
 pub use mount::MountCmd;
 
@@ -46,6 +48,8 @@ pub enum Command {
     Digest(digest::DigestCmd),
     Manifest(digest::ManifestCmd),
     Stats(stats::StatsCmd),
+    #[cfg(feature = "view")]
+    View(view::ViewCmd),
     /// Mount a model as a read-only directory tree.
     ///
     /// Validates the file exactly as `check` does (an invalid file is refused
@@ -111,6 +115,8 @@ impl Command {
             Command::Digest(c) => Some(&c.model),
             Command::Manifest(c) => Some(&c.model),
             Command::Stats(c) => Some(&c.model),
+            #[cfg(feature = "view")]
+            Command::View(c) => Some(&c.model),
             Command::Mount(m) => Some(&m.model),
             Command::Pack(_)
             | Command::Unmount { .. }
@@ -203,6 +209,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Digest(c) => map_guarded(|| c.run()),
         Command::Manifest(c) => c.run(),
         Command::Stats(c) => map_guarded(|| c.run()),
+        #[cfg(feature = "view")]
+        Command::View(c) => c.run(),
         Command::Mount(m) => mount::run(m),
         Command::Pack(p) => pack::run(p),
         Command::Unmount {

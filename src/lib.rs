@@ -33,5 +33,7 @@ pub mod stats;
 pub mod store;
 pub mod sys;
 pub mod tree;
+#[cfg(feature = "view")]
+pub mod view;
 
 pub use library::Model;

@@ -189,6 +189,25 @@ impl Model {
         &self.left_out
     }
 
+    /// Tensor `t`'s layout (`dense`, `gguf.q4_k/1`, ...) and its parts'
+    /// encodings (none for raw parts), as the manifest gives them.
+    pub fn layout(&self, t: &Tensor) -> (String, Vec<String>) {
+        let o = self
+            .tree
+            .model()
+            .manifest()
+            .and_then(|m| m.objects.get(t.object as usize));
+        match o {
+            Some(o) => (
+                o.layout.to_string(),
+                (o.parts.iter())
+                    .filter_map(|p| p.encoding.as_deref().map(str::to_string))
+                    .collect(),
+            ),
+            None => (String::new(), Vec::new()),
+        }
+    }
+
     /// The format's name (`safetensors`, `GGUF`, ...).
     pub fn format_name(&self) -> &'static str {
         self.tree.model().input().format_name()

@@ -81,6 +81,19 @@ impl Stats {
     }
 }
 
+/// A number in at most about ten characters, for people: six decimals
+/// in [1e-3, 1e6), else four significant decimals and an exponent.
+pub fn short_number(x: f64) -> String {
+    let a = x.abs();
+    match a == 0.0 || (1e-3..1e6).contains(&a) {
+        true => {
+            let s = format!("{x:.6}");
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        }
+        false => format!("{x:.4e}"),
+    }
+}
+
 /// One tensor to compute: its bytes (row-major numbers of `kind`), read
 /// by `read(offset, buf)`.
 pub struct Job<'a> {
@@ -277,6 +290,15 @@ mod tests {
             stop: None,
         })
         .unwrap()
+    }
+
+    #[test]
+    fn numbers_are_short() {
+        assert_eq!(short_number(0.5), "0.5");
+        assert_eq!(short_number(-2.0), "-2");
+        assert_eq!(short_number(1.5e-7), "1.5000e-7");
+        assert_eq!(short_number(0.0), "0");
+        assert_eq!(short_number(f64::NAN), "NaN");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::stdout_write;
 use crate::error::{Error, Result};
 use crate::library::{Options, Tensor};
 use crate::report::{self, Progress};
-use crate::stats::{self, Kind, Stats};
+use crate::stats::{self, short_number, Kind, Stats};
 
 /// Print value statistics of tensors: counts of NaNs, infinities and
 /// zeros, min, max, mean and standard deviation of the finite values (in
@@ -230,40 +230,31 @@ fn text(rows: &[Row]) -> String {
         };
         out += &format!(
             "  min {}  max {}  mean {}  std {}\n",
-            num(min),
-            num(max),
-            num(mean),
-            num(std)
+            short_number(min),
+            short_number(max),
+            short_number(mean),
+            short_number(std)
         );
         match &s.counts {
             Some(counts) => {
                 let (bars, n) = (bars(counts), counts.len());
-                out += &format!("  {bars}  {n} bins over [{}, {}]\n", num(min), num(max));
+                out += &format!(
+                    "  {bars}  {n} bins over [{}, {}]\n",
+                    short_number(min),
+                    short_number(max)
+                );
             }
             None => {
                 out += &format!(
                     "  no histogram: [{}, {}] has no {} equal bins in float64\n",
-                    num(min),
-                    num(max),
+                    short_number(min),
+                    short_number(max),
                     s.bins
                 );
             }
         }
     }
     out
-}
-
-/// A number in at most about ten characters.
-fn num(x: f64) -> String {
-    let a = x.abs();
-    match a == 0.0 || (1e-3..1e6).contains(&a) {
-        true => {
-            let s = format!("{x:.6}");
-            let s = s.trim_end_matches('0').trim_end_matches('.');
-            s.to_string()
-        }
-        false => format!("{x:.4e}"),
-    }
 }
 
 /// The histogram as a line of block characters, one a bin (at most 64:
@@ -289,13 +280,5 @@ mod tests {
     fn bars_scale_to_the_fullest_and_show_any_count() {
         assert_eq!(bars(&[0, 1, 100, 50]), " ▁█▄");
         assert_eq!(bars(&[1; 128]).chars().count(), 64);
-    }
-
-    #[test]
-    fn numbers_are_short() {
-        assert_eq!(num(0.5), "0.5");
-        assert_eq!(num(-2.0), "-2");
-        assert_eq!(num(1.5e-7), "1.5000e-7");
-        assert_eq!(num(0.0), "0");
     }
 }
