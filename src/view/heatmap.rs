@@ -70,19 +70,26 @@ pub fn png(m: &Model, t: &Tensor, kind: Kind, stop: &AtomicBool) -> Result<Vec<u
 
 /// `means` (row-major, NaN where a block has no finite value) as an RGB
 /// PNG: blue through white to red around zero when the values have both
-/// signs, else dark to light over their range; NaN grey.
+/// signs, else dark to light over their range; NaN grey. The scale ends
+/// at the 99th percentile of the magnitudes (of the range: the 1st and
+/// 99th), so that a few outlying blocks do not wash out the rest; beyond
+/// it, the colour of the end.
 fn encode(means: &[f64], w: u32, h: u32) -> Result<Vec<u8>> {
-    let finite = means.iter().copied().filter(|x| x.is_finite());
-    let (lo, hi) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-        (a.min(x), b.max(x))
-    });
-    let diverging = lo < 0.0 && hi > 0.0;
+    let mut finite: Vec<f64> = means.iter().copied().filter(|x| x.is_finite()).collect();
+    finite.sort_unstable_by(f64::total_cmp);
+    let at = |q: f64| match finite.len() {
+        0 => 0.0,
+        n => finite[((n - 1) as f64 * q).round() as usize],
+    };
+    let (lo, hi) = (at(0.01), at(0.99));
+    let diverging =
+        finite.first().is_some_and(|&a| a < 0.0) && finite.last().is_some_and(|&b| b > 0.0);
+    let m = lo.abs().max(hi.abs());
     let mut rgb = Vec::with_capacity(means.len() * 3);
     for &x in means {
         let px = if !x.is_finite() {
             [160, 160, 160]
-        } else if diverging {
-            let m = lo.abs().max(hi);
+        } else if diverging && m > 0.0 {
             let t = (x / m).clamp(-1.0, 1.0);
             let fade = |c: f64| (255.0 - (255.0 - c) * t.abs()).round() as u8;
             match t < 0.0 {
