@@ -9,7 +9,8 @@
 //! operations), `report` (text and JSON about a model), `tree` (what a
 //! model's files hold and how each is read), then the front ends over it:
 //! `fuse` and `mount` (the filesystem), `library` (tensors read in-process,
-//! and the Python binding over it), `cli`.
+//! and the Python binding over it), `view` (the local web page), `cli`.
+//! `stats` (value statistics by range) serves the tree and the library.
 #![deny(unsafe_code)]
 
 pub mod cli;

@@ -86,3 +86,24 @@ fn bounds_and_unknown_names_are_refused() {
         serde_json::from_slice(&ztfs_ok(&["stats", "--json", "--bins", "1", p])).unwrap();
     assert_eq!(json["weight"]["hist"]["counts"], serde_json::json!([1]));
 }
+
+/// The progress line the other long commands have, on stderr.
+#[test]
+fn a_long_run_shows_its_progress() {
+    let d = tempfile::tempdir().unwrap();
+    let big: Vec<f32> = (0..3 << 20).map(|i| i as f32).collect();
+    let p = safetensors(d.path(), &[("big", "F32", &[3 << 20], f32s(&big))]);
+    let out = ztfs_env(
+        &[
+            Path::new("stats"),
+            Path::new("--progress"),
+            Path::new("--cache-mib"),
+            Path::new("4"),
+            &p,
+        ],
+        &[("ZTFS_PROGRESS_AFTER_MS", "0".into())],
+    );
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("computing: "), "{err:?}");
+}

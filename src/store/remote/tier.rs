@@ -551,7 +551,7 @@ impl Tier {
 
     /// Waits for block `key` of `len` bytes, which another node claimed:
     /// looks at the claim (a HEAD, the tier's cheapest answer) every
-    /// [`POLL`] until it is gone, then asks for the block once; the caller
+    /// 50 ms until it is gone, then asks for the block once; the caller
     /// goes to the origin when the block is not there then (the claimer
     /// could not fetch or write it), when the tier faults, or once [`WAIT`]
     /// has passed. The claimer writes the block before it releases the
