@@ -12,23 +12,8 @@ use common::*;
 
 /// A safetensors file of `tensors` (name, dtype, shape, bytes).
 fn safetensors(dir: &Path, tensors: &[(&str, &str, &[u64], Vec<u8>)]) -> PathBuf {
-    let mut header = serde_json::Map::new();
-    let mut body = Vec::new();
-    for (name, dtype, shape, bytes) in tensors {
-        let at = body.len();
-        body.extend_from_slice(bytes);
-        header.insert(
-            name.to_string(),
-            serde_json::json!({"dtype": dtype, "shape": shape, "data_offsets": [at, body.len()]}),
-        );
-    }
-    let mut h = serde_json::Value::Object(header).to_string().into_bytes();
-    h.resize(h.len().div_ceil(8) * 8, b' ');
-    let mut file = (h.len() as u64).to_le_bytes().to_vec();
-    file.extend(h);
-    file.extend(body);
     let p = dir.join("m.safetensors");
-    std::fs::write(&p, file).unwrap();
+    std::fs::write(&p, safetensors_file(tensors, None)).unwrap();
     p
 }
 

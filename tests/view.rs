@@ -34,27 +34,13 @@ fn model(dir: &Path) -> PathBuf {
         ),
         ("layers.1.b", "I8", vec![4], vec![1, 2, 3, 0xFF]),
     ];
-    let mut header = serde_json::Map::new();
-    header.insert(
-        "__metadata__".into(),
-        serde_json::json!({ "note": EVIL_META }),
-    );
-    let mut body = Vec::new();
-    for (name, dtype, shape, bytes) in &tensors {
-        let at = body.len();
-        body.extend_from_slice(bytes);
-        header.insert(
-            name.to_string(),
-            serde_json::json!({"dtype": dtype, "shape": shape, "data_offsets": [at, body.len()]}),
-        );
-    }
-    let mut h = serde_json::Value::Object(header).to_string().into_bytes();
-    h.resize(h.len().div_ceil(8) * 8, b' ');
-    let mut file = (h.len() as u64).to_le_bytes().to_vec();
-    file.extend(h);
-    file.extend(body);
+    let tensors: Vec<(&str, &str, &[u64], Vec<u8>)> = tensors
+        .iter()
+        .map(|(n, d, s, b)| (*n, *d, &s[..], b.clone()))
+        .collect();
+    let meta = serde_json::json!({ "note": EVIL_META }).to_string();
     let p = dir.join("m.safetensors");
-    std::fs::write(&p, file).unwrap();
+    std::fs::write(&p, safetensors_file(&tensors, Some(&meta))).unwrap();
     p
 }
 

@@ -263,11 +263,14 @@ async fn index(
     }
 }
 
-/// The tensor a request names, with how its bytes are numbers.
+/// The tensor a request admitted ([`admit`]) names, with how its bytes
+/// are numbers.
 fn named(
     app: &App,
+    uri: &Uri,
     q: &HashMap<String, String>,
 ) -> std::result::Result<(usize, Option<Kind>), Refusal> {
+    admit(app, uri, q)?;
     let name = q
         .get("name")
         .ok_or(Refusal(StatusCode::BAD_REQUEST, "which tensor? (name=)"))?;
@@ -283,10 +286,7 @@ async fn tensor(
     uri: Uri,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    if let Err(r) = admit(&app, &uri, &q) {
-        return r.into_response();
-    }
-    let (i, kind) = match named(&app, &q) {
+    let (i, kind) = match named(&app, &uri, &q) {
         Ok(t) => t,
         Err(r) => return r.into_response(),
     };
@@ -328,10 +328,7 @@ async fn heatmap_png(
     uri: Uri,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    if let Err(r) = admit(&app, &uri, &q) {
-        return r.into_response();
-    }
-    let (i, kind) = match named(&app, &q) {
+    let (i, kind) = match named(&app, &uri, &q) {
         Ok(t) => t,
         Err(r) => return r.into_response(),
     };

@@ -140,8 +140,11 @@ pub fn safetensors_file(
     let mut at = 0;
     for (name, dtype, shape, bytes) in tensors {
         let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+        // The name as a JSON string: quotes, backslashes and controls
+        // escaped (a name in a test may hold any of them).
+        let name = serde_json::to_string(name).expect("a string");
         entries.push(format!(
-            "\"{name}\":{{\"dtype\":\"{dtype}\",\"shape\":[{}],\"data_offsets\":[{at},{}]}}",
+            "{name}:{{\"dtype\":\"{dtype}\",\"shape\":[{}],\"data_offsets\":[{at},{}]}}",
             dims.join(","),
             at + bytes.len()
         ));
