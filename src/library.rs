@@ -243,6 +243,12 @@ impl Model {
         self.tree.tensor_mapped(t.object)
     }
 
+    /// Tensor `t`'s bytes in its file's map, when [`Model::mapped`] finds
+    /// them there: to read without a copy, under `sys::map_read`'s guard.
+    pub fn mapped_bytes(&self, t: &Tensor) -> Option<&[u8]> {
+        self.tree.tensor_bytes(t.object)
+    }
+
     /// The format's metadata as text pairs, as `safe_open` gives it: a
     /// safetensors file's `__metadata__`; a zTensor manifest's
     /// attributes; a GGUF file's key-values. A text is itself, a number or

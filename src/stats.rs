@@ -110,6 +110,11 @@ pub struct Job<'a> {
     pub progress: &'a (dyn Fn(u64) + Sync),
     /// Set to stop the job (it then fails with [`Error::Interrupted`]).
     pub stop: Option<&'a AtomicBool>,
+    /// The tensor's bytes where the caller has them at hand (a local
+    /// file's map): read from there, neither copied nor read by `read`.
+    /// The caller's threads read a map under `sys::map_read`'s guard, as
+    /// the job's own do.
+    pub bytes: Option<&'a [u8]>,
 }
 
 /// The statistics of `job`'s tensor.
@@ -124,26 +129,35 @@ pub fn compute(job: &Job) -> Result<Stats> {
     let len = job.len - job.len % width;
     let pieces = len.div_ceil(PIECE);
     let piece = |i: u64| i * PIECE..((i + 1) * PIECE).min(len);
-    let kept = match len <= job.keep {
-        true => Some(read_all(job, len)?),
-        false => None,
+    let kept: Option<std::borrow::Cow<[u8]>> = match job.bytes {
+        Some(b) => Some(b.get(..len as usize).unwrap_or(b).into()),
+        None if len <= job.keep => Some(read_all(job, len)?.into()),
+        None => None,
     };
+    let at_hand = job.bytes.is_some();
     // Each pass: a piece's bytes, from memory or read now.
-    let with_piece = |i: u64, buf: &mut Vec<u8>, f: &mut dyn FnMut(&[u8])| -> Result<()> {
-        let r = piece(i);
-        if let Some(all) = &kept {
-            f(&all[r.start as usize..r.end as usize]);
-            return Ok(());
-        }
-        buf.resize((r.end - r.start) as usize, 0);
-        (job.read)(r.start, buf)?;
-        (job.progress)(r.end - r.start);
-        f(buf);
-        Ok(())
-    };
+    let with_piece =
+        |i: u64, second: bool, buf: &mut Vec<u8>, f: &mut dyn FnMut(&[u8])| -> Result<()> {
+            let r = piece(i);
+            if let Some(all) = &kept {
+                // Bytes at hand count as read by the first pass.
+                if at_hand && !second {
+                    (job.progress)(r.end - r.start);
+                }
+                f(all
+                    .get(r.start as usize..r.end as usize)
+                    .unwrap_or_default());
+                return Ok(());
+            }
+            buf.resize((r.end - r.start) as usize, 0);
+            (job.read)(r.start, buf)?;
+            (job.progress)(r.end - r.start);
+            f(buf);
+            Ok(())
+        };
     let firsts = parallel(job, pieces, |i, buf| {
         let mut first = First::default();
-        with_piece(i, buf, &mut |b| {
+        with_piece(i, false, buf, &mut |b| {
             values::blocks(job.kind, b, |v| first.add_block(v))
         })?;
         Ok(first)
@@ -171,7 +185,7 @@ pub fn compute(job: &Job) -> Result<Stats> {
     let bins = bins.as_ref();
     let seconds = parallel(job, pieces, |i, buf| {
         let mut second = Second::new(job.bins);
-        with_piece(i, buf, &mut |b| {
+        with_piece(i, true, buf, &mut |b| {
             values::blocks(job.kind, b, |v| second.add_block(v, mean, bins))
         })?;
         Ok(second)
@@ -288,6 +302,7 @@ mod tests {
             keep,
             progress: &|_| {},
             stop: None,
+            bytes: None,
         })
         .unwrap()
     }

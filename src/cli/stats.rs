@@ -110,7 +110,7 @@ fn compute_all<'a>(
         Ok(d) => Kind::of(d).ok_or_else(|| format!("its dtype {d} holds no numbers ztfs reads")),
         Err(why) => Err(why.to_string()),
     };
-    let read_bytes = |t: &Tensor| match t.len() <= keep {
+    let read_bytes = |t: &Tensor| match t.len() <= keep || m.mapped_bytes(t).is_some() {
         true => t.len(),
         false => t.len().saturating_mul(2),
     };
@@ -136,6 +136,7 @@ fn compute_all<'a>(
             keep,
             progress: &told,
             stop: None,
+            bytes: m.mapped_bytes(t),
         };
         stats::compute(&job).map(Ok)
     };

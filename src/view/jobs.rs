@@ -99,6 +99,7 @@ fn compute(app: &App, i: usize, kind: Kind, stop: &AtomicBool) -> Result<Stats, 
         keep: app.keep,
         progress: &|_| {},
         stop: Some(stop),
+        bytes: m.mapped_bytes(t),
     };
     crate::sys::map_read(|| stats::compute(&job)).map_err(|e| e.to_string())
 }

@@ -234,6 +234,20 @@ impl Tree {
         }
     }
 
+    /// Object `i`'s tensor's bytes in its file's map, where
+    /// [`Tree::tensor_mapped`] finds them: read without a copy (under
+    /// `sys::map_read`'s guard: the file may be cut short under a read).
+    pub fn tensor_bytes(&self, i: u32) -> Option<&[u8]> {
+        let (Node::Part { object, part }, _, len) = self.tensor_file(i).ok()? else {
+            return None;
+        };
+        self.tensor_mapped(i)?;
+        let p = self.part(object, part).1;
+        let map = self.model.store_of(p).ok()?.map()?;
+        let start = usize::try_from(p.blob.offset).ok()?;
+        map.get(start..start.checked_add(usize::try_from(len).ok()?)?)
+    }
+
     /// Where object `i`'s tensor is, when it is the bytes of a mapped
     /// local file as they are stored (a part not encoded, of a type with
     /// no content rules, not waiting on `--verify`): that file and the

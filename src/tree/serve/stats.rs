@@ -107,6 +107,12 @@ impl Tree {
             keep: self.frames.budget() / 4,
             progress: &|_| {},
             stop: Some(&stop),
+            // A tensor file in a map: read there (the view of a quantized
+            // tensor is computed, and has none).
+            bytes: match node {
+                Node::Part { .. } => self.tensor_bytes(object),
+                _ => None,
+            },
         };
         // Computed on threads of its own while this one asks whether
         // anyone still waits: a reader that gave up stops the job.
