@@ -124,6 +124,27 @@ impl View {
     }
 }
 
+impl View {
+    /// Ctrl-C, as a person stops it: it exits, successfully, at once.
+    fn interrupt(mut self) {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "ztfs view after Ctrl-C: {status:?}");
+                return;
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(10),
+                "ztfs view ignored Ctrl-C"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
 impl Drop for View {
     fn drop(&mut self) {
         // SAFETY-free: the child's pid, signalled as Ctrl-C would.
@@ -252,6 +273,7 @@ fn requests_without_the_token_for_paths_or_too_long_are_refused() {
     );
     let long = format!("/tensor?name={}&token={t}", "a".repeat(5000));
     assert_eq!(v.get(&long).0, 414);
+    v.interrupt();
 }
 
 /// `s` percent-encoded for a query value.
