@@ -36,6 +36,8 @@ use crate::stats::Kind;
 pub const MAX_URI: usize = 4096;
 /// Values shown under "First values".
 const FIRST_VALUES: usize = 16;
+/// How long requests in flight may take to finish after Ctrl-C.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 /// Most bytes of `config.json` shown.
 const MAX_CONFIG: usize = 64 << 10;
 
@@ -81,7 +83,7 @@ pub fn serve(model: Model, source: String, opts: Options) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| Error::io("the web server's runtime", e))?;
-    rt.block_on(async move {
+    let served = rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind((opts.bind, opts.port))
             .await
             .map_err(|e| Error::io(format!("{}:{}", opts.bind, opts.port), e))?;
@@ -113,11 +115,31 @@ pub fn serve(model: Model, source: String, opts: Options) -> Result<()> {
             .route("/heatmap.png", get(heatmap_png))
             .fallback(not_found)
             .with_state(app);
-        axum::serve(listener, router)
-            .with_graceful_shutdown(stopped())
-            .await
-            .map_err(|e| Error::io("the web server", e))
-    })
+        // On Ctrl-C, requests in flight get a moment to finish, then the
+        // server ends whatever runs (a statistics job of a large tensor
+        // stops with its last request).
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            stopped().await;
+            let _ = tx.send(true);
+        });
+        let mut ended = rx.clone();
+        let server = axum::serve(listener, router).with_graceful_shutdown(async move {
+            let _ = ended.wait_for(|s| *s).await;
+        });
+        let mut ended = rx;
+        tokio::select! {
+            r = server => r.map_err(|e| Error::io("the web server", e)),
+            _ = async move {
+                let _ = ended.wait_for(|s| *s).await;
+                tokio::time::sleep(STOP_GRACE).await;
+            } => Ok(()),
+        }
+    });
+    // Blocking work still running (a large tensor's statistics) is not
+    // waited for: it stops with the process.
+    rt.shutdown_background();
+    served
 }
 
 /// Ends on SIGINT or SIGTERM.
