@@ -212,10 +212,17 @@ impl Bins {
     /// [`Bins::of`]: the same bin, found from a multiply rather than
     /// numpy's divide (within one bin of it) and then set by the edges as
     /// numpy's corrections set it (the bin whose edges hold `x`).
+    /// Where `n / width` is past float64 (a range of subnormals), numpy's
+    /// own divide ([`Bins::of`]).
     #[inline]
     pub fn of_fast(&self, x: f64) -> usize {
         let last = self.n - 1;
-        let mut i = (((x - self.first) * self.scale) as usize).min(last);
+        let f = (x - self.first) * self.scale;
+        // Also false for a NaN (0 x inf).
+        if !(f < self.n as f64) {
+            return self.of(x);
+        }
+        let mut i = (f as usize).min(last);
         let e = &self.edges;
         if i > 0 && x < e[i] {
             i -= 1;
@@ -371,6 +378,12 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
+        // A range of subnormals: n / width is past float64.
+        let tiny = Bins::new(-5e-324, 2.2250738585072014e-308, 64).unwrap();
+        for x in [-5e-324, 0.0, 5e-324, 1e-310, 2.2250738585072014e-308] {
+            assert_eq!(tiny.of_fast(x), tiny.of(x), "{x:e}");
+        }
+        assert_eq!(tiny.of_fast(2.2250738585072014e-308), 63);
         for _ in 0..300 {
             let a = (next() % 2000) as f64 / 7.0 - 150.0;
             let w = [1e-9, 0.3, 1.0, 77.7, 1e12][(next() % 5) as usize];
