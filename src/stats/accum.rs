@@ -218,8 +218,8 @@ impl Bins {
     pub fn of_fast(&self, x: f64) -> usize {
         let last = self.n - 1;
         let f = (x - self.first) * self.scale;
-        // Also false for a NaN (0 x inf).
-        if !(f < self.n as f64) {
+        // A NaN (0 x inf) too.
+        if f.is_nan() || f >= self.n as f64 {
             return self.of(x);
         }
         let mut i = (f as usize).min(last);
