@@ -185,14 +185,6 @@ fn packed_and_string_tensors_are_never_wrong_bytes() {
     assert!(!listing.contains("text"), "{listing}");
 }
 
-fn refused(f: &Path, rule: &str, why: &str) {
-    let o = ztfs(&[Path::new("check"), f]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{f:?}: {err}");
-    let said = format!("rejected ({rule})");
-    assert!(err.contains(&said) && err.contains(why), "{f:?}: {err}");
-}
-
 #[test]
 fn each_rule_refuses_its_model() {
     let d = tempfile::tempdir().unwrap();
@@ -316,11 +308,11 @@ fn each_rule_refuses_its_model() {
         ),
     ];
     for (f, rule, why) in &cases {
-        refused(f, rule, why);
+        check_refuses(f, rule, why);
     }
     let whole = model(&graph(&[], &[ok("a")]));
     let cut = write(d.path(), "cut.onnx", &whole[..whole.len() - 3]);
-    refused(&cut, "OnnxProtobuf", "not protobuf");
+    check_refuses(&cut, "OnnxProtobuf", "not protobuf");
     // 2 GiB (a sparse file): past protobuf's limit on one message.
     let big = write(d.path(), "big.onnx", &whole);
     fs::OpenOptions::new()
@@ -329,7 +321,7 @@ fn each_rule_refuses_its_model() {
         .unwrap()
         .set_len(1 << 31)
         .unwrap();
-    refused(&big, "OnnxModel", "under 2 GiB");
+    check_refuses(&big, "OnnxModel", "under 2 GiB");
 }
 
 /// An external location that reaches outside the model's folder, through
@@ -352,7 +344,7 @@ fn a_secret_outside_the_folder_is_never_served() {
         (one("out.onnx", "out.bin"), "outside the folder"),
         (one("through.onnx", "up/secret.bin"), "symlink"),
     ] {
-        refused(&f, "OnnxExternalPath", why);
+        check_refuses(&f, "OnnxExternalPath", why);
         for args in [vec!["cat"], vec!["manifest"], vec!["ls", "-l"]] {
             let mut argv: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
             argv.push(f.as_os_str());

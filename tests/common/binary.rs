@@ -44,6 +44,16 @@ pub fn describe<S: AsRef<OsStr>>(args: &[S], out: &Output) -> String {
     )
 }
 
+/// Asserts that `ztfs check FILE` rejects `f` (exit 1) naming `rule`,
+/// with `why` in its words.
+pub fn check_refuses(f: &Path, rule: &str, why: &str) {
+    let o = ztfs(&[Path::new("check"), f]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{f:?}: {err}");
+    let said = format!("rejected ({rule})");
+    assert!(err.contains(&said) && err.contains(why), "{f:?}: {err}");
+}
+
 /// `ztfs cat [--raw] FILE OBJECT PART`: the bytes, or stderr on failure.
 pub fn cat(file: &Path, object: &str, part: &str, raw: bool) -> Result<Vec<u8>, String> {
     let mut args: Vec<&OsStr> = vec!["cat".as_ref()];
