@@ -13,6 +13,7 @@
 
 pub mod accum;
 pub mod values;
+pub mod wide;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -22,7 +23,7 @@ use accum::{Bins, First, Second};
 pub use values::Kind;
 
 /// Bytes read at a time (a multiple of every element's width).
-pub const PIECE: u64 = 4 << 20;
+pub const PIECE: u64 = 1 << 20;
 /// Bins of a histogram unless asked otherwise.
 pub const DEFAULT_BINS: usize = 64;
 /// Most bins a histogram may have.
@@ -157,8 +158,9 @@ pub fn compute(job: &Job) -> Result<Stats> {
         };
     let firsts = parallel(job, pieces, |i, buf| {
         let mut first = First::default();
-        with_piece(i, false, buf, &mut |b| {
-            values::blocks(job.kind, b, |v| first.add_block(v))
+        with_piece(i, false, buf, &mut |b| match job.kind {
+            Kind::F32 => values::blocks32(b, |v| first.add_block32(v)),
+            kind => values::blocks(kind, b, |v| first.add_block(v)),
         })?;
         Ok(first)
     })?;
@@ -185,8 +187,9 @@ pub fn compute(job: &Job) -> Result<Stats> {
     let bins = bins.as_ref();
     let seconds = parallel(job, pieces, |i, buf| {
         let mut second = Second::new(job.bins);
-        with_piece(i, true, buf, &mut |b| {
-            values::blocks(job.kind, b, |v| second.add_block(v, mean, bins))
+        with_piece(i, true, buf, &mut |b| match job.kind {
+            Kind::F32 => values::blocks32(b, |v| second.add_block32(v, mean, bins)),
+            kind => values::blocks(kind, b, |v| second.add_block(v, mean, bins)),
         })?;
         Ok(second)
     })?;

@@ -9,6 +9,8 @@
 //! `log2(n)` units, so the two agree to far better than 1e-12 of the
 //! values' scale.
 
+use super::values::BLOCK;
+
 /// A compensated sum (Neumaier's variant of Kahan's).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Sum {
@@ -45,7 +47,16 @@ impl Sum {
     }
 }
 
+use super::wide::{self, FirstLanes, L};
+
+/// The sum of `L` lanes, in a fixed order.
+#[inline(always)]
+fn lanes_sum(s: [f64; L]) -> f64 {
+    ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+}
+
 /// True when every value of `v` is finite: one wide pass, no branch.
+#[inline(always)]
 fn all_finite(v: &[f64]) -> bool {
     v.iter().fold(true, |all, &x| all & x.is_finite())
 }
@@ -99,46 +110,40 @@ impl First {
         }
     }
 
-    /// [`First::add`] of each of `v`: a block all finite (the usual) in
-    /// wide loops, its sum plain in lanes then added compensated (a block
-    /// of 512 loses at most a few units of its own last place).
+    /// [`First::add`] of each of `v`, by [`wide::first_lanes`]: the sum
+    /// plain in lanes then added compensated (a block of 512 loses at most
+    /// a few units of its own last place). A block with a value that is
+    /// not finite (its lanes' sum then is not) is done again one value at
+    /// a time, as is one whose sum passes float64.
     pub fn add_block(&mut self, v: &[f64]) {
-        if !all_finite(v) {
-            return v.iter().for_each(|&x| self.add(x));
+        if !self.add_lanes(v.len(), wide::first_lanes(v)) {
+            v.iter().for_each(|&x| self.add(x));
         }
-        const L: usize = 4;
-        let (mut lo, mut hi, mut sum, mut zero) = (
-            [f64::INFINITY; L],
-            [f64::NEG_INFINITY; L],
-            [0.0; L],
-            [0u64; L],
-        );
-        let chunks = v.chunks_exact(L);
-        let rest = chunks.remainder();
-        for c in chunks {
-            for l in 0..L {
-                let x = c[l];
-                lo[l] = if x < lo[l] { x } else { lo[l] };
-                hi[l] = if x > hi[l] { x } else { hi[l] };
-                sum[l] += x;
-                zero[l] += u64::from(x == 0.0);
-            }
+    }
+
+    /// [`First::add_block`] of little-endian f32 values, the same
+    /// numbers.
+    pub fn add_block32(&mut self, v: &[[u8; 4]]) {
+        if !self.add_lanes(v.len(), wide::first_lanes32(v)) {
+            v.iter()
+                .for_each(|&x| self.add(f64::from(f32::from_le_bytes(x))));
         }
-        for &x in rest {
-            lo[0] = if x < lo[0] { x } else { lo[0] };
-            hi[0] = if x > hi[0] { x } else { hi[0] };
-            sum[0] += x;
-            zero[0] += u64::from(x == 0.0);
+    }
+
+    /// Adds a block's lanes of `n` values, if its sum is finite.
+    fn add_lanes<T: Into<f64> + Copy>(&mut self, n: usize, lanes: FirstLanes<T>) -> bool {
+        if !all_finite(&lanes.sum) {
+            return false;
         }
-        let n = v.len() as u64;
-        self.count += n;
-        self.finite += n;
-        self.zero += zero.iter().sum::<u64>();
+        self.count += n as u64;
+        self.finite += n as u64;
+        self.zero += lanes.zero.iter().sum::<u64>();
         for l in 0..L {
-            self.min = self.min.min(lo[l]);
-            self.max = self.max.max(hi[l]);
+            self.min = self.min.min(lanes.lo[l].into());
+            self.max = self.max.max(lanes.hi[l].into());
         }
-        self.sum.add((sum[0] + sum[1]) + (sum[2] + sum[3]));
+        self.sum.add(lanes_sum(lanes.sum));
+        true
     }
 
     pub fn merge(&mut self, o: &First) {
@@ -170,8 +175,16 @@ impl First {
 pub struct Bins {
     first: f64,
     denom: f64,
-    /// `n / denom`: the index within rounding, for [`Bins::of_fast`].
+    /// `n / denom`: the index within rounding, for [`Bins::index_block`].
     scale: f64,
+    /// How far `(x - first) * scale` may be from an edge's index and
+    /// still be on either side of it (see [`Bins::index_block`]); infinite
+    /// where rounding can move a value across an edge wherever it is.
+    near: f64,
+    /// `first`, `scale` and `near` for f32 values, computed in f32
+    /// ([`Bins::index_block32`]), where `first` is an f32 and rounding in
+    /// f32 leaves most values clear of the edges.
+    narrow: Option<(f32, f32, f32)>,
     n: usize,
     /// The `n + 1` edges, as `np.linspace` makes them.
     edges: Vec<f64>,
@@ -200,36 +213,68 @@ impl Bins {
         if edges.windows(2).any(|w| w[0] >= w[1]) {
             return None;
         }
+        // The error of `(x - first) * scale` against the exact
+        // `(x - first) / delta * n` (three roundings), plus how far an
+        // edge of linspace's lies from its exact place (the step's two
+        // roundings and the edge's own, up to the larger end's ulp), in
+        // units of a bin; four times that, to be sure.
+        let ends = first.abs().max(last.abs());
+        let edges_err = f64::EPSILON * (3.0 + ends / delta);
+        let err = 4.0 * n as f64 * edges_err;
+        // In f32: three roundings in f32 (the difference, the scale, the
+        // product), the edges' as above.
+        let err32 = 4.0 * n as f64 * (2.0 * f64::from(f32::EPSILON) + edges_err);
+        let scale32 = (n as f64 / delta) as f32;
+        let narrow = (first as f32 as f64 == first && scale32.is_normal() && err32 < 0.25)
+            .then_some((first as f32, scale32, err32 as f32));
         Some(Bins {
             first,
             denom: delta,
             scale: n as f64 / delta,
+            near: match err < 0.25 {
+                true => err,
+                false => f64::INFINITY,
+            },
+            narrow,
             n,
             edges,
         })
     }
 
-    /// [`Bins::of`]: the same bin, found from a multiply rather than
-    /// numpy's divide (within one bin of it) and then set by the edges as
-    /// numpy's corrections set it (the bin whose edges hold `x`).
-    /// Where `n / width` is past float64 (a range of subnormals), numpy's
-    /// own divide ([`Bins::of`]).
+    /// Each value of `v`'s bin into `index`, wide: `(x - first) * scale`
+    /// rounded to the nearest whole number (by adding 1.5 x 2^52, whose
+    /// low bits are then that number), less one when it rounded up. That
+    /// is numpy's bin wherever the product is farther than `near` from a
+    /// whole number: no edge lies between. Within `near` of one (a value
+    /// on or beside an edge, `max`, or a product past float64) the index
+    /// is `u32::MAX`: the caller asks [`Bins::of`].
+    pub fn index_block(&self, v: &[f64], index: &mut [u32]) {
+        wide::bin_index(v, self.first, self.scale, self.near, index)
+    }
+
+    /// [`Bins::index_block`] of little-endian f32 values: in f32 where the
+    /// bins allow, else widened.
+    pub fn index_block32(&self, v: &[[u8; 4]], index: &mut [u32]) {
+        if let Some((first, scale, near)) = self.narrow {
+            return wide::bin_index32(v, first, scale, near, index);
+        }
+        let mut wide = [0f64; BLOCK];
+        for (v, index) in v.chunks(BLOCK).zip(index.chunks_mut(BLOCK)) {
+            let w = &mut wide[..v.len()];
+            w.iter_mut()
+                .zip(v)
+                .for_each(|(w, &x)| *w = f64::from(f32::from_le_bytes(x)));
+            self.index_block(w, index);
+        }
+    }
+
+    /// The bin of `x` whose [`Bins::index_block`] index is `i`.
     #[inline]
-    pub fn of_fast(&self, x: f64) -> usize {
-        let last = self.n - 1;
-        let f = (x - self.first) * self.scale;
-        // A NaN (0 x inf) too.
-        if f.is_nan() || f >= self.n as f64 {
-            return self.of(x);
+    fn checked(&self, i: u32, x: f64) -> usize {
+        match (i as usize) < self.n {
+            true => i as usize,
+            false => self.of(x),
         }
-        let mut i = (f as usize).min(last);
-        let e = &self.edges;
-        if i > 0 && x < e[i] {
-            i -= 1;
-        } else if i != last && x >= e[i + 1] {
-            i += 1;
-        }
-        i
     }
 
     /// The bin of finite value `x` in `[min, max]`.
@@ -253,10 +298,8 @@ impl Bins {
 #[derive(Debug, Clone)]
 pub struct Second {
     pub counts: Vec<u64>,
-    /// Four more counts a bin, for [`Second::add_block`]'s values in turn:
-    /// a run of values in one bin then adds to four counters, not one
-    /// (each add waits for the last to the same counter). Folded into
-    /// `counts` by [`Second::merge`].
+    /// Four more counts a bin, for [`Second::add_block`]'s values in turn;
+    /// folded into `counts` by [`Second::merge`].
     lanes: Vec<u64>,
     /// The sum of the squared deviations from the mean.
     pub squares: Sum,
@@ -283,40 +326,73 @@ impl Second {
     }
 
     /// [`Second::add`] of each of `v`: the squares summed plain in lanes
-    /// then added compensated, as [`First::add_block`] sums; a value's
-    /// bin checked against numpy's edges only where it lies within
-    /// rounding of one (the others' bins are numpy's without the check).
+    /// then added compensated, as [`First::add_block`] sums (and a block
+    /// with a value not finite done one value at a time); the bins
+    /// found wide by [`Bins::index_block`], numpy's way only for the
+    /// values within rounding of an edge.
     pub fn add_block(&mut self, v: &[f64], mean: f64, bins: Option<&Bins>) {
-        if !all_finite(v) {
+        // A value not finite makes its lane's sum not finite; so does a
+        // square past float64 (then counted one at a time, to the same inf).
+        let sq = wide::square_lanes(v, mean);
+        if !all_finite(&sq) {
             return v.iter().for_each(|&x| self.add(x, mean, bins));
         }
-        const L: usize = 4;
-        let mut sq = [0.0; L];
-        let chunks = v.chunks_exact(L);
-        let rest = chunks.remainder();
-        for c in chunks {
-            for l in 0..L {
-                let d = c[l] - mean;
-                sq[l] += d * d;
-            }
+        self.squares.add(lanes_sum(sq));
+        let Some(b) = bins else { return };
+        let mut index = [0u32; BLOCK];
+        for v in v.chunks(BLOCK) {
+            let index = &mut index[..v.len()];
+            b.index_block(v, index);
+            self.count(b, index, |k| v[k]);
         }
-        for &x in rest {
-            let d = x - mean;
-            sq[0] += d * d;
+    }
+
+    /// [`Second::add_block`] of little-endian f32 values, the same
+    /// numbers.
+    pub fn add_block32(&mut self, v: &[[u8; 4]], mean: f64, bins: Option<&Bins>) {
+        let value = |x: [u8; 4]| f64::from(f32::from_le_bytes(x));
+        let sq = wide::square_lanes32(v, mean);
+        if !all_finite(&sq) {
+            return v.iter().for_each(|&x| self.add(value(x), mean, bins));
         }
-        self.squares.add((sq[0] + sq[1]) + (sq[2] + sq[3]));
-        if let Some(b) = bins {
-            let n = self.counts.len();
-            let chunks = v.chunks_exact(L);
-            let rest = chunks.remainder();
-            for c in chunks {
-                for (l, &x) in c.iter().enumerate() {
-                    self.lanes[l * n + b.of_fast(x)] += 1;
+        self.squares.add(lanes_sum(sq));
+        let Some(b) = bins else { return };
+        let mut index = [0u32; BLOCK];
+        for v in v.chunks(BLOCK) {
+            let index = &mut index[..v.len()];
+            b.index_block32(v, index);
+            self.count(b, index, |k| value(v[k]));
+        }
+    }
+
+    /// Counts each value in the bin `index` gives it (`x(k)` value `k`,
+    /// for those whose bin [`Bins::checked`] finds numpy's way), four
+    /// values at a time into four sets of counts: a run of values in one
+    /// bin adds to four counters, not one (each add waits for the last
+    /// to the same counter).
+    #[inline(always)]
+    fn count(&mut self, b: &Bins, index: &[u32], x: impl Fn(usize) -> f64) {
+        let n = self.counts.len();
+        let (c0, rest) = self.lanes.split_at_mut(n);
+        let (c1, rest) = rest.split_at_mut(n);
+        let (c2, c3) = rest.split_at_mut(n);
+        let quads = index.chunks_exact(4);
+        let done = index.len() - quads.remainder().len();
+        for (k, q) in quads.enumerate() {
+            let [i0, i1, i2, i3] = [q[0], q[1], q[2], q[3]].map(|i| i as usize);
+            if i0.max(i1).max(i2).max(i3) < n {
+                c0[i0] += 1;
+                c1[i1] += 1;
+                c2[i2] += 1;
+                c3[i3] += 1;
+            } else {
+                for (j, &i) in q.iter().enumerate() {
+                    c0[b.checked(i, x(4 * k + j))] += 1;
                 }
             }
-            for &x in rest {
-                self.counts[b.of_fast(x)] += 1;
-            }
+        }
+        for (k, &i) in index.iter().enumerate().skip(done) {
+            c0[b.checked(i, x(k))] += 1;
         }
     }
 
@@ -367,10 +443,18 @@ mod tests {
         assert!(Bins::new(f64::MIN, f64::MAX, 4).is_none());
     }
 
-    /// The fast bin is numpy's bin (the edge-corrected one) for values on
-    /// and beside every edge of ranges of many sizes and bin counts.
+    /// The bin [`Second::add_block`] counts a value in.
+    fn fast(b: &Bins, x: f64) -> usize {
+        let mut i = [0];
+        b.index_block(&[x], &mut i);
+        b.checked(i[0], x)
+    }
+
+    /// The wide bin is numpy's bin (the edge-corrected one) for values on
+    /// and beside every edge, and anywhere between, of ranges of many
+    /// sizes, places and bin counts.
     #[test]
-    fn the_fast_bin_is_numpys_bin() {
+    fn the_wide_bin_is_numpys_bin() {
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = || {
             seed ^= seed << 13;
@@ -381,25 +465,97 @@ mod tests {
         // A range of subnormals: n / width is past float64.
         let tiny = Bins::new(-5e-324, 2.2250738585072014e-308, 64).unwrap();
         for x in [-5e-324, 0.0, 5e-324, 1e-310, 2.2250738585072014e-308] {
-            assert_eq!(tiny.of_fast(x), tiny.of(x), "{x:e}");
+            assert_eq!(fast(&tiny, x), tiny.of(x), "{x:e}");
         }
-        assert_eq!(tiny.of_fast(2.2250738585072014e-308), 63);
-        for _ in 0..300 {
+        assert_eq!(fast(&tiny, 2.2250738585072014e-308), 63);
+        let mut wide = 0;
+        for _ in 0..600 {
             let a = (next() % 2000) as f64 / 7.0 - 150.0;
-            let w = [1e-9, 0.3, 1.0, 77.7, 1e12][(next() % 5) as usize];
-            let n = [1, 2, 3, 7, 64, 1000][(next() % 6) as usize];
+            let a = a * [1.0, 1e-300, 1e300, 1e6][(next() % 4) as usize];
+            let w = [1e-9, 0.3, 1.0, 77.7, 1e12, 3e-13][(next() % 6) as usize] * a.abs().max(1.0);
+            let n = [1, 2, 3, 7, 64, 1000, 1 << 20][(next() % 7) as usize];
             let Some(b) = Bins::new(a, a + w, n) else {
                 continue;
             };
-            for e in b.edges.clone() {
+            wide += usize::from(b.near.is_finite());
+            let step = (b.edges.len() / 200).max(1);
+            for e in b.edges.iter().step_by(step).copied().chain([a + w]) {
                 for x in [
                     e,
                     f64::from_bits(e.to_bits() + 1),
                     f64::from_bits(e.to_bits().wrapping_sub(1)),
+                    f64::from_bits(e.to_bits() + 2),
+                    f64::from_bits(e.to_bits().wrapping_sub(2)),
                 ] {
                     if (a..=a + w).contains(&x) {
-                        assert_eq!(b.of_fast(x), b.of(x), "x {x} in [{a}, {}] of {n}", a + w);
+                        assert_eq!(fast(&b, x), b.of(x), "x {x} in [{a}, {}] of {n}", a + w);
                     }
+                }
+            }
+            for _ in 0..200 {
+                let x = a + w * ((next() >> 11) as f64 / (1u64 << 53) as f64);
+                if (a..=a + w).contains(&x) {
+                    assert_eq!(fast(&b, x), b.of(x), "x {x} in [{a}, {}] of {n}", a + w);
+                }
+            }
+        }
+        assert!(wide > 200, "the wide path was tried ({wide} ranges)");
+    }
+
+    /// f32 values in their own loops give the numbers of the same values
+    /// widened to f64, bit for bit: blocks with and without values that
+    /// are not finite, short blocks, values on the edges.
+    #[test]
+    fn f32_loops_give_the_f64_numbers() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut v: Vec<f32> = (0..5000)
+            .map(|_| ((next() >> 40) as f32 / (1u64 << 24) as f32 - 0.3) * 7.0)
+            .collect();
+        v[10] = f32::NAN;
+        v[700] = f32::INFINITY;
+        v[701] = -0.0;
+        v[702] = 0.0;
+        for (block, bins) in [(512, 64), (37, 7), (513, 1000), (8, 1)] {
+            let (mut a, mut b) = (First::default(), First::default());
+            for c in v.chunks(block) {
+                let wide: Vec<f64> = c.iter().map(|&x| f64::from(x)).collect();
+                let bytes: Vec<[u8; 4]> = c.iter().map(|x| x.to_le_bytes()).collect();
+                a.add_block(&wide);
+                b.add_block32(&bytes);
+            }
+            assert_eq!(format!("{a:?}"), format!("{b:?}"));
+            let bins = Bins::new(a.min, a.max, bins).unwrap();
+            let mean = a.mean().unwrap();
+            let (mut p, mut q) = (Second::new(bins.n), Second::new(bins.n));
+            // The values on every edge, and every value in turn.
+            let edges: Vec<f32> = bins.edges.iter().map(|&e| e as f32).collect();
+            for c in v.chunks(block).chain(edges.chunks(block)) {
+                let wide: Vec<f64> = c.iter().map(|&x| f64::from(x)).collect();
+                let bytes: Vec<[u8; 4]> = c.iter().map(|x| x.to_le_bytes()).collect();
+                p.add_block(&wide, mean, Some(&bins));
+                q.add_block32(&bytes, mean, Some(&bins));
+            }
+            let (mut pm, mut qm) = (Second::new(bins.n), Second::new(bins.n));
+            pm.merge(&p);
+            qm.merge(&q);
+            assert_eq!(pm.counts, qm.counts, "blocks of {block}");
+            assert_eq!(pm.squares.value().to_bits(), qm.squares.value().to_bits());
+            assert!(bins.narrow.is_some() || bins.n == 1000);
+            for (k, &x) in v.iter().chain(&edges).enumerate() {
+                if x.is_finite() && f64::from(x) <= a.max {
+                    let mut i = [0];
+                    bins.index_block32(&[x.to_le_bytes()], &mut i);
+                    assert_eq!(
+                        bins.checked(i[0], f64::from(x)),
+                        bins.of(f64::from(x)),
+                        "{k}: {x}"
+                    );
                 }
             }
         }

@@ -70,6 +70,7 @@ pub const BLOCK: usize = 512;
 /// Calls `f` with the numbers of `bytes` (whole numbers of `kind`), in
 /// order, [`BLOCK`] at a time as f64: one decoding loop a kind, which the
 /// compiler makes wide, and the callers' loops over a block wide too.
+#[inline(always)]
 pub fn blocks(kind: Kind, bytes: &[u8], mut f: impl FnMut(&[f64])) {
     let w = kind.width();
     let table = match kind {
@@ -84,8 +85,16 @@ pub fn blocks(kind: Kind, bytes: &[u8], mut f: impl FnMut(&[f64])) {
     }
 }
 
+/// [`blocks`] of f32 numbers where they lie, as little-endian words,
+/// for the loops of their own (`stats::wide`): neither widened nor copied.
+#[inline(always)]
+pub fn blocks32(bytes: &[u8], f: impl FnMut(&[[u8; 4]])) {
+    bytes.as_chunks::<4>().0.chunks(BLOCK).for_each(f);
+}
+
 /// `bytes` (exactly `out.len()` numbers of `kind`) into `out`; `table`
 /// the values of a one-byte kind.
+#[inline(always)]
 fn decode(kind: Kind, table: &[f64; 256], bytes: &[u8], out: &mut [f64]) {
     macro_rules! le {
         ($t:ty, $n:literal, $conv:expr) => {
