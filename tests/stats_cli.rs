@@ -2,7 +2,7 @@
 //! here (the interop suite holds every number against numpy): names that
 //! would be terminal controls printed escaped, every tensor in the file's
 //! order, the options' bounds, and an unknown or value-less tensor refused
-//! with a word of why.
+//! with a word of why, a file truncated under the run an error.
 
 mod common;
 
@@ -91,4 +91,49 @@ fn a_long_run_shows_its_progress() {
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("computing: "), "{err:?}");
+}
+
+/// A file truncated in place under `ztfs stats` while its threads read
+/// the tensor from the file's map (reads past the new end fault): an
+/// error naming it, not a SIGBUS that kills the process without a word,
+/// and no numbers printed.
+#[test]
+fn a_file_truncated_under_stats_is_an_error() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let d = tempfile::tempdir().unwrap();
+    // 256 MiB of zeros (sparse): seconds of work for a debug build.
+    let p = d.path().join("big.safetensors");
+    let n = 256u64 << 20;
+    let header = format!(
+        r#"{{"t":{{"dtype":"F32","shape":[{}],"data_offsets":[0,{n}]}}}}"#,
+        n / 4
+    );
+    let mut head = (header.len() as u64).to_le_bytes().to_vec();
+    head.extend_from_slice(header.as_bytes());
+    std::fs::write(&p, &head).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    f.set_len(head.len() as u64 + n).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ztfs"))
+        .args([Path::new("stats"), Path::new("--progress"), &p])
+        .env("ZTFS_PROGRESS_AFTER_MS", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first progress line: the threads are reading the map.
+    let mut err = child.stderr.take().unwrap();
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !String::from_utf8_lossy(&seen).contains("computing: ") {
+        assert_eq!(err.read(&mut byte).unwrap(), 1, "stats ended first");
+        seen.push(byte[0]);
+    }
+    f.set_len(4096).unwrap();
+    err.read_to_end(&mut seen).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&seen);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("truncated under a read"), "{text}");
+    assert!(o.stdout.is_empty(), "numbers printed");
 }

@@ -31,8 +31,9 @@ pub struct StatsCmd {
     #[arg(long, default_value_t = stats::DEFAULT_BINS as u32,
           value_parser = clap::value_parser!(u32).range(1..=stats::MAX_BINS as i64))]
     pub bins: u32,
-    /// Memory for the values and a remote model's blocks, in MiB: a
-    /// tensor of up to half of it is read once, a larger one twice.
+    /// Memory for a remote model's blocks and values, in MiB: a remote
+    /// tensor of up to half of it is fetched once and kept for the second
+    /// pass, a larger one fetched twice. A local tensor is read twice.
     #[arg(long, default_value_t = 256)]
     pub cache_mib: u64,
     /// Threads computing (default: one a core).

@@ -52,7 +52,16 @@ use super::wide::{self, FirstLanes, L};
 /// The sum of `L` lanes, in a fixed order.
 #[inline(always)]
 fn lanes_sum(s: [f64; L]) -> f64 {
-    ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+    // Halves added lane to lane until one is left: a fixed tree.
+    let mut s = s;
+    let mut n = L;
+    while n > 1 {
+        n /= 2;
+        for l in 0..n {
+            s[l] += s[l + n];
+        }
+    }
+    s[0]
 }
 
 /// True when every value of `v` is finite: one wide pass, no branch.
@@ -248,24 +257,26 @@ impl Bins {
     /// whole number: no edge lies between. Within `near` of one (a value
     /// on or beside an edge, `max`, or a product past float64) the index
     /// is `u32::MAX`: the caller asks [`Bins::of`].
-    pub fn index_block(&self, v: &[f64], index: &mut [u32]) {
+    pub fn index_block(&self, v: &[f64], index: &mut [u32]) -> u32 {
         wide::bin_index(v, self.first, self.scale, self.near, index)
     }
 
     /// [`Bins::index_block`] of little-endian f32 values: in f32 where the
     /// bins allow, else widened.
-    pub fn index_block32(&self, v: &[[u8; 4]], index: &mut [u32]) {
+    pub fn index_block32(&self, v: &[[u8; 4]], index: &mut [u32]) -> u32 {
         if let Some((first, scale, near)) = self.narrow {
             return wide::bin_index32(v, first, scale, near, index);
         }
         let mut wide = [0f64; BLOCK];
+        let mut top = 0;
         for (v, index) in v.chunks(BLOCK).zip(index.chunks_mut(BLOCK)) {
             let w = &mut wide[..v.len()];
             w.iter_mut()
                 .zip(v)
                 .for_each(|(w, &x)| *w = f64::from(f32::from_le_bytes(x)));
-            self.index_block(w, index);
+            top = top.max(self.index_block(w, index));
         }
+        top
     }
 
     /// The bin of `x` whose [`Bins::index_block`] index is `i`.
@@ -300,7 +311,10 @@ pub struct Second {
     pub counts: Vec<u64>,
     /// Four more counts a bin, for [`Second::add_block`]'s values in turn;
     /// folded into `counts` by [`Second::merge`].
-    lanes: Vec<u64>,
+    lanes: Vec<[u64; 4]>,
+    /// A block's bins, kept from block to block (not made anew, zeroed,
+    /// for each).
+    index: Vec<u32>,
     /// The sum of the squared deviations from the mean.
     pub squares: Sum,
 }
@@ -309,7 +323,8 @@ impl Second {
     pub fn new(bins: usize) -> Second {
         Second {
             counts: vec![0; bins],
-            lanes: vec![0; 4 * bins],
+            lanes: vec![[0; 4]; bins],
+            index: vec![0; BLOCK],
             squares: Sum::default(),
         }
     }
@@ -339,12 +354,13 @@ impl Second {
         }
         self.squares.add(lanes_sum(sq));
         let Some(b) = bins else { return };
-        let mut index = [0u32; BLOCK];
+        let mut index = std::mem::take(&mut self.index);
         for v in v.chunks(BLOCK) {
             let index = &mut index[..v.len()];
-            b.index_block(v, index);
-            self.count(b, index, |k| v[k]);
+            let top = b.index_block(v, index);
+            self.count(b, index, top, |k| v[k]);
         }
+        self.index = index;
     }
 
     /// [`Second::add_block`] of little-endian f32 values, the same
@@ -357,49 +373,50 @@ impl Second {
         }
         self.squares.add(lanes_sum(sq));
         let Some(b) = bins else { return };
-        let mut index = [0u32; BLOCK];
+        let mut index = std::mem::take(&mut self.index);
         for v in v.chunks(BLOCK) {
             let index = &mut index[..v.len()];
-            b.index_block32(v, index);
-            self.count(b, index, |k| value(v[k]));
+            let top = b.index_block32(v, index);
+            self.count(b, index, top, |k| value(v[k]));
         }
+        self.index = index;
     }
 
     /// Counts each value in the bin `index` gives it (`x(k)` value `k`,
-    /// for those whose bin [`Bins::checked`] finds numpy's way), four
-    /// values at a time into four sets of counts: a run of values in one
-    /// bin adds to four counters, not one (each add waits for the last
-    /// to the same counter).
+    /// for those whose bin [`Bins::checked`] finds numpy's way; `top` the
+    /// largest index), four values at a time into four sets of counts: a
+    /// run of values in one bin adds to four counters, not one (each add
+    /// waits for the last to the same counter).
     #[inline(always)]
-    fn count(&mut self, b: &Bins, index: &[u32], x: impl Fn(usize) -> f64) {
-        let n = self.counts.len();
-        let (c0, rest) = self.lanes.split_at_mut(n);
-        let (c1, rest) = rest.split_at_mut(n);
-        let (c2, c3) = rest.split_at_mut(n);
+    fn count(&mut self, b: &Bins, index: &[u32], top: u32, x: impl Fn(usize) -> f64) {
         let quads = index.chunks_exact(4);
-        let done = index.len() - quads.remainder().len();
+        let rest = quads.remainder();
+        let done = index.len() - rest.len();
+        let lanes = &mut self.lanes[..];
+        if (top as usize) < lanes.len() {
+            // Every index a bin (the usual): no value to ask about.
+            for q in quads {
+                lanes[q[0] as usize][0] += 1;
+                lanes[q[1] as usize][1] += 1;
+                lanes[q[2] as usize][2] += 1;
+                lanes[q[3] as usize][3] += 1;
+            }
+            rest.iter().for_each(|&i| lanes[i as usize][0] += 1);
+            return;
+        }
         for (k, q) in quads.enumerate() {
-            let [i0, i1, i2, i3] = [q[0], q[1], q[2], q[3]].map(|i| i as usize);
-            if i0.max(i1).max(i2).max(i3) < n {
-                c0[i0] += 1;
-                c1[i1] += 1;
-                c2[i2] += 1;
-                c3[i3] += 1;
-            } else {
-                for (j, &i) in q.iter().enumerate() {
-                    c0[b.checked(i, x(4 * k + j))] += 1;
-                }
+            for (j, &i) in q.iter().enumerate() {
+                lanes[b.checked(i, x(4 * k + j))][j] += 1;
             }
         }
         for (k, &i) in index.iter().enumerate().skip(done) {
-            c0[b.checked(i, x(k))] += 1;
+            lanes[b.checked(i, x(k))][0] += 1;
         }
     }
 
     pub fn merge(&mut self, o: &Second) {
-        let n = self.counts.len();
         for (i, a) in self.counts.iter_mut().enumerate() {
-            *a += o.counts[i] + (0..4).map(|l| o.lanes[l * n + i]).sum::<u64>();
+            *a += o.counts[i] + o.lanes[i].iter().sum::<u64>();
         }
         self.squares.merge(o.squares);
     }

@@ -7,8 +7,8 @@
 //! f64, at twice the values a register.
 
 /// Lanes of the wide loops: as many independent sums as keep the adds
-/// busy (each waits for its lane's last), two AVX2 registers of f64.
-pub const L: usize = 8;
+/// busy (each waits for its lane's last), four AVX2 registers of f64.
+pub const L: usize = 16;
 
 /// The [`L`] lanes of [`first_lanes`] over values of type `T`.
 pub struct FirstLanes<T> {
@@ -95,7 +95,8 @@ crate::sys::wide! {
     /// `Bins::index_block`): rounded to the nearest whole number by
     /// adding 1.5 x 2^52, whose low bits are then that number, less one
     /// where it rounded up; `u32::MAX` within `near` of a whole number.
-    pub fn bin_index(v: &[f64], first: f64, scale: f64, near: f64, index: &mut [u32]) {
+    /// Returns the largest index.
+    pub fn bin_index(v: &[f64], first: f64, scale: f64, near: f64, index: &mut [u32]) -> u32 {
         const MAGIC: f64 = 6_755_399_441_055_744.0;
         for (o, &x) in index.iter_mut().zip(v) {
             let f = (x - first) * scale;
@@ -105,6 +106,7 @@ crate::sys::wide! {
             // Not `d.abs() <= near`: a NaN is near too.
             *o = if d.abs() > near { i } else { u32::MAX };
         }
+        index.iter().fold(0, |m, &i| m.max(i))
     }
 }
 
@@ -112,7 +114,13 @@ crate::sys::wide! {
     /// [`bin_index`] in f32, for little-endian f32 values and an f32
     /// `first`: eight values a register and the index straight from each
     /// lane's bits (1.5 x 2^23 added; the product is below 2^22).
-    pub fn bin_index32(v: &[[u8; 4]], first: f32, scale: f32, near: f32, index: &mut [u32]) {
+    pub fn bin_index32(
+        v: &[[u8; 4]],
+        first: f32,
+        scale: f32,
+        near: f32,
+        index: &mut [u32],
+    ) -> u32 {
         const MAGIC: f32 = 12_582_912.0;
         for (o, &x) in index.iter_mut().zip(v) {
             let f = (f32::from_le_bytes(x) - first) * scale;
@@ -121,5 +129,6 @@ crate::sys::wide! {
             let i = (t.to_bits() & 0x3F_FFFF).wrapping_sub(u32::from(d < 0.0));
             *o = if d.abs() > near { i } else { u32::MAX };
         }
+        index.iter().fold(0, |m, &i| m.max(i))
     }
 }

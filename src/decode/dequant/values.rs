@@ -11,8 +11,9 @@ use super::{dequantize, Block};
 use crate::format::Ranges;
 
 /// Blocks dequantized at once into one scratch buffer (at most 256 values
-/// each: 1 MiB of f32).
-const BLOCKS_AT_ONCE: u64 = 1024;
+/// each: 64 KiB of f32, within a core's cache from the dequantization to
+/// the copy out; 1 MiB made `ztfs stats` of a Q4_K tensor 5% slower).
+const BLOCKS_AT_ONCE: u64 = 64;
 
 /// A read of at least this many bytes is split over the machine's cores.
 const PARALLEL_BYTES: usize = 8 << 20;

@@ -145,6 +145,51 @@ impl Tree {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree::{Options, ROOT};
+
+    /// A safetensors file of float32 tensors `a` and `b`, 100 values each.
+    fn two_tensors(dir: &std::path::Path) -> std::path::PathBuf {
+        let header = br#"{"a":{"dtype":"F32","shape":[100],"data_offsets":[0,400]},"b":{"dtype":"F32","shape":[100],"data_offsets":[400,800]}}"#;
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend_from_slice(header);
+        for i in 0..200u32 {
+            bytes.extend_from_slice(&(i as f32 * 0.5 - 7.0).to_le_bytes());
+        }
+        let path = dir.join("two.safetensors");
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    /// A stats.json the cache let go (a budget that holds one entry: `b`'s
+    /// evicts `a`'s) is computed again on its next read, to the same bytes.
+    #[test]
+    fn a_dropped_stats_json_is_computed_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = crate::model::Model::open(&two_tensors(dir.path())).unwrap();
+        let opts = Options {
+            cache_bytes: 0,
+            ..Options::default()
+        };
+        let tree = Arc::new(Tree::build(model, opts).unwrap());
+        let stats_of = |name: &str| {
+            let dir = tree.lookup(ROOT, name.as_bytes()).unwrap().ino;
+            let ino = tree.lookup(dir, STATS_JSON.as_bytes()).unwrap().ino;
+            tree.open_wait(ino).unwrap();
+            tree.read_wait(ino, 0, 1 << 16).unwrap()
+        };
+        let a = (0..2).find(|&i| &*tree.object(i).name == "a").unwrap();
+        let first = stats_of("a");
+        assert!(tree.frames.stats(a).is_some());
+        let v: serde_json::Value = serde_json::from_slice(&first).unwrap();
+        assert_eq!(
+            (v["count"].as_u64(), v["min"].as_f64()),
+            (Some(100), Some(-7.0))
+        );
+        stats_of("b");
+        assert!(tree.frames.stats(a).is_none(), "b's stats.json let a's go");
+        assert_eq!(stats_of("a"), first, "computed again, the same");
+        assert!(tree.frames.stats(a).is_some());
+    }
 
     #[test]
     fn every_stats_json_has_the_one_length() {
