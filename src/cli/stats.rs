@@ -57,15 +57,7 @@ impl StatsCmd {
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
             .max(1);
-        // A remote tensor is kept for the second pass (within the memory
-        // allowed) rather than fetched again; a local one is read again,
-        // which costs less than faulting in and filling as large a buffer
-        // (a dequantized tensor is decoded twice: Q4_K, 0.05 s against
-        // 0.09 s kept for [4096, 8192] on 2 cores).
-        let keep = match crate::store::remote::url_of(&self.model.file) {
-            Some(_) => self.cache_mib.saturating_mul(1 << 20) / 2,
-            None => 0,
-        };
+        let keep = stats::keep(&self.model.file, self.cache_mib);
         let results = compute_all(&m, &chosen, self.bins as usize, threads, keep)?;
         let mut out = std::io::stdout().lock();
         let text = match self.json {

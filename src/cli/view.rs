@@ -25,7 +25,8 @@ pub struct ViewCmd {
     /// Open the page in the desktop's browser (xdg-open).
     #[arg(long)]
     pub open: bool,
-    /// Memory for the values and a remote model's blocks, in MiB.
+    /// Memory for a remote model's blocks and values, in MiB (as for
+    /// `ztfs stats`).
     #[arg(long, default_value_t = 256)]
     pub cache_mib: u64,
 }
@@ -43,7 +44,7 @@ impl ViewCmd {
             bind: self.bind,
             port: self.port,
             open: self.open,
-            keep: self.cache_mib.saturating_mul(1 << 20) / 2,
+            keep: crate::stats::keep(&self.model.file, self.cache_mib),
         };
         crate::view::serve(m, source, opts)
     }
