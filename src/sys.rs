@@ -700,6 +700,14 @@ pub fn copy_file_range(
     usize::try_from(n).map_err(|_| io::Error::last_os_error())
 }
 
+/// The threads this process may run at once, asked once: std asks the
+/// cgroup's files each time (opens and reads: tens of microseconds, which
+/// the dequantizer's reads paid once each).
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Defines a function whose body is compiled twice, for the x86-64
 /// baseline (SSE2) and for AVX2, and runs the AVX2 one where the CPU has
 /// it: the statistics' wide loops, on twice the lanes. The numbers are the

@@ -91,7 +91,7 @@ impl Values {
         out: &mut [u8],
     ) -> Result<(), String> {
         self.check(file, offset, out.len())?;
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = crate::sys::cores();
         if out.len() < PARALLEL_BYTES || threads < 2 {
             return self.read_run(file, offset, out);
         }

@@ -103,7 +103,7 @@ impl Tree {
             kind,
             read: &read,
             bins: stats::DEFAULT_BINS,
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            threads: crate::sys::cores(),
             keep: self.frames.budget() / 4,
             progress: &|_| {},
             stop: Some(&stop),
