@@ -53,7 +53,7 @@ impl StatsCmd {
         };
         let m = crate::Model::of(model, opts)?;
         let chosen = choose(&m, &self.tensors)?;
-        let threads = self.threads.unwrap_or_else(|| crate::sys::cores()).max(1);
+        let threads = self.threads.unwrap_or_else(crate::sys::cores).max(1);
         let keep = stats::keep(&self.model.file, self.cache_mib);
         let results = compute_all(&m, &chosen, self.bins as usize, threads, keep)?;
         let mut out = std::io::stdout().lock();
