@@ -353,14 +353,9 @@ impl Second {
             return v.iter().for_each(|&x| self.add(x, mean, bins));
         }
         self.squares.add(lanes_sum(sq));
-        let Some(b) = bins else { return };
-        let mut index = std::mem::take(&mut self.index);
-        for v in v.chunks(BLOCK) {
-            let index = &mut index[..v.len()];
-            let top = b.index_block(v, index);
-            self.count(b, index, top, |k| v[k]);
+        if let Some(b) = bins {
+            self.count_blocks(v, b, |v, i| b.index_block(v, i), |x| x);
         }
-        self.index = index;
     }
 
     /// [`Second::add_block`] of little-endian f32 values, the same
@@ -372,14 +367,29 @@ impl Second {
             return v.iter().for_each(|&x| self.add(value(x), mean, bins));
         }
         self.squares.add(lanes_sum(sq));
-        let Some(b) = bins else { return };
-        let mut index = std::mem::take(&mut self.index);
-        for v in v.chunks(BLOCK) {
-            let index = &mut index[..v.len()];
-            let top = b.index_block32(v, index);
-            self.count(b, index, top, |k| value(v[k]));
+        if let Some(b) = bins {
+            self.count_blocks(v, b, |v, i| b.index_block32(v, i), value);
         }
-        self.index = index;
+    }
+
+    /// Counts `v`'s values in `b`'s bins a block at a time: `index` finds
+    /// a block's bins wide (and returns the largest), `value` is a value
+    /// as f64 for those [`Bins::checked`] finds numpy's way.
+    #[inline(always)]
+    fn count_blocks<E: Copy>(
+        &mut self,
+        v: &[E],
+        b: &Bins,
+        index: impl Fn(&[E], &mut [u32]) -> u32,
+        value: impl Fn(E) -> f64,
+    ) {
+        let mut buf = std::mem::take(&mut self.index);
+        for v in v.chunks(BLOCK) {
+            let buf = &mut buf[..v.len()];
+            let top = index(v, buf);
+            self.count(b, buf, top, |k| value(v[k]));
+        }
+        self.index = buf;
     }
 
     /// Counts each value in the bin `index` gives it (`x(k)` value `k`,
@@ -460,6 +470,16 @@ mod tests {
         assert!(Bins::new(f64::MIN, f64::MAX, 4).is_none());
     }
 
+    /// A xorshift generator from `seed`.
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
     /// The bin [`Second::add_block`] counts a value in.
     fn fast(b: &Bins, x: f64) -> usize {
         let mut i = [0];
@@ -472,13 +492,7 @@ mod tests {
     /// sizes, places and bin counts.
     #[test]
     fn the_wide_bin_is_numpys_bin() {
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
         // A range of subnormals: n / width is past float64.
         let tiny = Bins::new(-5e-324, 2.2250738585072014e-308, 64).unwrap();
         for x in [-5e-324, 0.0, 5e-324, 1e-310, 2.2250738585072014e-308] {
@@ -524,13 +538,7 @@ mod tests {
     /// are not finite, short blocks, values on the edges.
     #[test]
     fn f32_loops_give_the_f64_numbers() {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
         let mut v: Vec<f32> = (0..5000)
             .map(|_| ((next() >> 40) as f32 / (1u64 << 24) as f32 - 0.3) * 7.0)
             .collect();
