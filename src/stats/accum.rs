@@ -186,8 +186,8 @@ pub struct Bins {
     denom: f64,
     /// `n / denom`: the index within rounding, for [`Bins::index_block`].
     scale: f64,
-    /// How far `(x - first) * scale` may be from an edge's index and
-    /// still be on either side of it (see [`Bins::index_block`]); infinite
+    /// Within this of a whole number `k`, `(x - first) * scale` may be on
+    /// the wrong side of edge `k` (see [`Bins::index_block`]); infinite
     /// where rounding can move a value across an edge wherever it is.
     near: f64,
     /// `first`, `scale` and `near` for f32 values, computed in f32
@@ -227,8 +227,13 @@ impl Bins {
         // edge of linspace's lies from its exact place (the step's two
         // roundings and the edge's own, up to the larger end's ulp), in
         // units of a bin; four times that, to be sure.
+        // A subnormal step's error is absolute, not relative: no bound
+        // here, every value numpy's way.
         let ends = first.abs().max(last.abs());
-        let edges_err = f64::EPSILON * (3.0 + ends / delta);
+        let edges_err = match step >= f64::MIN_POSITIVE {
+            true => f64::EPSILON * (3.0 + ends / delta),
+            false => f64::INFINITY,
+        };
         let err = 4.0 * n as f64 * edges_err;
         // In f32: three roundings in f32 (the difference, the scale, the
         // product), the edges' as above.
@@ -499,6 +504,30 @@ mod tests {
             assert_eq!(fast(&tiny, x), tiny.of(x), "{x:e}");
         }
         assert_eq!(fast(&tiny, 2.2250738585072014e-308), 63);
+        // Subnormal steps: their edges are off by whole units of the
+        // smallest subnormal, not by a relative error.
+        for (a, w, n) in [
+            (0.0, 1e-310, 64),
+            (-3e-312, 1e-309, 1000),
+            (1e-320, 4e-321, 7),
+        ] {
+            let b = Bins::new(a, a + w, n).unwrap();
+            for k in 0..20_000u64 {
+                let x = a + w * (k as f64 / 20_000.0);
+                assert_eq!(fast(&b, x), b.of(x), "x {x:e} in [{a:e}, +{w:e}] of {n}");
+            }
+            for &e in &b.edges {
+                for x in [
+                    e,
+                    f64::from_bits(e.to_bits() + 1),
+                    f64::from_bits(e.to_bits().wrapping_sub(1)),
+                ] {
+                    if (a..=a + w).contains(&x) {
+                        assert_eq!(fast(&b, x), b.of(x), "x {x:e} in [{a:e}, +{w:e}] of {n}");
+                    }
+                }
+            }
+        }
         let mut wide = 0;
         for _ in 0..600 {
             let a = (next() % 2000) as f64 / 7.0 - 150.0;
