@@ -10,6 +10,7 @@
 //! values' scale.
 
 use super::values::BLOCK;
+use super::wide::{self, FirstLanes, L};
 
 /// A compensated sum (Neumaier's variant of Kahan's).
 #[derive(Debug, Clone, Copy, Default)]
@@ -47,13 +48,10 @@ impl Sum {
     }
 }
 
-use super::wide::{self, FirstLanes, L};
-
 /// The sum of `L` lanes, in a fixed order.
 #[inline(always)]
-fn lanes_sum(s: [f64; L]) -> f64 {
+fn lanes_sum(mut s: [f64; L]) -> f64 {
     // Halves added lane to lane until one is left: a fixed tree.
-    let mut s = s;
     let mut n = L;
     while n > 1 {
         n /= 2;
@@ -65,7 +63,6 @@ fn lanes_sum(s: [f64; L]) -> f64 {
 }
 
 /// True when every value of `v` is finite: one wide pass, no branch.
-#[inline(always)]
 fn all_finite(v: &[f64]) -> bool {
     v.iter().fold(true, |all, &x| all & x.is_finite())
 }

@@ -70,7 +70,6 @@ pub const BLOCK: usize = 512;
 /// Calls `f` with the numbers of `bytes` (whole numbers of `kind`), in
 /// order, [`BLOCK`] at a time as f64: one decoding loop a kind, which the
 /// compiler makes wide, and the callers' loops over a block wide too.
-#[inline(always)]
 pub fn blocks(kind: Kind, bytes: &[u8], mut f: impl FnMut(&[f64])) {
     let w = kind.width();
     let table = match kind {
@@ -94,7 +93,6 @@ pub fn blocks32(bytes: &[u8], f: impl FnMut(&[[u8; 4]])) {
 
 /// `bytes` (exactly `out.len()` numbers of `kind`) into `out`; `table`
 /// the values of a one-byte kind.
-#[inline(always)]
 fn decode(kind: Kind, table: &[f64; 256], bytes: &[u8], out: &mut [f64]) {
     macro_rules! le {
         ($t:ty, $n:literal, $conv:expr) => {
