@@ -289,6 +289,10 @@ fn serve(args: &MountArgs, tree: Arc<Tree>, mut ready: Option<UnixStream>) -> Re
     }
     let end = wait_for_end(mnt, session);
     crate::mounts::Record::remove(mnt);
+    // The blocks still queued for the shared cache tier written, and this
+    // node's claims of them released: other nodes would otherwise miss
+    // them, and wait on those claims until they give up.
+    crate::store::flush_shared_cache(std::time::Duration::from_secs(30));
     tree.log_failure_counts();
     if let Some(c) = crate::store::cache_counts() {
         log::info!("caches of remote blocks: {c}");

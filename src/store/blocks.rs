@@ -119,10 +119,30 @@ impl Blocks {
         locked(&self.spare).pop().unwrap_or_default()
     }
 
+    /// Keeps the buffer of `bytes`, a block the cache has let go, for a
+    /// next fetch, when no one else holds it.
+    pub fn give_back(&self, bytes: Arc<Vec<u8>>) {
+        if let Ok(buf) = Arc::try_unwrap(bytes) {
+            self.spare(buf);
+        }
+    }
+
+    fn spare(&self, mut buf: Vec<u8>) {
+        let mut spare = locked(&self.spare);
+        if spare.len() < SPARE {
+            buf.clear();
+            spare.push(buf);
+        }
+    }
+
     /// Block `index`, from the cache or from `fetch`. A failed fetch
     /// answers its waiters, and readers for [`FAILED_FOR`] after it; then
     /// the next reader tries again.
-    pub fn get(&self, index: Key, fetch: impl FnOnce() -> Result<Vec<u8>>) -> Result<Arc<Vec<u8>>> {
+    pub fn get(
+        &self,
+        index: Key,
+        fetch: impl FnOnce() -> Result<Arc<Vec<u8>>>,
+    ) -> Result<Arc<Vec<u8>>> {
         self.get_noting(index, fetch).map(|(b, _)| b)
     }
 
@@ -131,7 +151,7 @@ impl Blocks {
     pub fn get_noting(
         &self,
         index: Key,
-        fetch: impl FnOnce() -> Result<Vec<u8>>,
+        fetch: impl FnOnce() -> Result<Arc<Vec<u8>>>,
     ) -> Result<(Arc<Vec<u8>>, bool)> {
         let slot = {
             let mut inner = locked(&self.inner);
@@ -154,7 +174,6 @@ impl Blocks {
         }
         match fetch() {
             Ok(bytes) => {
-                let bytes = Arc::new(bytes);
                 *data = State::Held(bytes.clone());
                 drop(data);
                 self.account(index, bytes.len() as u64);
@@ -179,7 +198,7 @@ impl Blocks {
         &self,
         first: Key,
         max: u64,
-        fetch: impl FnOnce(u64, &mut dyn FnMut(Vec<u8>)) -> Result<()>,
+        fetch: impl FnOnce(u64, &mut dyn FnMut(Arc<Vec<u8>>)) -> Result<()>,
     ) -> u64 {
         let slots: Vec<Arc<Slot>> = {
             let mut inner = locked(&self.inner);
@@ -215,7 +234,7 @@ impl Blocks {
         let fetched = fetch(n, &mut |bytes| {
             if let Some(mut g) = pending.next() {
                 let len = bytes.len() as u64;
-                *g = State::Held(Arc::new(bytes));
+                *g = State::Held(bytes);
                 drop(g);
                 self.account(index, len);
                 index += 1;
@@ -298,12 +317,8 @@ impl Blocks {
                 State::Held(d) => Arc::try_unwrap(d).ok(),
                 _ => None,
             });
-            if let Some(mut buf) = data {
-                let mut spare = locked(&self.spare);
-                if spare.len() < SPARE {
-                    buf.clear();
-                    spare.push(buf);
-                }
+            if let Some(buf) = data {
+                self.spare(buf);
             }
         }
     }
@@ -327,7 +342,7 @@ mod tests {
             blocks
                 .get(i, || {
                     fetches.fetch_add(1, Ordering::Relaxed);
-                    Ok(vec![i as u8; 10])
+                    Ok(Arc::new(vec![i as u8; 10]))
                 })
                 .unwrap()
         };
@@ -351,17 +366,17 @@ mod tests {
     fn a_block_done_with_goes_first() {
         let blocks = Blocks::new(3 * 10);
         for i in 0..3 {
-            blocks.get(i, || Ok(vec![i as u8; 10])).unwrap();
+            blocks.get(i, || Ok(Arc::new(vec![i as u8; 10]))).unwrap();
         }
         blocks.done_with(2);
-        blocks.get(3, || Ok(vec![3; 10])).unwrap();
+        blocks.get(3, || Ok(Arc::new(vec![3; 10]))).unwrap();
         for i in [0, 1, 3] {
             blocks.get(i, || panic!("{i} was dropped")).unwrap();
         }
         let fetched = AtomicU64::new(0);
         (blocks.get(2, || {
             fetched.fetch_add(1, Ordering::Relaxed);
-            Ok(vec![2; 10])
+            Ok(Arc::new(vec![2; 10]))
         }))
         .unwrap();
         assert_eq!(fetched.load(Ordering::Relaxed), 1, "2 was dropped");
@@ -370,10 +385,10 @@ mod tests {
     #[test]
     fn a_run_is_fetched_in_one_call_and_stops_at_a_block_already_held() {
         let blocks = Blocks::new(100);
-        blocks.get(3, || Ok(vec![3; 4])).unwrap();
+        blocks.get(3, || Ok(Arc::new(vec![3; 4]))).unwrap();
         let n = blocks.fill_run(0, 5, |n, put| {
             for i in 0..n {
-                put(vec![i as u8; 4]);
+                put(Arc::new(vec![i as u8; 4]));
             }
             Ok(())
         });
@@ -387,14 +402,14 @@ mod tests {
         // answers with the failure for a while, then is fetched again.
         blocks.fill_run(4, 2, |n, put| {
             assert_eq!(n, 2);
-            put(vec![4; 4]);
+            put(Arc::new(vec![4; 4]));
             Err(crate::error::Error::Unsupported("down".into()))
         });
         assert_eq!(*blocks.get(4, || panic!("4 was put")).unwrap(), vec![4; 4]);
         let e = blocks.get(5, || panic!("5 failed just now")).unwrap_err();
         assert!(e.to_string().contains("down"), "{e}");
         std::thread::sleep(FAILED_FOR);
-        assert_eq!(*blocks.get(5, || Ok(vec![7])).unwrap(), vec![7]);
+        assert_eq!(*blocks.get(5, || Ok(Arc::new(vec![7]))).unwrap(), vec![7]);
     }
 
     #[test]
@@ -405,10 +420,10 @@ mod tests {
         std::thread::scope(|s| {
             s.spawn(move || {
                 run.fill_run(0, 2, |_, put| {
-                    put(vec![0; 4]);
+                    put(Arc::new(vec![0; 4]));
                     // The rest of the run waits until block 0 was read.
                     go_on.recv().unwrap();
-                    put(vec![1; 4]);
+                    put(Arc::new(vec![1; 4]));
                     Ok(())
                 })
             });
@@ -450,7 +465,7 @@ mod tests {
             "one request for 4 readers"
         );
         std::thread::sleep(FAILED_FOR);
-        assert_eq!(*blocks.get(7, || Ok(vec![1])).unwrap(), vec![1]);
+        assert_eq!(*blocks.get(7, || Ok(Arc::new(vec![1]))).unwrap(), vec![1]);
     }
 
     /// A block fetched by its reader, or waited for, was not ready at
@@ -458,7 +473,7 @@ mod tests {
     #[test]
     fn get_noting_says_whether_the_reader_waited() {
         let blocks = Blocks::new(1 << 20);
-        let (b, waited) = blocks.get_noting(1, || Ok(vec![1; 4])).unwrap();
+        let (b, waited) = blocks.get_noting(1, || Ok(Arc::new(vec![1; 4]))).unwrap();
         assert_eq!((*b == vec![1; 4], waited), (true, true));
         let (_, waited) = blocks.get_noting(1, || panic!("held")).unwrap();
         assert!(!waited);
@@ -469,7 +484,7 @@ mod tests {
             other.get(2, || {
                 started_tx.send(()).unwrap();
                 std::thread::sleep(std::time::Duration::from_millis(200));
-                Ok(vec![2])
+                Ok(Arc::new(vec![2]))
             })
         });
         started_rx.recv().unwrap();
@@ -489,7 +504,7 @@ mod tests {
                         .get(1, || {
                             fetches.fetch_add(1, Ordering::Relaxed);
                             std::thread::sleep(std::time::Duration::from_millis(50));
-                            Ok(vec![9; 4])
+                            Ok(Arc::new(vec![9; 4]))
                         })
                         .unwrap()
                 });

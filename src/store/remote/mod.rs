@@ -74,9 +74,9 @@ const TAIL_KEY: u64 = u64::MAX;
 const HEAD_KEY: u64 = u64::MAX - 1;
 /// Bytes per cached block: what a small read fetches.
 pub const BLOCK: u64 = 1 << 20;
-/// Most blocks of one origin request of the read-ahead when there is a
-/// shared cache tier: the next blocks are asked of the tier first.
-const TIER_RUN: u64 = 4;
+/// Blocks one read-ahead request loads at once, each by itself, when
+/// there is a shared cache tier (see [`Object::fill_each`]).
+const TIER_AT_ONCE: u64 = 4;
 
 /// What the shared cache tier says of a block not on disk
 /// ([`Object::ask_tier`]).
@@ -85,8 +85,6 @@ enum Tiered {
     Got(Vec<u8>),
     /// This node fetches it from the origin, having claimed it or not.
     Fetch { claimed: bool },
-    /// Another node claimed it lately.
-    Theirs,
 }
 /// Bytes of blocks kept by a process until [`set_cache_budget`] says
 /// otherwise (`ztfs mount --cache-mib`).
@@ -363,10 +361,12 @@ impl Remote {
             Ask::Tail { .. } => TAIL_KEY,
             Ask::Head => HEAD_KEY,
         };
-        let _ = remote.blocks.get(remote.piece_key(piece), || Ok(bytes));
+        let _ = remote
+            .blocks
+            .get(remote.piece_key(piece), || Ok(Arc::new(bytes)));
         if let Some((_, _, bytes)) = first {
             let key = remote.key(Grid::ZERO, 0);
-            let _ = remote.blocks.get(key, || Ok(bytes));
+            let _ = remote.blocks.get(key, || Ok(Arc::new(bytes)));
         }
         Ok(remote)
     }
@@ -586,22 +586,25 @@ impl Object {
 
     /// Block `j` of `grid`: from the disk cache, else from the shared cache
     /// tier, else fetched (and kept in both).
-    fn load(&self, grid: Grid, j: u64) -> Result<Vec<u8>> {
+    fn load(&self, grid: Grid, j: u64) -> Result<Arc<Vec<u8>>> {
         let range = grid.range(j, self.len);
         let key = disk::key(&self.id, grid.key(j));
         let disk = self.disk.as_deref();
         if let Some(d) = disk {
             if let Some(b) = d.get(&key, range.end - range.start, self.blocks.buffer()) {
-                return Ok(b);
+                return Ok(Arc::new(b));
             }
         }
-        let claimed = match self.ask_tier(&key, range.end - range.start, true) {
-            Tiered::Got(b) => return Ok(b),
+        let claimed = match self.ask_tier(&key, range.end - range.start) {
+            Tiered::Got(b) => return Ok(Arc::new(b)),
             Tiered::Fetch { claimed } => claimed,
-            Tiered::Theirs => false,
         };
-        match self.fetch(range) {
-            Ok(bytes) => {
+        let mut fetched = Vec::new();
+        let len = range.end - range.start;
+        let buffer = &mut || self.blocks.buffer();
+        match self.fetch_in(range, len, buffer, &mut |b| fetched = b) {
+            Ok(()) => {
+                let bytes = Arc::new(fetched);
                 self.keep(&key, &bytes, claimed);
                 Ok(bytes)
             }
@@ -614,11 +617,10 @@ impl Object {
 
     /// What the shared cache tier says of block `key` of `len` bytes, not
     /// on disk: the block (kept on disk too); or, when it lacks it, that
-    /// this node fetches it from the origin, having claimed it or not; or
-    /// (unless `wait`) that another node claimed it. With `wait`, a block
-    /// another node claimed is waited for, and fetched unclaimed if it
-    /// does not come. No tier: fetch, unclaimed.
-    fn ask_tier(&self, key: &disk::Key, len: u64, wait: bool) -> Tiered {
+    /// this node fetches it from the origin, having claimed it or not. A
+    /// block another node claimed is waited for, and fetched unclaimed if
+    /// it does not come. No tier: fetch, unclaimed.
+    fn ask_tier(&self, key: &disk::Key, len: u64) -> Tiered {
         let Some(t) = &self.tier else {
             return Tiered::Fetch { claimed: false };
         };
@@ -634,7 +636,6 @@ impl Object {
         match t.claim(key) {
             tier::Claim::Mine => Tiered::Fetch { claimed: true },
             tier::Claim::Unknown => Tiered::Fetch { claimed: false },
-            tier::Claim::Theirs if !wait => Tiered::Theirs,
             tier::Claim::Theirs => match t.wait_for(key, len) {
                 Some(bytes) => got(bytes),
                 None => Tiered::Fetch { claimed: false },
@@ -643,14 +644,14 @@ impl Object {
     }
 
     /// Keeps block `key`, fetched from the origin, on disk and (behind the
-    /// reader) in the shared cache tier, releasing this node's claim of
-    /// it after.
-    fn keep(&self, key: &disk::Key, bytes: &[u8], claimed: bool) {
+    /// reader, the cache's own bytes) in the shared cache tier, releasing
+    /// this node's claim of it after.
+    fn keep(&self, key: &disk::Key, bytes: &Arc<Vec<u8>>, claimed: bool) {
         if let Some(d) = self.disk.as_deref() {
             d.put(key, bytes);
         }
         if let Some(t) = &self.tier {
-            t.put_behind(key, bytes, claimed);
+            t.put_behind(key, bytes.clone(), claimed);
         }
     }
 
@@ -663,22 +664,17 @@ impl Object {
 
     /// Read-ahead of blocks `from..from + count` into the block cache:
     /// those on disk are loaded from it, each run of the others fetched by
-    /// one request, every block kept on disk too. With a shared cache
-    /// tier, each block is asked of it first, and a run from the origin
-    /// is of at most [`TIER_RUN`] blocks the tier lacks and this node
-    /// claims (the blocks after a miss may be there, another node
-    /// fetching ahead of this one).
+    /// one request, every block kept on disk too. With a shared cache tier
+    /// see [`Object::fill_each`].
     fn fill(&self, grid: Grid, from: u64, count: u64) {
+        if self.tier.is_some() {
+            return self.fill_each(grid, from, count);
+        }
         let disk = self.disk.as_deref();
         let on_disk = |j: u64| disk.is_some_and(|d| d.has(&disk::key(&self.id, grid.key(j))));
         // A first block cut short (block 0 of a shifted grid) is fetched
         // alone: a run is cut into whole blocks from its start.
         let short = |j: u64| j * BLOCK < grid.shift;
-        let held = |j: u64| self.blocks.peek(self.key(grid, j)).is_some();
-        let len = |j: u64| {
-            let r = grid.range(j, self.len);
-            r.end - r.start
-        };
         let end = from + count;
         let mut j = from;
         while j < end {
@@ -687,78 +683,54 @@ impl Object {
                 j += 1;
                 continue;
             }
-            let mut claims = Vec::new();
-            let run = match &self.tier {
-                Some(_) if !held(j) => {
-                    // The tier asked for the next blocks at once, each by a
-                    // thread of its own (a request or two each).
-                    let last = (j..end)
-                        .take(TIER_RUN as usize)
-                        .take_while(|&k| k == j || (!on_disk(k) && !short(k) && !held(k)))
-                        .last()
-                        .unwrap_or(j);
-                    let asked: Vec<Tiered> = std::thread::scope(|s| {
-                        let asks: Vec<_> = (j..=last)
-                            .map(|k| {
-                                let key = disk::key(&self.id, grid.key(k));
-                                s.spawn(move || self.ask_tier(&key, len(k), false))
-                            })
-                            .collect();
-                        let unclaimed = || Tiered::Fetch { claimed: false };
-                        asks.into_iter()
-                            .map(|h| h.join().unwrap_or_else(|_| unclaimed()))
-                            .collect()
-                    });
-                    let mut run = 0;
-                    let mut cut = false;
-                    for (k, a) in (j..).zip(asked) {
-                        let key = disk::key(&self.id, grid.key(k));
-                        match a {
-                            Tiered::Got(b) => {
-                                let _ = self.blocks.get(self.key(grid, k), || Ok(b));
-                                cut = true;
-                            }
-                            // A block another node claimed is left to it:
-                            // the read-ahead goes on to the next ones (so
-                            // nodes reading together claim blocks apart),
-                            // and a reader that reaches it waits for it.
-                            Tiered::Theirs => cut = true,
-                            Tiered::Fetch { claimed } if !cut => {
-                                claims.push(claimed);
-                                run += 1;
-                            }
-                            // Claimed, past the run's end: not fetched now.
-                            Tiered::Fetch { claimed } => self.release(&key, claimed),
-                        }
-                    }
-                    if run == 0 {
-                        j += 1;
-                        continue;
-                    }
-                    run
-                }
-                Some(_) => 1,
-                None => (j..end).take_while(|&i| !on_disk(i)).count() as u64,
-            };
+            let run = (j..end).take_while(|&i| !on_disk(i)).count() as u64;
             let first = j;
             let filled = self.blocks.fill_run(self.key(grid, first), run, |n, put| {
                 let mut i = first;
                 let range = grid.start(first)..grid.start(first + n).min(self.len);
                 self.fetch_blocks(range, &mut |bytes| {
                     (self.pace()).arrived(bytes.len() as u64, std::time::Instant::now());
-                    let claimed = claims.get((i - first) as usize).copied().unwrap_or(false);
-                    self.keep(&disk::key(&self.id, grid.key(i)), &bytes, claimed);
+                    let bytes = Arc::new(bytes);
+                    self.keep(&disk::key(&self.id, grid.key(i)), &bytes, false);
                     i += 1;
                     put(bytes)
                 })
             });
-            // Claims of blocks not fetched (the run cut short) released.
-            for (i, &c) in claims.iter().enumerate().skip(filled as usize) {
-                self.release(&disk::key(&self.id, grid.key(first + i as u64)), c);
-            }
             // Past the blocks fetched, or one another reader holds.
             j += filled.max(1);
         }
+    }
+
+    /// Read-ahead with a shared cache tier: each block loaded by itself
+    /// ([`Object::load`]: the disk, the tier, a claim, the origin),
+    /// [`TIER_AT_ONCE`] at a time, in order. A block another node claimed
+    /// is waited for here, in the background, as its reader would (one
+    /// ask of the tier a block: the reader that comes meanwhile waits for
+    /// this load), while the other loads go on to the next blocks, so
+    /// that nodes reading together claim blocks apart. A block held or
+    /// being loaded is passed over.
+    fn fill_each(&self, grid: Grid, from: u64, count: u64) {
+        use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+        let next = AtomicU64::new(from);
+        let end = from + count;
+        let work = || loop {
+            let j = next.fetch_add(1, Relaxed);
+            if j >= end {
+                return;
+            }
+            self.blocks.fill_run(self.key(grid, j), 1, |_, put| {
+                let bytes = self.load(grid, j)?;
+                (self.pace()).arrived(bytes.len() as u64, std::time::Instant::now());
+                put(bytes);
+                Ok(())
+            });
+        };
+        std::thread::scope(|s| {
+            for _ in 1..TIER_AT_ONCE.min(count) {
+                s.spawn(work);
+            }
+            work();
+        });
     }
 
     /// One conditional range request, its bytes in one buffer.

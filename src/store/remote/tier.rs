@@ -21,9 +21,9 @@
 //! in the log, and keeps the tier aside for [`RETRY_AFTER`] before it is
 //! asked again. A block fetched from the origin is written to the tier
 //! behind the reader's back, by a few threads of the process, from a queue
-//! bounded in bytes (a quarter of the block cache, at most
-//! [`QUEUE_BYTES`]): a block that finds it full is not written (another
-//! node, or a later read, will).
+//! of the block cache's own blocks (no copy) bounded in bytes (a quarter
+//! of the block cache, at most [`QUEUE_BYTES`]): a block that finds it full is not
+//! written (another node, or a later read, will).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,14 +51,20 @@ pub const FAULTS_ASIDE: u32 = 3;
 /// cores: 30 s aside sent 5.8x the model to the origin, 5 s 3.7x).
 pub const RETRY_AFTER: Duration = Duration::from_secs(5);
 /// Most bytes of blocks waiting to be written to the tier: a quarter of
-/// the block cache's budget (`--cache-mib`), at most this.
-pub const QUEUE_BYTES: u64 = 16 << 20;
+/// the block cache's budget (`--cache-mib`), at most this. The queue holds
+/// the cache's own blocks, so it costs memory only for those the cache
+/// has let go.
+pub const QUEUE_BYTES: u64 = 256 << 20;
 
 /// How long a node waits for a block another node claimed, polling the
 /// tier, before it fetches the block from the origin itself.
 pub const WAIT: Duration = Duration::from_secs(5);
-/// How often a waiting node asks for the block.
+/// How often a waiting node looks at the claim: first after this, then
+/// half as often again each time, at most every [`POLL_MOST`] (a node
+/// waits for many blocks at once, in the background, and each look is a
+/// request to a tier that is busy serving the blocks).
 const POLL: Duration = Duration::from_millis(50);
+const POLL_MOST: Duration = Duration::from_millis(250);
 /// A claim older than this is a node's that died: taken over.
 pub const CLAIM_TTL: Duration = Duration::from_secs(30);
 /// Threads of a process writing blocks to the tier (each one request at
@@ -128,7 +134,7 @@ pub struct Tier {
 /// the writer's process.
 #[derive(Default)]
 struct Queue {
-    blocks: VecDeque<(disk::Key, Option<Vec<u8>>, bool)>,
+    blocks: VecDeque<(disk::Key, Option<Block>, bool)>,
     bytes: u64,
     releases: usize,
     writer: Option<u32>,
@@ -163,13 +169,16 @@ pub enum Claim {
 
 static TIER: OnceLock<Arc<Tier>> = OnceLock::new();
 
-/// `bytes` after room for a block object's header (filled by
-/// [`Tier::seal_room`]): the one copy a queued block costs.
-fn room(bytes: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(HEADER + bytes.len());
-    v.resize(HEADER, 0);
-    v.extend_from_slice(bytes);
-    v
+/// A block of the block cache.
+type Block = Arc<Vec<u8>>;
+
+/// A block of the block cache as the body of a request, not copied.
+struct Shared(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
 }
 
 /// The body of `answer`, read within `max` bytes whatever its length
@@ -189,6 +198,35 @@ async fn capped(
         out.extend_from_slice(&piece);
     }
     Ok(Some(out))
+}
+
+/// The body of `answer`, a block object of `len` bytes after its header:
+/// the header, and the bytes in `out` (a buffer of the block cache's, so
+/// that a block read from the tier costs no fresh allocation and no
+/// move); `None` when the body is not that long.
+async fn block_body(
+    answer: object_store::GetResult,
+    len: usize,
+    mut out: Vec<u8>,
+) -> object_store::Result<Option<([u8; HEADER], Vec<u8>)>> {
+    use futures::StreamExt;
+    let (mut header, mut at) = ([0u8; HEADER], 0);
+    out.clear();
+    out.reserve_exact(len);
+    let mut body = answer.into_stream();
+    while let Some(piece) = body.next().await {
+        let mut piece = &piece?[..];
+        if at < HEADER {
+            let n = piece.len().min(HEADER - at);
+            header[at..at + n].copy_from_slice(&piece[..n]);
+            (at, piece) = (at + n, &piece[n..]);
+        }
+        if out.len() + piece.len() > len {
+            return Ok(None);
+        }
+        out.extend_from_slice(piece);
+    }
+    Ok((at == HEADER && out.len() == len).then_some((header, out)))
 }
 
 /// Uses the tier at `url` (`s3://BUCKET[/PREFIX]`) for every remote
@@ -399,7 +437,8 @@ impl Tier {
                 if answer.meta.size != want {
                     return Ok(None);
                 }
-                capped(answer, want as usize).await
+                let buffer = super::shared_blocks().buffer();
+                block_body(answer, len as usize, buffer).await
             };
             tokio::time::timeout(DEADLINE, read).await
         });
@@ -418,7 +457,7 @@ impl Tier {
             }
             Ok(Ok(found)) => {
                 self.answered();
-                match found.and_then(|b| self.open(key, len, b)) {
+                match found.and_then(|(header, b)| self.open(key, &header, b)) {
                     Some(bytes) => Fetched::Block(bytes),
                     None => Fetched::Rejected,
                 }
@@ -551,15 +590,18 @@ impl Tier {
 
     /// Waits for block `key` of `len` bytes, which another node claimed:
     /// looks at the claim (a HEAD, the tier's cheapest answer) every
-    /// 50 ms until it is gone, then asks for the block once; the caller
+    /// 50 ms, then less often, until it is gone, then asks for the block
+    /// once; the caller
     /// goes to the origin when the block is not there then (the claimer
     /// could not fetch or write it), when the tier faults, or once [`WAIT`]
     /// has passed. The claimer writes the block before it releases the
     /// claim, so a claim gone means the block is there if it ever will be.
     pub fn wait_for(&self, key: &disk::Key, len: u64) -> Option<Vec<u8>> {
         let end = Instant::now() + WAIT;
+        let mut poll = POLL;
         while Instant::now() < end {
-            std::thread::sleep(POLL);
+            std::thread::sleep(poll);
+            poll = (poll * 3 / 2).min(POLL_MOST);
             match self.is_claimed(key)? {
                 true => continue,
                 false => {
@@ -611,41 +653,40 @@ impl Tier {
         }
     }
 
-    /// The bytes of a block object `b` said to be block `key` of `len`
-    /// bytes, when its header and tag say so.
-    fn open(&self, key: &disk::Key, len: u64, mut b: Vec<u8>) -> Option<Vec<u8>> {
-        if b.len() as u64 != HEADER as u64 + len || &b[..8] != MAGIC || &b[8..40] != key {
+    /// The bytes `b` of a block object with `header`, said to be block
+    /// `key`, when its header and tag say so.
+    fn open(&self, key: &disk::Key, header: &[u8; HEADER], b: Vec<u8>) -> Option<Vec<u8>> {
+        let len = b.len() as u64;
+        if &header[..8] != MAGIC || &header[8..40] != key || header[40..48] != len.to_le_bytes() {
             return None;
         }
-        if b[40..48] != len.to_le_bytes() {
-            return None;
-        }
-        let tag: [u8; 32] = b[48..80].try_into().ok()?;
-        let bytes = &b[HEADER..];
         // Compared in constant time: a forger learns nothing from timing.
-        let want = self.tag(key, bytes);
-        if want.iter().zip(&tag).fold(0u8, |d, (a, b)| d | (a ^ b)) != 0 {
-            return None;
-        }
-        b.drain(..HEADER);
-        Some(b)
+        let want = self.tag(key, &b);
+        let diff = want
+            .iter()
+            .zip(&header[48..])
+            .fold(0u8, |d, (a, b)| d | (a ^ b));
+        (diff == 0).then_some(b)
     }
 
-    /// A block object of `bytes` as block `key`.
-    fn seal(&self, key: &disk::Key, bytes: &[u8]) -> Vec<u8> {
-        self.seal_room(key, room(bytes))
+    /// The header of the block object of block `key` of `bytes`: magic,
+    /// the name, the length, the tag.
+    fn header(&self, key: &disk::Key, bytes: &[u8]) -> [u8; HEADER] {
+        let mut h = [0u8; HEADER];
+        h[..8].copy_from_slice(MAGIC);
+        h[8..40].copy_from_slice(key);
+        h[40..48].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
+        h[48..].copy_from_slice(&self.tag(key, bytes));
+        h
     }
 
-    /// The block object of block `key` made in `v`, [`room`] for its
-    /// header: the header filled in, the bytes not copied again.
-    fn seal_room(&self, key: &disk::Key, mut v: Vec<u8>) -> Vec<u8> {
-        let tag = self.tag(key, &v[HEADER..]);
-        let len = ((v.len() - HEADER) as u64).to_le_bytes();
-        v[..8].copy_from_slice(MAGIC);
-        v[8..40].copy_from_slice(key);
-        v[40..48].copy_from_slice(&len);
-        v[48..HEADER].copy_from_slice(&tag);
-        v
+    /// The block object of block `key` of `bytes`: its header, then the
+    /// cache's bytes themselves.
+    fn seal(&self, key: &disk::Key, bytes: Arc<Vec<u8>>) -> PutPayload {
+        let header = bytes::Bytes::copy_from_slice(&self.header(key, &bytes));
+        [header, bytes::Bytes::from_owner(Shared(bytes))]
+            .into_iter()
+            .collect()
     }
 
     /// Queues block `key` to be written to the tier, behind the reader,
@@ -654,14 +695,14 @@ impl Tier {
     /// then, so that a waiting node goes to the origin at once). Never
     /// waits: slowing the read-ahead to the tier's pace cost more time
     /// than it saved origin bytes (docs/fleet.md).
-    pub fn put_behind(self: &Arc<Self>, key: &disk::Key, bytes: &[u8], claimed: bool) {
+    pub fn put_behind(self: &Arc<Self>, key: &disk::Key, bytes: Arc<Vec<u8>>, claimed: bool) {
         let most = QUEUE_BYTES.min(super::shared_blocks().budget() / 4);
-        let len = (HEADER + bytes.len()) as u64;
+        let len = bytes.len() as u64;
         let q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         // An empty queue takes any block: one larger than the bound (a
         // small cache) is written rather than never.
         if !self.is_aside() && (q.bytes == 0 || q.bytes + len <= most) {
-            return self.enqueue(q, key, Some((room(bytes), claimed)));
+            return self.enqueue(q, key, Some((bytes, claimed)));
         }
         self.count(5);
         if claimed {
@@ -676,7 +717,7 @@ impl Tier {
         self: &Arc<Self>,
         mut q: std::sync::MutexGuard<'_, Queue>,
         key: &disk::Key,
-        block: Option<(Vec<u8>, bool)>,
+        block: Option<(Arc<Vec<u8>>, bool)>,
     ) {
         match block {
             Some((bytes, claimed)) => {
@@ -731,8 +772,10 @@ impl Tier {
                 }
             };
             wrote = true;
-            if let Some(v) = bytes {
-                self.write_sealed(&key, self.seal_room(&key, v));
+            if let Some(bytes) = bytes {
+                self.write_sealed(&key, self.seal(&key, bytes.clone()));
+                // Its buffer to the cache's spares, once the cache let go.
+                super::shared_blocks().give_back(bytes);
             }
             if claimed {
                 self.release(&key);
@@ -763,11 +806,11 @@ impl Tier {
 
     /// Writes block `key` now (a test's).
     pub fn write(&self, key: &disk::Key, bytes: &[u8]) {
-        self.write_sealed(key, self.seal(key, bytes));
+        self.write_sealed(key, self.seal(key, Arc::new(bytes.to_vec())));
     }
 
-    /// Writes the block object `sealed` of block `key` (the writers' work).
-    fn write_sealed(&self, key: &disk::Key, sealed: Vec<u8>) {
+    /// Writes the block object `payload` of block `key` (the writers' work).
+    fn write_sealed(&self, key: &disk::Key, payload: PutPayload) {
         if self.is_aside() {
             self.count(5);
             return;
@@ -777,7 +820,6 @@ impl Tier {
             return;
         };
         let path = self.path(key);
-        let payload = PutPayload::from(sealed);
         let put = runtime().map(|rt| {
             rt.block_on(async {
                 tokio::time::timeout(DEADLINE * 4, client.put(&path, payload)).await
@@ -838,9 +880,9 @@ mod tests {
         // An unkeyed tier's block copied under another block's name.
         let plain = tier(&store, None);
         plain.write(&other, &bytes);
-        let sealed = plain.seal(&other, &bytes);
-        assert_eq!(plain.open(&key, 5000, sealed.clone()), None);
-        assert_eq!(plain.open(&other, 5000, sealed), Some(bytes));
+        let header = plain.header(&other, &bytes);
+        assert_eq!(plain.open(&key, &header, bytes.clone()), None);
+        assert_eq!(plain.open(&other, &header, bytes.clone()), Some(bytes));
         assert_eq!(plain.counts().faults, 0);
     }
 
