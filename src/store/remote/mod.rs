@@ -619,7 +619,8 @@ impl Object {
     /// on disk: the block (kept on disk too); or, when it lacks it, that
     /// this node fetches it from the origin, having claimed it or not. A
     /// block another node claimed is waited for, and fetched unclaimed if
-    /// it does not come. No tier: fetch, unclaimed.
+    /// it does not come (and then not written: the claimer will). No
+    /// tier: fetch, unclaimed.
     fn ask_tier(&self, key: &disk::Key, len: u64) -> Tiered {
         let Some(t) = &self.tier else {
             return Tiered::Fetch { claimed: false };
@@ -633,14 +634,20 @@ impl Object {
         if let Some(bytes) = t.get(key, len) {
             return got(bytes);
         }
-        match t.claim(key) {
-            tier::Claim::Mine => Tiered::Fetch { claimed: true },
-            tier::Claim::Unknown => Tiered::Fetch { claimed: false },
-            tier::Claim::Theirs => match t.wait_for(key, len) {
-                Some(bytes) => got(bytes),
-                None => Tiered::Fetch { claimed: false },
-            },
+        // A claim released without the block (its node could not fetch or
+        // write it) is claimed again, once: someone is to write it.
+        for _ in 0..2 {
+            match t.claim(key) {
+                tier::Claim::Mine => return Tiered::Fetch { claimed: true },
+                tier::Claim::Unknown => break,
+                tier::Claim::Theirs => match t.wait_for(key, len) {
+                    tier::Waited::Got(bytes) => return got(bytes),
+                    tier::Waited::Gone => continue,
+                    tier::Waited::No => break,
+                },
+            }
         }
+        Tiered::Fetch { claimed: false }
     }
 
     /// Keeps block `key`, fetched from the origin, on disk and (behind the
