@@ -70,6 +70,14 @@ pub const CLAIM_TTL: Duration = Duration::from_secs(30);
 /// Threads of a process writing blocks to the tier (each one request at
 /// a time): two kept the tier busy here; four made it miss deadlines.
 const WRITERS: usize = 2;
+/// Most requests of a process to the tier at once, its writers' aside
+/// (they are [`WRITERS`]): the rest wait their turn here. A tier many
+/// nodes flood queues every request behind the others, and past the
+/// deadline each is a fault that sends reads to the origin (six nodes of
+/// up to 32 reads each, on this machine's SeaweedFS: tens of faults a
+/// run); writers that waited their turn behind the reads let the
+/// write-behind queue fill, and a block dropped from it is fetched again.
+const AT_ONCE: usize = 8;
 /// Most releases of claims waiting to be written (each a few bytes).
 const QUEUE_RELEASES: usize = 4096;
 
@@ -127,6 +135,9 @@ pub struct Tier {
     mine: Mutex<std::collections::HashSet<disk::Key>>,
     queue: Mutex<Queue>,
     wake: Condvar,
+    /// Requests to the tier now, and their turn ([`AT_ONCE`]).
+    asking: Mutex<usize>,
+    turn: Condvar,
 }
 
 /// Blocks waiting to be written (each with whether this node claimed it,
@@ -290,6 +301,8 @@ impl Tier {
             mine: Mutex::new(Default::default()),
             queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
+            asking: Mutex::new(0),
+            turn: Condvar::new(),
         })
     }
 
@@ -344,6 +357,31 @@ impl Tier {
                 None
             }
         }
+    }
+
+    /// Runs `request` to the tier on `rt` once fewer than [`AT_ONCE`] of
+    /// this process's run (its deadline counts from then).
+    fn ask<T>(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        request: impl std::future::Future<Output = T>,
+    ) -> T {
+        let mut asking = self.asking.lock().unwrap_or_else(|e| e.into_inner());
+        while *asking >= AT_ONCE {
+            asking = self.turn.wait(asking).unwrap_or_else(|e| e.into_inner());
+        }
+        *asking += 1;
+        drop(asking);
+        // The turn given back however the request ends.
+        struct Turn<'a>(&'a Tier);
+        impl Drop for Turn<'_> {
+            fn drop(&mut self) {
+                *self.0.asking.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+                self.0.turn.notify_one();
+            }
+        }
+        let _turn = Turn(self);
+        rt.block_on(request)
     }
 
     /// Block `key`'s object in the bucket.
@@ -441,7 +479,7 @@ impl Tier {
         let Ok(rt) = runtime() else {
             return Fetched::Fault;
         };
-        let got = rt.block_on(async {
+        let got = self.ask(&rt, async {
             let read = async {
                 let answer = client.get_opts(&path, GetOptions::default()).await?;
                 if answer.meta.size != want {
@@ -512,7 +550,7 @@ impl Tier {
         let now = crate::mounts::now();
         let body = || PutPayload::from(now.to_string().into_bytes());
         let create = PutOptions::from(PutMode::Create);
-        let put = rt.block_on(async {
+        let put = self.ask(&rt, async {
             tokio::time::timeout(DEADLINE, client.put_opts(&path, body(), create)).await
         });
         match put {
@@ -538,7 +576,7 @@ impl Tier {
         }
         // Whose, and since when: a dead node's claim is taken over. A
         // claim is a few digits: a longer object is not read.
-        let made = rt.block_on(async {
+        let made = self.ask(&rt, async {
             tokio::time::timeout(DEADLINE, async {
                 let got = client.get(&path).await?;
                 capped(got, 32).await
@@ -553,7 +591,7 @@ impl Tier {
             Some(t) if now.saturating_sub(t) < CLAIM_TTL.as_secs() => Claim::Theirs,
             // Gone since, or stale, or unreadable: taken over.
             _ => {
-                let put = rt.block_on(async {
+                let put = self.ask(&rt, async {
                     tokio::time::timeout(DEADLINE, client.put(&path, body())).await
                 });
                 match put {
@@ -574,7 +612,9 @@ impl Tier {
             return None;
         };
         let path = self.claim_path(key);
-        let head = rt.block_on(async { tokio::time::timeout(DEADLINE, client.head(&path)).await });
+        let head = self.ask(&rt, async {
+            tokio::time::timeout(DEADLINE, client.head(&path)).await
+        });
         match head {
             Ok(Ok(_)) => Some(true),
             Ok(Err(object_store::Error::NotFound { .. })) => Some(false),
