@@ -191,6 +191,12 @@ fn serve(shared: &Shared, client: TcpStream) -> io::Result<()> {
     let mut to_client = client;
     while let Some(request) = read_head(&mut from_client)? {
         let fault = shared.take();
+        // A request's body (a PUT's) goes to the server with its head, or
+        // is read and left when the proxy answers by itself.
+        let sent = request_len(&request);
+        if let Fault::Status(_) | Fault::Noisy(_) = fault {
+            copy(&mut from_client, &mut io::sink(), sent)?;
+        }
         match fault {
             Fault::Pass | Fault::Cut { .. } | Fault::Unversioned => {}
             Fault::Delay(d) => std::thread::sleep(d),
@@ -220,6 +226,7 @@ fn serve(shared: &Shared, client: TcpStream) -> io::Result<()> {
         }
         let mut server = TcpStream::connect((Ipv4Addr::LOCALHOST, shared.upstream))?;
         server.write_all(&request)?;
+        copy(&mut from_client, &mut server, sent)?;
         let mut from_server = BufReader::new(server);
         let head = read_head(&mut from_server)?
             .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "no answer"))?;
@@ -293,6 +300,17 @@ fn body_len(request: &[u8], head: &[u8]) -> u64 {
         .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
         .and_then(|(_, v)| v.trim().parse().ok())
         .unwrap_or(u64::MAX)
+}
+
+/// The length of a request's body: its `Content-Length`, else none (the
+/// clients here send no chunked bodies).
+fn request_len(head: &[u8]) -> u64 {
+    String::from_utf8_lossy(head)
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// True when a head says `Connection: close`: the connection ends after

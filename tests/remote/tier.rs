@@ -76,6 +76,45 @@ fn a_second_node_reads_the_blocks_the_first_wrote() {
     assert!(second <= 1, "node 2 asked the origin {second} times");
 }
 
+/// A mount whose reader is done before its writes to the tier (each
+/// answer of the tier held 300 ms, so blocks are still queued when it is
+/// unmounted): the daemon writes them, and releases its claims, before it
+/// exits; a second node then reads every block from the tier.
+#[test]
+fn a_mount_writes_its_last_blocks_before_it_exits() {
+    let s3 = Seaweed::shared();
+    let d = tempfile::tempdir().unwrap();
+    let (_server, proxy, url, want) = origin(d.path(), 3 << 20); // 12 MiB
+    let tier = s3.url("tier-unmount");
+    let port: u16 = s3.endpoint().rsplit(':').next().unwrap().parse().unwrap();
+    let slow = Proxy::new(port);
+    slow.set(Fault::Delay(Duration::from_millis(300)));
+    let mut env: Vec<(&str, String)> = Vec::new();
+    let s3_env = s3.env();
+    env.extend(s3_env.iter().map(|(k, v)| (k.as_str(), v.clone())));
+    let endpoint = format!("http://127.0.0.1:{}", slow.port());
+    env.push(("ZTFS_SHARED_CACHE_ENDPOINT", endpoint));
+    let mount = crate::common::Mount::with_env(Path::new(&url), &["--shared-cache", &tier], &env);
+    let got = fs::read(mount.join("t/data")).unwrap();
+    assert!(got == want, "t/data differs");
+    let pid = mount.daemon();
+    crate::common::cleanup(mount.path());
+    let start = std::time::Instant::now();
+    while crate::common::is_alive(pid) && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!crate::common::is_alive(pid), "the daemon is still there");
+    let first = proxy.requests();
+    read_right(&cat(&url, &tier, &s3.env()), &want, "node 2");
+    let second = proxy.requests() - first;
+    // Its open (the object's size and version, and its last MiB) only.
+    assert!(
+        second <= 1,
+        "node 2 asked the origin {second} times; node 1's log:\n{}",
+        mount.log()
+    );
+}
+
 #[test]
 fn a_corrupted_or_planted_block_is_fetched_again() {
     let s3 = Seaweed::shared();

@@ -76,7 +76,9 @@ pub(super) async fn pieces(
         out.reserve(left.min(piece).min(BLOCK) as usize);
         out
     };
-    let (mut got, mut out) = (0u64, fresh(want));
+    // A buffer taken when bytes come for it: none is taken after the last
+    // piece (a spare block buffer taken and dropped for nothing).
+    let (mut got, mut out) = (0u64, Vec::new());
     while let Some(bytes) = stream.next().await {
         let bytes = bytes?;
         if got + bytes.len() as u64 > want {
@@ -85,14 +87,16 @@ pub(super) async fn pieces(
                 source: format!("the server sent more than the {want} bytes asked for").into(),
             });
         }
-        got += bytes.len() as u64;
         let mut rest = &bytes[..];
         while !rest.is_empty() {
+            if out.capacity() == 0 {
+                out = fresh(want - got);
+            }
             let n = (piece as usize - out.len()).min(rest.len());
             out.extend_from_slice(&rest[..n]);
-            rest = &rest[n..];
+            (got, rest) = (got + n as u64, &rest[n..]);
             if out.len() as u64 == piece {
-                put(std::mem::replace(&mut out, fresh(want - got)));
+                put(std::mem::take(&mut out));
             }
         }
     }
@@ -532,4 +536,55 @@ pub(super) fn bad_answer(url: &str, got: &Range<u64>, asked: Range<u64>) -> Erro
             got.start, got.end, asked.start, asked.end
         )),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs [`pieces`] over a body sent in `chunks`: the pieces handed
+    /// out, and how many buffers were taken.
+    fn split(
+        chunks: &[&[u8]],
+        want: u64,
+        piece: u64,
+    ) -> (object_store::Result<()>, Vec<Vec<u8>>, usize) {
+        let body: Vec<object_store::Result<bytes::Bytes>> = chunks
+            .iter()
+            .map(|c| Ok(bytes::Bytes::copy_from_slice(c)))
+            .collect();
+        let (mut out, mut taken) = (Vec::new(), 0);
+        let done = futures::executor::block_on(pieces(
+            Box::pin(futures::stream::iter(body)),
+            want,
+            piece,
+            &mut || {
+                taken += 1;
+                Vec::new()
+            },
+            &mut |p| out.push(p),
+        ));
+        (done, out, taken)
+    }
+
+    /// Pieces cut across chunks, one buffer a piece (none taken after the
+    /// last); a body longer or shorter than asked is an error.
+    #[test]
+    fn a_body_is_cut_into_pieces_one_buffer_each() {
+        let body: Vec<u8> = (0..16).collect();
+        let (done, out, taken) = split(&[&body[..3], &body[3..8], &body[8..]], 16, 4);
+        assert!(done.is_ok());
+        assert_eq!(out, body.chunks(4).map(<[u8]>::to_vec).collect::<Vec<_>>());
+        assert_eq!(taken, 4);
+        let (done, out, taken) = split(&[&body[..10]], 10, 4);
+        assert!(done.is_ok());
+        assert_eq!((out.len(), out[2].clone(), taken), (3, vec![8, 9], 3));
+        assert!(split(&[&body], 15, 4).0.is_err(), "more than asked");
+        assert!(split(&[&body[..9]], 16, 4).0.is_err(), "less than asked");
+        let (done, out, taken) = split(&[], 0, 4);
+        assert!(
+            done.is_ok() && out.is_empty() && taken == 0,
+            "an empty body"
+        );
+    }
 }

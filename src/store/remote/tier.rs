@@ -22,8 +22,8 @@
 //! asked again. A block fetched from the origin is written to the tier
 //! behind the reader's back, by a few threads of the process, from a queue
 //! of the block cache's own blocks (no copy) bounded in bytes (a quarter
-//! of the block cache, at most [`QUEUE_BYTES`]): a block that finds it full is not
-//! written (another node, or a later read, will).
+//! of the block cache, at most [`QUEUE_BYTES`]): a block that finds it
+//! full is not written (another node, or a later read, will).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -194,9 +194,9 @@ static TIER: OnceLock<Arc<Tier>> = OnceLock::new();
 type Block = Arc<Vec<u8>>;
 
 /// A block of the block cache as the body of a request, not copied.
-struct Shared(Arc<Vec<u8>>);
+struct Body(Block);
 
-impl AsRef<[u8]> for Shared {
+impl AsRef<[u8]> for Body {
     fn as_ref(&self) -> &[u8] {
         &self.0
     }
@@ -735,7 +735,7 @@ impl Tier {
     /// cache's bytes themselves.
     fn seal(&self, key: &disk::Key, bytes: Arc<Vec<u8>>) -> PutPayload {
         let header = bytes::Bytes::copy_from_slice(&self.header(key, &bytes));
-        [header, bytes::Bytes::from_owner(Shared(bytes))]
+        [header, bytes::Bytes::from_owner(Body(bytes))]
             .into_iter()
             .collect()
     }
