@@ -640,7 +640,7 @@ impl Tier {
 
     /// Waits for block `key` of `len` bytes, which another node claimed:
     /// looks at the claim (a HEAD, the tier's cheapest answer) every
-    /// [`POLL`], then less often, until it is gone, then asks for the block
+    /// 100 ms, then less often, until it is gone, then asks for the block
     /// once. The claimer writes the block before it releases the claim, so
     /// a claim gone without the block (or with one failing its check) means
     /// the claimer could not fetch or write it: [`Waited::Gone`], and the
