@@ -49,6 +49,16 @@ fn origin(dir: &Path, n: usize) -> (Nginx, Proxy, String, Vec<u8>) {
     (server, proxy, url, data)
 }
 
+/// A proxy in front of the tier that holds each answer `delay`, and the
+/// endpoint to give the nodes for it.
+fn slowed(s3: &Seaweed, delay: Duration) -> (Proxy, String) {
+    let port: u16 = s3.endpoint().rsplit(':').next().unwrap().parse().unwrap();
+    let slow = Proxy::new(port);
+    slow.set(Fault::Delay(delay));
+    let endpoint = format!("http://127.0.0.1:{}", slow.port());
+    (slow, endpoint)
+}
+
 fn read_right(out: &std::process::Output, want: &[u8], what: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{what}: {err}");
@@ -86,13 +96,12 @@ fn a_mount_writes_its_last_blocks_before_it_exits() {
     let d = tempfile::tempdir().unwrap();
     let (_server, proxy, url, want) = origin(d.path(), 3 << 20); // 12 MiB
     let tier = s3.url("tier-unmount");
-    let port: u16 = s3.endpoint().rsplit(':').next().unwrap().parse().unwrap();
-    let slow = Proxy::new(port);
-    slow.set(Fault::Delay(Duration::from_millis(300)));
-    let mut env: Vec<(&str, String)> = Vec::new();
+    let (_slow, endpoint) = slowed(&s3, Duration::from_millis(300));
     let s3_env = s3.env();
-    env.extend(s3_env.iter().map(|(k, v)| (k.as_str(), v.clone())));
-    let endpoint = format!("http://127.0.0.1:{}", slow.port());
+    let mut env: Vec<(&str, String)> = s3_env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
     env.push(("ZTFS_SHARED_CACHE_ENDPOINT", endpoint));
     let mount = crate::common::Mount::with_env(Path::new(&url), &["--shared-cache", &tier], &env);
     let got = fs::read(mount.join("t/data")).unwrap();
@@ -197,16 +206,11 @@ fn a_tier_down_slow_or_denying_leaves_reads_right() {
     denied.push(("ZTFS_SHARED_CACHE_ENDPOINT".into(), s3.endpoint()));
     read_right(&cat(&url, &tier, &denied), &want, "tier denying");
     // Slow: every answer of the tier held past the deadline.
-    let port: u16 = s3.endpoint().rsplit(':').next().unwrap().parse().unwrap();
-    let slow = Proxy::new(port);
-    slow.set(Fault::Delay(Duration::from_secs(5)));
-    let mut slowed = s3.env();
-    slowed.push((
-        "ZTFS_SHARED_CACHE_ENDPOINT".into(),
-        format!("http://127.0.0.1:{}", slow.port()),
-    ));
+    let (_slow, endpoint) = slowed(&s3, Duration::from_secs(5));
+    let mut slow = s3.env();
+    slow.push(("ZTFS_SHARED_CACHE_ENDPOINT".into(), endpoint));
     let start = std::time::Instant::now();
-    read_right(&cat(&url, &tier, &slowed), &want, "tier slow");
+    read_right(&cat(&url, &tier, &slow), &want, "tier slow");
     // Not a timing of the read: a bound on a hang (each ask of the tier
     // waits its deadline once, then the tier is left aside).
     assert!(
