@@ -23,6 +23,10 @@ pub type OpenReply = Box<dyn FnOnce(Result<OpenMode, FsError>) + Send>;
 /// Where a read's answer goes; the bytes may borrow from the tree.
 pub type ReadReply = Box<dyn for<'a> FnOnce(Result<Data<'a>, FsError>) + Send>;
 
+/// Times a read of a stats.json computes it before it answers EIO: each
+/// time, an insert into the cache right after the job's let it go.
+const STATS_TRIES: u32 = 3;
+
 impl Tree {
     /// Opens `ino` for the thread `tid` (0: unknown). A part's decoder is
     /// resolved on its first open; with `--verify` the part is verified
@@ -160,6 +164,9 @@ impl Tree {
         reply: ReadReply,
     ) {
         let tid = caller.pid;
+        if let Node::Stats { object } = node {
+            return self.read_stats(object, offset, size, tid, reply, STATS_TRIES);
+        }
         let Some(wait) = self.waits(node, offset, size) else {
             if self.fetches(node) {
                 return self.read_fetched(ino, node, offset, size, caller, reply);
@@ -181,6 +188,35 @@ impl Tree {
             Wait::AtHand(object, part) => self.when_at_hand(object, part, tid, again),
             Wait::Stats(object) => self.when_stats_ready(object, tid, again),
         }
+    }
+
+    /// Object `object`'s stats.json, answered from its bytes taken from the
+    /// cache once: a second look (`waits`, then `read_node`) could find
+    /// them let go between the two by a concurrent insert past the budget,
+    /// and answer EIO. Not cached: computed by its job, then looked at
+    /// again, `tries` times at most.
+    fn read_stats(
+        self: &Arc<Self>,
+        object: u32,
+        offset: u64,
+        size: u32,
+        tid: u32,
+        reply: ReadReply,
+        tries: u32,
+    ) {
+        if let Some(b) = self.frames.stats(object) {
+            let r = super::content::clip(b.len() as u64, offset, size);
+            return reply(Ok(Data::Shared(b, r)));
+        }
+        if tries == 0 {
+            return reply(Err(FsError::Io));
+        }
+        let tree = self.clone();
+        let again = Box::new(move |r: Result<(), FsError>| match r {
+            Ok(()) => tree.read_stats(object, offset, size, tid, reply, tries - 1),
+            Err(e) => reply(Err(e)),
+        });
+        self.when_stats_ready(object, tid, again);
     }
 
     /// The part whose stored bytes `node` reads, when they are not at

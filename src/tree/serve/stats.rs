@@ -191,6 +191,43 @@ mod tests {
         assert!(tree.frames.stats(a).is_some());
     }
 
+    /// Two readers, each of its own tensor's stats.json, with a cache that
+    /// holds one entry: each read lets the other's go, at any moment. Every
+    /// read answers the whole text (one taken from the cache and gone
+    /// before it was read answered EIO).
+    #[test]
+    fn stats_json_read_while_the_cache_lets_it_go_is_never_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = crate::model::Model::open(&two_tensors(dir.path())).unwrap();
+        let opts = Options {
+            cache_bytes: 0,
+            ..Options::default()
+        };
+        let tree = Arc::new(Tree::build(model, opts).unwrap());
+        let ino_of = |name: &str| {
+            let dir = tree.lookup(ROOT, name.as_bytes()).unwrap().ino;
+            let ino = tree.lookup(dir, STATS_JSON.as_bytes()).unwrap().ino;
+            tree.open_wait(ino).unwrap();
+            ino
+        };
+        let (a, b) = (ino_of("a"), ino_of("b"));
+        let want = [
+            tree.read_wait(a, 0, 1 << 16).unwrap(),
+            tree.read_wait(b, 0, 1 << 16).unwrap(),
+        ];
+        std::thread::scope(|s| {
+            for (ino, want) in [a, b].into_iter().zip(&want) {
+                let tree = &tree;
+                s.spawn(move || {
+                    for i in 0..200_000 {
+                        let got = tree.read_wait(ino, 0, 1 << 16);
+                        assert!(got.as_ref() == Ok(want), "read {i}: {:?}", got.err());
+                    }
+                });
+            }
+        });
+    }
+
     #[test]
     fn every_stats_json_has_the_one_length() {
         let small = Stats {
