@@ -104,7 +104,7 @@ impl Tree {
             read: &read,
             bins: stats::DEFAULT_BINS,
             threads: crate::sys::cores(),
-            keep: self.frames.budget() / 4,
+            keep: stats::keep_if_remote(self.model.is_remote(), self.frames.budget() / 4),
             progress: &|_| {},
             stop: Some(&stop),
             // A tensor file in a map: read there (the view of a quantized
