@@ -34,7 +34,7 @@ pub fn png(m: &Model, t: &Tensor, kind: Kind, stop: &AtomicBool) -> Result<Vec<u
     let piece = PIECE - PIECE % (width * per);
     let mut buf = Vec::new();
     let mut at = 0;
-    let mut number = 0u64;
+    let mut place = Place::new((rows, cols), (h, w), per);
     while at < t.len() {
         if stop.load(Ordering::Relaxed) {
             return Err(Error::Interrupted);
@@ -44,16 +44,11 @@ pub fn png(m: &Model, t: &Tensor, kind: Kind, stop: &AtomicBool) -> Result<Vec<u
         m.read(t, at, &mut buf)?;
         values::blocks(kind, &buf, |v| {
             for &x in v {
-                let e = number / per;
-                number += 1;
+                let p = place.pixel as usize;
+                place.step();
                 if !x.is_finite() {
                     continue;
                 }
-                let (r, c) = (e / cols, e % cols);
-                let scale = |i: u64, n: u64, out: u64| {
-                    (u128::from(i) * u128::from(out) / u128::from(n)) as u64
-                };
-                let p = (scale(r, rows, h) * w + scale(c, cols, w)) as usize;
                 if let (Some(s), Some(k)) = (sums.get_mut(p), counts.get_mut(p)) {
                     *s += x;
                     *k += 1;
@@ -66,6 +61,76 @@ pub fn png(m: &Model, t: &Tensor, kind: Kind, stop: &AtomicBool) -> Result<Vec<u
         .map(|(&s, &k)| if k > 0 { s / f64::from(k) } else { f64::NAN })
         .collect();
     encode(&means, w as u32, h as u32)
+}
+
+/// Where the numbers of a `rows` x `cols` tensor (`per` numbers an
+/// element) fall in an `h` x `w` image: element (r, c) in pixel
+/// (r * h / rows, c * w / cols), rounded down. Followed number by number,
+/// a division only where a pixel's column or row begins (a value's own
+/// took five, two of them of 128 bits).
+struct Place {
+    /// The pixel of the number at hand (row-major index).
+    pixel: u64,
+    size: (u64, u64),
+    image: (u64, u64),
+    per: u64,
+    /// The number's place within its element, its column and row, and
+    /// the pixel's column and row.
+    sub: u64,
+    col: u64,
+    row: u64,
+    pixel_col: u64,
+    pixel_row: u64,
+    /// The column and the row where the next pixel column and row begin.
+    next_col: u64,
+    next_row: u64,
+}
+
+impl Place {
+    fn new(size: (u64, u64), image: (u64, u64), per: u64) -> Place {
+        Place {
+            pixel: 0,
+            size,
+            image,
+            per: per.max(1),
+            sub: 0,
+            col: 0,
+            row: 0,
+            pixel_col: 0,
+            pixel_row: 0,
+            next_col: start(1, size.1, image.1),
+            next_row: start(1, size.0, image.0),
+        }
+    }
+
+    /// On to the next number.
+    fn step(&mut self) {
+        self.sub += 1;
+        if self.sub < self.per {
+            return;
+        }
+        self.sub = 0;
+        self.col += 1;
+        if self.col == self.size.1 {
+            (self.col, self.pixel_col) = (0, 0);
+            self.next_col = start(1, self.size.1, self.image.1);
+            self.row += 1;
+            if self.row == self.next_row {
+                self.pixel_row += 1;
+                self.next_row = start(self.pixel_row + 1, self.size.0, self.image.0);
+            }
+        } else if self.col == self.next_col {
+            self.pixel_col += 1;
+            self.next_col = start(self.pixel_col + 1, self.size.1, self.image.1);
+        }
+        self.pixel = self.pixel_row * self.image.1 + self.pixel_col;
+    }
+}
+
+/// The first of `n` indices whose pixel of `out` (index * out / n,
+/// rounded down) is `k` or more: k * n / out rounded up.
+fn start(k: u64, n: u64, out: u64) -> u64 {
+    (u128::from(k) * u128::from(n)).div_ceil(u128::from(out.max(1))) as u64
 }
 
 /// `means` (row-major, NaN where a block has no finite value) as an RGB
@@ -140,6 +205,29 @@ mod tests {
         assert_eq!(size(&[4096, 100]), Some((512, 100)));
         assert_eq!(size(&[3, 4, 5]), None);
         assert_eq!(size(&[0, 5]), None);
+    }
+
+    /// The pixel of every number, followed step by step, is the one the
+    /// formula gives: on and beside every boundary, images as large as the
+    /// tensor and smaller, one or two numbers an element.
+    #[test]
+    fn each_number_falls_in_the_pixel_of_its_element() {
+        for (rows, cols) in [(1, 1), (1, 700), (3, 5), (512, 512), (513, 1000), (1030, 3)] {
+            for per in [1, 2] {
+                let (h, w) = size(&[rows, cols]).unwrap();
+                let mut place = Place::new((rows, cols), (h, w), per);
+                for n in 0..rows * cols * per {
+                    let e = n / per;
+                    let (r, c) = (e / cols, e % cols);
+                    let want = r * h / rows * w + c * w / cols;
+                    assert_eq!(
+                        place.pixel, want,
+                        "{rows}x{cols}, {per} a value, number {n}"
+                    );
+                    place.step();
+                }
+            }
+        }
     }
 
     #[test]
