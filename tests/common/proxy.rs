@@ -295,22 +295,22 @@ fn body_len(request: &[u8], head: &[u8]) -> u64 {
     if request.starts_with(b"HEAD ") || status < 200 || status == 204 || status == 304 {
         return 0;
     }
-    text.lines()
-        .filter_map(|l| l.split_once(':'))
-        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.trim().parse().ok())
-        .unwrap_or(u64::MAX)
+    content_length(head).unwrap_or(u64::MAX)
 }
 
 /// The length of a request's body: its `Content-Length`, else none (the
 /// clients here send no chunked bodies).
 fn request_len(head: &[u8]) -> u64 {
+    content_length(head).unwrap_or(0)
+}
+
+/// A head's `Content-Length`, if it says one.
+fn content_length(head: &[u8]) -> Option<u64> {
     String::from_utf8_lossy(head)
         .lines()
         .filter_map(|l| l.split_once(':'))
         .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
         .and_then(|(_, v)| v.trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// True when a head says `Connection: close`: the connection ends after

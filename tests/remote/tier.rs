@@ -59,6 +59,19 @@ fn slowed(s3: &Seaweed, delay: Duration) -> (Proxy, String) {
     (slow, endpoint)
 }
 
+/// A second node's read of the model (by `cat`, with `env`): its bytes
+/// checked, and the requests the origin got for it.
+fn node_2(
+    proxy: &Proxy,
+    (url, tier): (&str, &str),
+    env: &[(String, String)],
+    want: &[u8],
+) -> usize {
+    let before = proxy.requests();
+    read_right(&cat(url, tier, env), want, "node 2");
+    proxy.requests() - before
+}
+
 fn read_right(out: &std::process::Output, want: &[u8], what: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{what}: {err}");
@@ -80,8 +93,7 @@ fn a_second_node_reads_the_blocks_the_first_wrote() {
     );
     let blocks = s3.list("tier-second");
     assert!(blocks.len() >= 11, "blocks in the tier: {blocks:?}");
-    read_right(&cat(&url, &tier, &env), &want, "node 2");
-    let second = proxy.requests() - first;
+    let second = node_2(&proxy, (&url, &tier), &env, &want);
     // Its open (the object's size and version, and its last MiB) only.
     assert!(second <= 1, "node 2 asked the origin {second} times");
 }
@@ -108,14 +120,9 @@ fn a_mount_writes_its_last_blocks_before_it_exits() {
     assert!(got == want, "t/data differs");
     let pid = mount.daemon();
     crate::common::cleanup(mount.path());
-    let start = std::time::Instant::now();
-    while crate::common::is_alive(pid) && start.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(!crate::common::is_alive(pid), "the daemon is still there");
-    let first = proxy.requests();
-    read_right(&cat(&url, &tier, &s3.env()), &want, "node 2");
-    let second = proxy.requests() - first;
+    let gone = crate::common::wait_until(Duration::from_secs(60), || !crate::common::is_alive(pid));
+    assert!(gone, "the daemon is still there");
+    let second = node_2(&proxy, (&url, &tier), &s3.env(), &want);
     // Its open (the object's size and version, and its last MiB) only.
     assert!(
         second <= 1,

@@ -145,7 +145,7 @@ impl Tree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::{Options, ROOT};
+    use crate::tree::{Ino, Options, ROOT};
 
     /// A safetensors file of float32 tensors `a` and `b`, 100 values each.
     fn two_tensors(dir: &std::path::Path) -> std::path::PathBuf {
@@ -160,23 +160,32 @@ mod tests {
         path
     }
 
+    /// The tree of [`two_tensors`] in `dir`, with a cache that holds one
+    /// entry (a stats.json lets the one before go).
+    fn one_entry_tree(dir: &std::path::Path) -> Arc<Tree> {
+        let model = crate::model::Model::open(&two_tensors(dir)).unwrap();
+        let opts = Options {
+            cache_bytes: 0,
+            ..Options::default()
+        };
+        Arc::new(Tree::build(model, opts).unwrap())
+    }
+
+    /// Tensor `name`'s stats.json, opened.
+    fn stats_json(tree: &Arc<Tree>, name: &str) -> Ino {
+        let dir = tree.lookup(ROOT, name.as_bytes()).unwrap().ino;
+        let ino = tree.lookup(dir, STATS_JSON.as_bytes()).unwrap().ino;
+        tree.open_wait(ino).unwrap();
+        ino
+    }
+
     /// A stats.json the cache let go (a budget that holds one entry: `b`'s
     /// evicts `a`'s) is computed again on its next read, to the same bytes.
     #[test]
     fn a_dropped_stats_json_is_computed_again() {
         let dir = tempfile::tempdir().unwrap();
-        let model = crate::model::Model::open(&two_tensors(dir.path())).unwrap();
-        let opts = Options {
-            cache_bytes: 0,
-            ..Options::default()
-        };
-        let tree = Arc::new(Tree::build(model, opts).unwrap());
-        let stats_of = |name: &str| {
-            let dir = tree.lookup(ROOT, name.as_bytes()).unwrap().ino;
-            let ino = tree.lookup(dir, STATS_JSON.as_bytes()).unwrap().ino;
-            tree.open_wait(ino).unwrap();
-            tree.read_wait(ino, 0, 1 << 16).unwrap()
-        };
+        let tree = one_entry_tree(dir.path());
+        let stats_of = |name: &str| tree.read_wait(stats_json(&tree, name), 0, 1 << 16).unwrap();
         let a = (0..2).find(|&i| &*tree.object(i).name == "a").unwrap();
         let first = stats_of("a");
         assert!(tree.frames.stats(a).is_some());
@@ -198,19 +207,8 @@ mod tests {
     #[test]
     fn stats_json_read_while_the_cache_lets_it_go_is_never_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let model = crate::model::Model::open(&two_tensors(dir.path())).unwrap();
-        let opts = Options {
-            cache_bytes: 0,
-            ..Options::default()
-        };
-        let tree = Arc::new(Tree::build(model, opts).unwrap());
-        let ino_of = |name: &str| {
-            let dir = tree.lookup(ROOT, name.as_bytes()).unwrap().ino;
-            let ino = tree.lookup(dir, STATS_JSON.as_bytes()).unwrap().ino;
-            tree.open_wait(ino).unwrap();
-            ino
-        };
-        let (a, b) = (ino_of("a"), ino_of("b"));
+        let tree = one_entry_tree(dir.path());
+        let (a, b) = (stats_json(&tree, "a"), stats_json(&tree, "b"));
         let want = [
             tree.read_wait(a, 0, 1 << 16).unwrap(),
             tree.read_wait(b, 0, 1 << 16).unwrap(),
