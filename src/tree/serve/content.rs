@@ -250,9 +250,8 @@ impl Tree {
                 let r = clip(b.len() as u64, offset, size);
                 Ok(Data::Shared(b, r))
             }
-            // A reader's read takes the bytes once (`read_stats`, which
-            // computes them when they are not cached); here they are gone
-            // only if the cache let them go since they were computed.
+            // Waited for (`waits`): gone only if the cache let it go since,
+            // and then the read waits for it again (`read_resolved`).
             Node::Stats { object } => match self.frames.stats(object) {
                 Some(b) => {
                     let r = clip(b.len() as u64, offset, size);

@@ -23,9 +23,9 @@ pub type OpenReply = Box<dyn FnOnce(Result<OpenMode, FsError>) + Send>;
 /// Where a read's answer goes; the bytes may borrow from the tree.
 pub type ReadReply = Box<dyn for<'a> FnOnce(Result<Data<'a>, FsError>) + Send>;
 
-/// Times a read of a stats.json computes it before it answers EIO: each
-/// time, an insert into the cache right after the job's let it go.
-const STATS_TRIES: u32 = 3;
+/// Times a read waits again for what the cache let go between its wait
+/// and its read (see [`Tree::read_resolved`]) before it answers EIO.
+const READ_TRIES: u32 = 3;
 
 impl Tree {
     /// Opens `ino` for the thread `tid` (0: unknown). A part's decoder is
@@ -147,37 +147,50 @@ impl Tree {
         reply: ReadReply,
     ) {
         match self.node(ino) {
-            Ok(node) => self.read_resolved(ino, node, offset, size, caller, reply),
+            Ok(node) => self.read_resolved(ino, node, (offset, size), caller, reply, READ_TRIES),
             Err(e) => reply(Err(e)),
         }
     }
 
-    /// [`Tree::read`] of `ino`, found to be `node`: the node is resolved
-    /// once per request and passed down.
+    /// [`Tree::read`] of `ino`, found to be `node`, of `size` bytes at
+    /// `offset`: the node is resolved once per request and passed down.
+    /// What `waits` found ready in the cache (a prepared view, a
+    /// stats.json) can be let go before `read_node` takes it, by an insert
+    /// past the budget: such a read waits for it again, `tries` times at
+    /// most, rather than answer EIO.
     fn read_resolved(
         self: &Arc<Self>,
         ino: Ino,
         node: Node,
-        offset: u64,
-        size: u32,
+        (offset, size): (u64, u32),
         caller: Reader,
         reply: ReadReply,
+        mut tries: u32,
     ) {
         let tid = caller.pid;
-        if let Node::Stats { object } = node {
-            return self.read_stats(object, offset, size, tid, reply, STATS_TRIES);
-        }
-        let Some(wait) = self.waits(node, offset, size) else {
-            if self.fetches(node) {
-                return self.read_fetched(ino, node, offset, size, caller, reply);
+        let wait = match self.waits(node, offset, size) {
+            Some(wait) => wait,
+            None => {
+                if self.fetches(node) {
+                    return self.read_fetched(ino, node, offset, size, caller, reply);
+                }
+                let read = self.read_node(node, offset, size);
+                let lost = match &read {
+                    Err(FsError::Io) if tries > 0 => self.waits(node, offset, size),
+                    _ => None,
+                };
+                let Some(wait) = lost else {
+                    reply(read);
+                    return self.read_ahead(node, offset, size);
+                };
+                tries -= 1;
+                wait
             }
-            reply(self.read_node(node, offset, size));
-            return self.read_ahead(node, offset, size);
         };
         // Not ready: wait for the job, then read again.
         let tree = self.clone();
         let again = Box::new(move |r: Result<(), FsError>| match r {
-            Ok(()) => tree.read_resolved(ino, node, offset, size, caller, reply),
+            Ok(()) => tree.read_resolved(ino, node, (offset, size), caller, reply, tries),
             Err(e) => reply(Err(e)),
         });
         match wait {
@@ -188,35 +201,6 @@ impl Tree {
             Wait::AtHand(object, part) => self.when_at_hand(object, part, tid, again),
             Wait::Stats(object) => self.when_stats_ready(object, tid, again),
         }
-    }
-
-    /// Object `object`'s stats.json, answered from its bytes taken from the
-    /// cache once: a second look (`waits`, then `read_node`) could find
-    /// them let go between the two by a concurrent insert past the budget,
-    /// and answer EIO. Not cached: computed by its job, then looked at
-    /// again, `tries` times at most.
-    fn read_stats(
-        self: &Arc<Self>,
-        object: u32,
-        offset: u64,
-        size: u32,
-        tid: u32,
-        reply: ReadReply,
-        tries: u32,
-    ) {
-        if let Some(b) = self.frames.stats(object) {
-            let r = super::content::clip(b.len() as u64, offset, size);
-            return reply(Ok(Data::Shared(b, r)));
-        }
-        if tries == 0 {
-            return reply(Err(FsError::Io));
-        }
-        let tree = self.clone();
-        let again = Box::new(move |r: Result<(), FsError>| match r {
-            Ok(()) => tree.read_stats(object, offset, size, tid, reply, tries - 1),
-            Err(e) => reply(Err(e)),
-        });
-        self.when_stats_ready(object, tid, again);
     }
 
     /// The part whose stored bytes `node` reads, when they are not at

@@ -51,7 +51,8 @@ impl Tree {
         }
         let o = self.object(object);
         let Some(v) = self.frames.view(object) else {
-            log::warn!("{:?}: view evicted before a read could use it", o.name);
+            // Its reader waits for it again (`read_resolved`).
+            log::debug!("{:?}: view let go before a read could use it", o.name);
             return Err(FsError::Io);
         };
         let len = size as usize;
